@@ -1,0 +1,184 @@
+//! Splits a kubeadm config file into its documents and decodes each strictly, like kubeadm's
+//! SplitConfigDocuments + strict unmarshalling: a missing apiVersion/kind or a kind given twice is
+//! an error; documents of unknown groups are ignored with a warning.
+
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+
+use super::ConfigError;
+use super::types::{ClusterConfiguration, InitConfiguration};
+use crate::constants::{KUBEADM_API_VERSION, KUBELET_API_VERSION, KUBEPROXY_API_VERSION};
+
+/// A config file's documents, decoded.
+#[derive(Debug, Default, Clone)]
+pub struct Documents {
+    pub init: Option<InitConfiguration>,
+    pub cluster: Option<ClusterConfiguration>,
+    /// KubeletConfiguration, kept as given and passed through.
+    pub kubelet: Option<serde_yaml::Mapping>,
+    /// KubeProxyConfiguration, kept as given and passed through.
+    pub kube_proxy: Option<serde_yaml::Mapping>,
+    /// kubeadm JoinConfiguration, kept for `join`.
+    pub join: Option<serde_yaml::Mapping>,
+    pub warnings: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct TypeMeta {
+    #[serde(rename = "apiVersion")]
+    api_version: Option<serde_yaml::Value>,
+    kind: Option<serde_yaml::Value>,
+}
+
+/// Hard limit on config size: user-data is small, and this bounds memory on hostile input.
+pub const MAX_CONFIG_BYTES: usize = 1 << 20;
+
+pub fn parse_documents(source: &str, text: &str) -> Result<Documents, ConfigError> {
+    if text.len() > MAX_CONFIG_BYTES {
+        return Err(ConfigError::file(
+            source,
+            format!("is {} bytes; the limit is {MAX_CONFIG_BYTES}", text.len()),
+        ));
+    }
+    let mut docs = Documents::default();
+    let mut seen: Vec<String> = Vec::new();
+    for (index, de) in serde_yaml::Deserializer::from_str(text).enumerate() {
+        let label = format!("document {}", index + 1);
+        let value = serde_yaml::Value::deserialize(de)
+            .map_err(|e| ConfigError::doc(source, &label, "", e.to_string()))?;
+        if value.is_null() {
+            continue;
+        }
+        let meta: TypeMeta = serde_yaml::from_value(value.clone()).map_err(|_| {
+            ConfigError::doc(
+                source,
+                &label,
+                "",
+                "is not a mapping with apiVersion and kind".into(),
+            )
+        })?;
+        let api_version = required_string(source, &label, "apiVersion", meta.api_version)?;
+        let kind = required_string(source, &label, "kind", meta.kind)?;
+        let label = format!("{kind} ({label})");
+        if seen.contains(&kind) {
+            return Err(ConfigError::doc(
+                source,
+                &label,
+                "kind",
+                format!("{kind} appears twice; merge the two documents"),
+            ));
+        }
+        seen.push(kind.clone());
+        let group = api_version.split('/').next().unwrap_or_default();
+        match (group, api_version.as_str(), kind.as_str()) {
+            ("kubeadm.k8s.io", KUBEADM_API_VERSION, "InitConfiguration") => {
+                docs.init = Some(decode_typed(source, &label, text, index)?);
+            }
+            ("kubeadm.k8s.io", KUBEADM_API_VERSION, "ClusterConfiguration") => {
+                docs.cluster = Some(decode_typed(source, &label, text, index)?);
+            }
+            ("kubeadm.k8s.io", KUBEADM_API_VERSION, "JoinConfiguration") => {
+                docs.join = Some(as_mapping(source, &label, value)?);
+            }
+            ("kubeadm.k8s.io", KUBEADM_API_VERSION, "ResetConfiguration" | "UpgradeConfiguration") => {
+                docs.warnings.push(format!("{source}: {label}: ignored, kubestrap does not reset or upgrade"));
+            }
+            ("kubeadm.k8s.io", KUBEADM_API_VERSION, _) => {
+                return Err(ConfigError::doc(source, &label, "kind", format!("{kind:?} is not a kubeadm {KUBEADM_API_VERSION} kind")));
+            }
+            ("kubeadm.k8s.io", _, _) => {
+                return Err(ConfigError::doc(
+                    source,
+                    &label,
+                    "apiVersion",
+                    format!("{api_version:?} is not supported; use {KUBEADM_API_VERSION} (`kubeadm config migrate` converts older files)"),
+                ));
+            }
+            ("kubelet.config.k8s.io", KUBELET_API_VERSION, "KubeletConfiguration") => {
+                docs.kubelet = Some(as_mapping(source, &label, value)?);
+            }
+            ("kubeproxy.config.k8s.io", KUBEPROXY_API_VERSION, "KubeProxyConfiguration") => {
+                docs.kube_proxy = Some(as_mapping(source, &label, value)?);
+            }
+            ("kubelet.config.k8s.io" | "kubeproxy.config.k8s.io", _, _) => {
+                return Err(ConfigError::doc(
+                    source,
+                    &label,
+                    "apiVersion",
+                    format!("{api_version:?}/{kind} is not supported; use {KUBELET_API_VERSION} KubeletConfiguration or {KUBEPROXY_API_VERSION} KubeProxyConfiguration"),
+                ));
+            }
+            _ => docs.warnings.push(format!("{source}: ignored configuration document with GroupVersionKind {api_version}, Kind={kind}")),
+        }
+    }
+    Ok(docs)
+}
+
+fn required_string(
+    source: &str,
+    label: &str,
+    field: &str,
+    v: Option<serde_yaml::Value>,
+) -> Result<String, ConfigError> {
+    match v {
+        Some(serde_yaml::Value::String(s)) if !s.is_empty() => Ok(s),
+        Some(other) => Err(ConfigError::doc(
+            source,
+            label,
+            field,
+            format!("must be a non-empty string, got {}", short(&other)),
+        )),
+        None => Err(ConfigError::doc(
+            source,
+            label,
+            field,
+            "is missing; every document needs apiVersion and kind".into(),
+        )),
+    }
+}
+
+fn as_mapping(
+    source: &str,
+    label: &str,
+    v: serde_yaml::Value,
+) -> Result<serde_yaml::Mapping, ConfigError> {
+    match v {
+        serde_yaml::Value::Mapping(m) => Ok(m),
+        _ => Err(ConfigError::doc(
+            source,
+            label,
+            "",
+            "must be a mapping".into(),
+        )),
+    }
+}
+
+/// Decodes document `index` again, this time into its type, so errors carry the field path
+/// and the line/column of the bad value.
+fn decode_typed<T: DeserializeOwned>(
+    source: &str,
+    label: &str,
+    text: &str,
+    index: usize,
+) -> Result<T, ConfigError> {
+    let de = serde_yaml::Deserializer::from_str(text)
+        .nth(index)
+        .ok_or_else(|| {
+            ConfigError::doc(source, label, "", "document vanished on second read".into())
+        })?;
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let path = if path == "." { String::new() } else { path };
+        ConfigError::doc(source, label, &path, e.into_inner().to_string())
+    })
+}
+
+fn short(v: &serde_yaml::Value) -> String {
+    let s = serde_yaml::to_string(v).unwrap_or_default();
+    let s = s.trim();
+    if s.len() > 60 {
+        format!("{}…", &s[..s.floor_char_boundary(60)])
+    } else {
+        s.to_string()
+    }
+}

@@ -1,0 +1,316 @@
+//! kubeadm.k8s.io/v1beta4 documents, field for field. Unknown fields are errors (strict, as
+//! kubeadm's strict decoding), so a typo never silently becomes a default.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct InitConfiguration {
+    pub api_version: String,
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bootstrap_tokens: Vec<BootstrapToken>,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub dry_run: bool,
+    #[serde(default)]
+    pub node_registration: NodeRegistrationOptions,
+    #[serde(default, rename = "localAPIEndpoint")]
+    pub local_api_endpoint: ApiEndpoint,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub certificate_key: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skip_phases: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patches: Option<Patches>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeouts: Option<Timeouts>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct BootstrapToken {
+    pub token: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub usages: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct NodeRegistrationOptions {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub cri_socket: String,
+    /// `None` means the default control-plane taint; `Some([])` means no taint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub taints: Option<Vec<Taint>>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kubelet_extra_args: Vec<Arg>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ignore_preflight_errors: Vec<String>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub image_pull_policy: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_pull_serial: Option<bool>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Taint {
+    pub key: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub value: String,
+    pub effect: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_added: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ApiEndpoint {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub advertise_address: String,
+    /// Signed and wide so that a bad value reaches validation instead of a type error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bind_port: Option<i64>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Patches {
+    #[serde(default)]
+    pub directory: String,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Timeouts {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control_plane_component_health_check: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubelet_health_check: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubernetes_api_call: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub etcd_api_call: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_bootstrap: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub discovery: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upgrade_manifests: Option<String>,
+}
+
+impl Timeouts {
+    /// (field name, value) pairs, for validation.
+    pub fn fields(&self) -> [(&'static str, &Option<String>); 7] {
+        [
+            (
+                "controlPlaneComponentHealthCheck",
+                &self.control_plane_component_health_check,
+            ),
+            ("kubeletHealthCheck", &self.kubelet_health_check),
+            ("kubernetesAPICall", &self.kubernetes_api_call),
+            ("etcdAPICall", &self.etcd_api_call),
+            ("tlsBootstrap", &self.tls_bootstrap),
+            ("discovery", &self.discovery),
+            ("upgradeManifests", &self.upgrade_manifests),
+        ]
+    }
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ClusterConfiguration {
+    pub api_version: String,
+    pub kind: String,
+    #[serde(default)]
+    pub etcd: Etcd,
+    #[serde(default)]
+    pub networking: Networking,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub kubernetes_version: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub control_plane_endpoint: String,
+    #[serde(default, rename = "apiServer")]
+    pub api_server: ApiServer,
+    #[serde(default)]
+    pub controller_manager: ControlPlaneComponent,
+    #[serde(default)]
+    pub scheduler: ControlPlaneComponent,
+    #[serde(default)]
+    pub dns: Dns,
+    #[serde(default)]
+    pub proxy: Proxy,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub certificates_dir: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub image_repository: String,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub feature_gates: BTreeMap<String, bool>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub cluster_name: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub encryption_algorithm: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub certificate_validity_period: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_certificate_validity_period: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Etcd {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local: Option<LocalEtcd>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub external: Option<ExternalEtcd>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct LocalEtcd {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub image_repository: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub image_tag: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub data_dir: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extra_args: Vec<Arg>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extra_envs: Vec<EnvVar>,
+    #[serde(
+        default,
+        rename = "serverCertSANs",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub server_cert_sans: Vec<String>,
+    #[serde(
+        default,
+        rename = "peerCertSANs",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub peer_cert_sans: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ExternalEtcd {
+    pub endpoints: Vec<String>,
+    #[serde(default, rename = "caFile")]
+    pub ca_file: String,
+    #[serde(default, rename = "certFile")]
+    pub cert_file: String,
+    #[serde(default, rename = "keyFile")]
+    pub key_file: String,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Networking {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub service_subnet: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub pod_subnet: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub dns_domain: String,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ControlPlaneComponent {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extra_args: Vec<Arg>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extra_volumes: Vec<HostPathMount>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extra_envs: Vec<EnvVar>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ApiServer {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extra_args: Vec<Arg>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extra_volumes: Vec<HostPathMount>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extra_envs: Vec<EnvVar>,
+    #[serde(default, rename = "certSANs", skip_serializing_if = "Vec::is_empty")]
+    pub cert_sans: Vec<String>,
+}
+
+impl ApiServer {
+    pub fn component(&self) -> ControlPlaneComponent {
+        ControlPlaneComponent {
+            extra_args: self.extra_args.clone(),
+            extra_volumes: self.extra_volumes.clone(),
+            extra_envs: self.extra_envs.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Dns {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub image_repository: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub image_tag: String,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub disabled: bool,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Proxy {
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub disabled: bool,
+}
+
+/// v1beta4 `Arg`: extra args are an ordered list and names may repeat.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, Eq, PartialOrd, Ord)]
+#[serde(deny_unknown_fields)]
+pub struct Arg {
+    pub name: String,
+    #[serde(default)]
+    pub value: String,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct HostPathMount {
+    pub name: String,
+    pub host_path: String,
+    pub mount_path: String,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub read_only: bool,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub path_type: String,
+}
+
+/// core/v1 EnvVar; `valueFrom` is passed through untouched.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct EnvVar {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value_from: Option<serde_json::Value>,
+}

@@ -1,0 +1,259 @@
+//! Small value types the config is made of: CIDRs, Go durations, Kubernetes versions, DNS names.
+//! Parsers return a plain message; the caller adds the document and field path.
+
+use std::fmt;
+use std::net::IpAddr;
+use std::time::Duration;
+
+/// An IP network `addr/prefix`, normalised to its network address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cidr {
+    pub addr: IpAddr,
+    pub prefix: u8,
+}
+
+impl Cidr {
+    pub fn parse(s: &str) -> Result<Cidr, String> {
+        let (a, p) = s
+            .split_once('/')
+            .ok_or("not a CIDR (expected ADDRESS/PREFIX, e.g. 10.96.0.0/12)")?;
+        let addr: IpAddr = a
+            .parse()
+            .map_err(|_| format!("{a:?} is not an IP address"))?;
+        let max = if addr.is_ipv4() { 32 } else { 128 };
+        let prefix: u8 = p
+            .parse()
+            .ok()
+            .filter(|n| *n <= max)
+            .ok_or_else(|| format!("prefix {p:?} is not a number from 0 to {max}"))?;
+        let c = Cidr { addr, prefix };
+        Ok(Cidr {
+            addr: c.nth(0).ok_or("bad network")?,
+            prefix,
+        })
+    }
+
+    pub fn host_bits(&self) -> u32 {
+        let max = if self.addr.is_ipv4() { 32 } else { 128 };
+        max - u32::from(self.prefix)
+    }
+
+    /// The n-th address of the network (0 is the network address), if it fits.
+    pub fn nth(&self, n: u128) -> Option<IpAddr> {
+        let bits = self.host_bits();
+        if bits < 128 && n >= (1u128 << bits) {
+            return None;
+        }
+        let mask = if bits >= 128 { 0 } else { u128::MAX << bits };
+        match self.addr {
+            IpAddr::V4(v4) => {
+                let base = u128::from(u32::from(v4)) & (mask & 0xffff_ffff);
+                u32::try_from(base + n).ok().map(|v| IpAddr::V4(v.into()))
+            }
+            IpAddr::V6(v6) => {
+                let base = u128::from(v6) & mask;
+                base.checked_add(n).map(|v| IpAddr::V6(v.into()))
+            }
+        }
+    }
+}
+
+impl fmt::Display for Cidr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.addr, self.prefix)
+    }
+}
+
+/// Parses a comma-separated list of CIDRs (dual-stack allows one per family).
+pub fn parse_cidr_list(s: &str) -> Result<Vec<Cidr>, String> {
+    let list: Vec<Cidr> = s
+        .split(',')
+        .map(|p| Cidr::parse(p.trim()))
+        .collect::<Result<_, _>>()?;
+    if list.len() > 2 || (list.len() == 2 && list[0].addr.is_ipv4() == list[1].addr.is_ipv4()) {
+        return Err("expected one CIDR, or two of different IP families (dual-stack)".into());
+    }
+    Ok(list)
+}
+
+/// Parses a Go duration string ("24h", "1h30m", "500ms", "8760h0m0s").
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let bad = || format!("{s:?} is not a duration (examples: 24h, 1h30m, 90s, 500ms)");
+    if s == "0" {
+        return Ok(Duration::ZERO);
+    }
+    if s.is_empty() || s.starts_with('-') {
+        return Err(bad());
+    }
+    let mut rest = s.strip_prefix('+').unwrap_or(s);
+    let mut total = 0f64;
+    while !rest.is_empty() {
+        let num_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let num: f64 = rest[..num_len].parse().map_err(|_| bad())?;
+        rest = &rest[num_len..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let scale = match &rest[..unit_len] {
+            "ns" => 1e-9,
+            "us" | "µs" => 1e-6,
+            "ms" => 1e-3,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            _ => return Err(bad()),
+        };
+        rest = &rest[unit_len..];
+        total += num * scale;
+    }
+    // Go durations are int64 nanoseconds: about 292 years.
+    if !total.is_finite() || total > 9.2e9 {
+        return Err(format!(
+            "{s:?} is longer than the largest duration (about 2562047h)"
+        ));
+    }
+    Ok(Duration::from_secs_f64(total))
+}
+
+/// A Kubernetes release version, `v1.37.0` or `1.37.0-rc.1`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Version {
+    pub major: u32,
+    pub minor: u32,
+    pub patch: u32,
+    /// Everything after the patch number (`-rc.1`, `+build`), kept verbatim.
+    pub suffix: String,
+}
+
+impl Version {
+    pub fn parse(s: &str) -> Result<Version, String> {
+        let bad = || {
+            format!(
+                "{s:?} is not a Kubernetes version (expected e.g. v1.37.0; release labels such as \
+                 stable-1 need the internet and are not resolved)"
+            )
+        };
+        let body = s.strip_prefix('v').unwrap_or(s);
+        let end = body.find(['-', '+']).unwrap_or(body.len());
+        let (nums, suffix) = body.split_at(end);
+        let parts: Vec<u32> = nums
+            .split('.')
+            .map(|p| p.parse().map_err(|_| bad()))
+            .collect::<Result<_, _>>()?;
+        let [major, minor, patch] = parts[..] else {
+            return Err(bad());
+        };
+        let suffix_ok = suffix
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-+.".contains(c));
+        if !suffix_ok || nums.split('.').any(|p| p.len() > 1 && p.starts_with('0')) {
+            return Err(bad());
+        }
+        Ok(Version {
+            major,
+            minor,
+            patch,
+            suffix: suffix.to_string(),
+        })
+    }
+
+    /// The image tag: `+` is not allowed in tags, so kubeadm turns it into `_`.
+    pub fn image_tag(&self) -> String {
+        self.to_string().replace('+', "_")
+    }
+}
+
+impl fmt::Display for Version {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "v{}.{}.{}{}",
+            self.major, self.minor, self.patch, self.suffix
+        )
+    }
+}
+
+/// RFC 1123 subdomain: what Kubernetes accepts as a node name.
+pub fn is_dns1123_subdomain(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 253 && s.split('.').all(is_dns1123_label_part)
+}
+
+fn is_dns1123_label_part(l: &str) -> bool {
+    let b = l.as_bytes();
+    !b.is_empty()
+        && b.len() <= 63
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        && b[0] != b'-'
+        && b[b.len() - 1] != b'-'
+}
+
+/// A DNS SAN kubeadm accepts: an RFC 1123 subdomain, or a wildcard `*.subdomain`.
+pub fn is_dns_san(s: &str) -> bool {
+    is_dns1123_subdomain(s) || s.strip_prefix("*.").is_some_and(is_dns1123_subdomain)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cidrs() {
+        let c = Cidr::parse("10.96.0.0/12").unwrap();
+        assert_eq!(c.nth(1).unwrap().to_string(), "10.96.0.1");
+        assert_eq!(c.nth(10).unwrap().to_string(), "10.96.0.10");
+        assert_eq!(c.host_bits(), 20);
+        assert_eq!(
+            Cidr::parse("10.96.3.7/12").unwrap().to_string(),
+            "10.96.0.0/12"
+        );
+        let v6 = Cidr::parse("fd00:10:96::/108").unwrap();
+        assert_eq!(v6.nth(10).unwrap().to_string(), "fd00:10:96::a");
+        assert!(Cidr::parse("10.96.0.0").is_err());
+        assert!(Cidr::parse("10.96.0.0/33").is_err());
+        assert!(Cidr::parse("10.300.0.0/16").is_err());
+        assert!(Cidr::parse("10.0.0.0/30").unwrap().nth(4).is_none());
+        assert!(parse_cidr_list("10.0.0.0/16,10.1.0.0/16").is_err());
+        assert_eq!(parse_cidr_list("10.0.0.0/16,fd00::/64").unwrap().len(), 2);
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("24h").unwrap(), Duration::from_secs(86400));
+        assert_eq!(
+            parse_duration("8760h0m0s").unwrap(),
+            Duration::from_secs(8760 * 3600)
+        );
+        assert_eq!(parse_duration("1h30m").unwrap(), Duration::from_secs(5400));
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("1.5h").unwrap(), Duration::from_secs(5400));
+        for bad in ["", "24", "h", "-1h", "1d", "1h x", "99999999999h"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn versions() {
+        let v = Version::parse("v1.37.0").unwrap();
+        assert_eq!((v.major, v.minor, v.patch), (1, 37, 0));
+        assert_eq!(
+            Version::parse("1.36.2-rc.1+abc").unwrap().image_tag(),
+            "v1.36.2-rc.1_abc"
+        );
+        for bad in ["stable-1", "v1.37", "1.x.0", "v01.37.0", "v1.37.0 ", ""] {
+            assert!(Version::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn names() {
+        assert!(is_dns1123_subdomain("cp-1.example.com"));
+        assert!(!is_dns1123_subdomain("CP-1"));
+        assert!(!is_dns1123_subdomain("-a"));
+        assert!(!is_dns1123_subdomain("a..b"));
+        assert!(is_dns_san("*.example.com"));
+        assert!(!is_dns_san("a_b"));
+    }
+}

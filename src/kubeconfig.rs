@@ -1,0 +1,182 @@
+//! Kubeconfig files: the clientcmd v1 `Config` shape, rendering with embedded certs, loading,
+//! and the list of files a control-plane node gets.
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD as B64;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Kubeconfig {
+    #[serde(rename = "apiVersion")]
+    pub api_version: String,
+    pub clusters: Vec<NamedCluster>,
+    #[serde(default)]
+    pub contexts: Vec<NamedContext>,
+    #[serde(rename = "current-context", default)]
+    pub current_context: String,
+    pub kind: String,
+    #[serde(default)]
+    pub preferences: serde_yaml::Mapping,
+    #[serde(default)]
+    pub users: Vec<NamedUser>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct NamedCluster {
+    pub cluster: Cluster,
+    pub name: String,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Cluster {
+    #[serde(
+        rename = "certificate-authority-data",
+        default,
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub certificate_authority_data: String,
+    pub server: String,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct NamedContext {
+    pub context: Context,
+    pub name: String,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Context {
+    pub cluster: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub namespace: String,
+    pub user: String,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct NamedUser {
+    pub name: String,
+    pub user: User,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct User {
+    #[serde(
+        rename = "client-certificate",
+        default,
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub client_certificate: String,
+    #[serde(
+        rename = "client-certificate-data",
+        default,
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub client_certificate_data: String,
+    #[serde(
+        rename = "client-key",
+        default,
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub client_key: String,
+    #[serde(
+        rename = "client-key-data",
+        default,
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub client_key_data: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub token: String,
+}
+
+/// Client credentials to embed.
+pub enum Credentials {
+    Cert { cert_pem: String, key_pem: String },
+    Token(String),
+}
+
+/// A kubeconfig with one cluster, one user and the context `<user>@<cluster>`.
+pub fn build(
+    cluster_name: &str,
+    server: &str,
+    ca_pem: &[u8],
+    user: &str,
+    creds: Credentials,
+) -> Kubeconfig {
+    let context = format!("{user}@{cluster_name}");
+    let u = match creds {
+        Credentials::Cert { cert_pem, key_pem } => User {
+            client_certificate_data: B64.encode(cert_pem),
+            client_key_data: B64.encode(key_pem),
+            ..Default::default()
+        },
+        Credentials::Token(t) => User {
+            token: t,
+            ..Default::default()
+        },
+    };
+    Kubeconfig {
+        api_version: "v1".into(),
+        clusters: vec![NamedCluster {
+            cluster: Cluster {
+                certificate_authority_data: B64.encode(ca_pem),
+                server: server.into(),
+            },
+            name: cluster_name.into(),
+        }],
+        contexts: vec![NamedContext {
+            context: Context {
+                cluster: cluster_name.into(),
+                namespace: String::new(),
+                user: user.into(),
+            },
+            name: context.clone(),
+        }],
+        current_context: context,
+        kind: "Config".into(),
+        preferences: Default::default(),
+        users: vec![NamedUser {
+            name: user.into(),
+            user: u,
+        }],
+    }
+}
+
+impl Kubeconfig {
+    pub fn to_yaml(&self) -> String {
+        // Invariant: plain strings and maps always serialise.
+        serde_yaml::to_string(self).unwrap_or_default()
+    }
+
+    pub fn parse(text: &[u8]) -> Result<Kubeconfig, String> {
+        let k: Kubeconfig =
+            serde_yaml::from_slice(text).map_err(|e| format!("is not a kubeconfig: {e}"))?;
+        if k.kind != "Config" {
+            return Err(format!("has kind {:?}, not Config", k.kind));
+        }
+        Ok(k)
+    }
+
+    /// The cluster and user of the current context.
+    pub fn current(&self) -> Result<(&Cluster, Option<&User>), String> {
+        let ctx = self
+            .contexts
+            .iter()
+            .find(|c| c.name == self.current_context)
+            .ok_or_else(|| format!("has no context named {:?}", self.current_context))?;
+        let cluster = self
+            .clusters
+            .iter()
+            .find(|c| c.name == ctx.context.cluster)
+            .ok_or_else(|| format!("has no cluster named {:?}", ctx.context.cluster))?;
+        let user = self
+            .users
+            .iter()
+            .find(|u| u.name == ctx.context.user)
+            .map(|u| &u.user);
+        Ok((&cluster.cluster, user))
+    }
+}
+
+pub fn decode_b64(s: &str) -> Result<Vec<u8>, String> {
+    B64.decode(s.trim()).map_err(|e| format!("bad base64: {e}"))
+}

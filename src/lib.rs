@@ -1,0 +1,17 @@
+//! kubestrap: a first-boot Kubernetes node bootstrapper that leaves a node exactly as
+//! `kubeadm init`/`join` would. `main.rs` only dispatches; everything lives here so tests can
+//! drive it.
+
+pub mod cli;
+pub mod commands;
+pub mod config;
+pub mod constants;
+pub mod error;
+pub mod fsutil;
+pub mod host;
+pub mod kubeconfig;
+pub mod logging;
+pub mod manifests;
+pub mod phases;
+pub mod pki;
+pub mod token;

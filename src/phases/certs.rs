@@ -1,0 +1,6 @@
+use super::InitContext;
+use crate::error::Result;
+
+pub fn run(ctx: &InitContext) -> Result<()> {
+    crate::pki::ensure_certs(ctx.fs, ctx.cfg, ctx.start)
+}

@@ -1,0 +1,119 @@
+//! The init phases as data: a name, a one-line description and a function. `kubestrap phases`
+//! prints this table; `init` runs it in order; `init phase <name>` runs one entry.
+
+mod certs;
+mod control_plane;
+mod etcd;
+mod kubeconfig;
+
+use log::info;
+use time::OffsetDateTime;
+
+use crate::config::InitConfig;
+use crate::error::{Context, Error, Result};
+use crate::fsutil::NodeFs;
+use crate::manifests::HostEnv;
+
+pub use kubeconfig::{KUBECONFIGS, KubeconfigSpec};
+
+/// Everything a phase may read: the validated config, the node's filesystem, the start time
+/// (certificates are backdated from it) and host facts for the manifests.
+pub struct InitContext<'a> {
+    pub cfg: &'a InitConfig,
+    pub fs: &'a NodeFs,
+    pub start: OffsetDateTime,
+    pub env: HostEnv,
+}
+
+pub struct Phase {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub run: fn(&InitContext) -> Result<()>,
+}
+
+/// `kubeadm init`'s on-disk phases, in kubeadm's order.
+pub const INIT_PHASES: &[Phase] = &[
+    Phase {
+        name: "certs",
+        description: "Generate the CAs, leaf certificates and the service-account key pair",
+        run: certs::run,
+    },
+    Phase {
+        name: "kubeconfig",
+        description: "Write admin, super-admin, kubelet, controller-manager and scheduler kubeconfigs",
+        run: kubeconfig::run,
+    },
+    Phase {
+        name: "etcd",
+        description: "Write the static Pod manifest for local etcd",
+        run: etcd::run,
+    },
+    Phase {
+        name: "control-plane",
+        description: "Write the static Pod manifests for the API server, controller-manager and scheduler",
+        run: control_plane::run,
+    },
+];
+
+pub fn find(name: &str) -> Option<&'static Phase> {
+    INIT_PHASES.iter().find(|p| p.name == name)
+}
+
+/// Checks `--skip-phases` names so a typo is an error rather than a phase that silently runs.
+pub fn check_skip(skip: &[String]) -> Result<()> {
+    for s in skip {
+        if find(s).is_none() {
+            let known: Vec<&str> = INIT_PHASES.iter().map(|p| p.name).collect();
+            return Err(Error::usage(format!(
+                "unknown phase {s:?} in skip list; phases are: {}",
+                known.join(", ")
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Runs the phases not in `skip`, in order.
+pub fn run_init(ctx: &InitContext, skip: &[String]) -> Result<()> {
+    check_skip(skip)?;
+    for p in INIT_PHASES {
+        if skip.iter().any(|s| s == p.name) {
+            info!("[{}] Skipped", p.name);
+            continue;
+        }
+        run_one(ctx, p)?;
+    }
+    Ok(())
+}
+
+pub fn run_one(ctx: &InitContext, p: &Phase) -> Result<()> {
+    (p.run)(ctx).ctx(format_args!("phase {}", p.name))
+}
+
+/// Host facts the manifests need, read under the node root.
+pub fn host_env(fs: &NodeFs) -> HostEnv {
+    HostEnv {
+        proxy_env: crate::host::proxy_env(),
+        ca_dirs: crate::manifests::OPTIONAL_CA_DIRS
+            .iter()
+            .filter(|d| fs.real(d).is_dir())
+            .map(|d| d.to_string())
+            .collect(),
+    }
+}
+
+pub const MANIFEST_MODE: u32 = 0o600;
+pub const MANIFEST_DIR_MODE: u32 = 0o700;
+
+/// Writes `/etc/kubernetes/manifests/<name>.yaml`.
+fn write_manifest(ctx: &InitContext, name: &str, pod: &serde_json::Value) -> Result<()> {
+    let path = format!("{}/{name}.yaml", crate::constants::MANIFESTS_DIR);
+    let yaml = crate::manifests::pod::to_yaml(pod);
+    if ctx.fs.read(&path)?.as_deref() == Some(yaml.as_bytes()) {
+        info!("[manifests] {path} is up to date");
+    } else {
+        info!("[manifests] Writing static Pod manifest for {name:?} to {path:?}");
+    }
+    ctx.fs
+        .write(&path, yaml.as_bytes(), MANIFEST_MODE, MANIFEST_DIR_MODE)
+}

@@ -1,0 +1,261 @@
+//! The cluster PKI on disk: CAs, leaves, the service-account key pair, and the CA pin.
+//! Existing valid files are reused; invalid ones are errors that name the file.
+
+pub mod check;
+pub mod issue;
+pub mod keys;
+pub mod spec;
+
+use std::collections::HashMap;
+
+use log::info;
+use rcgen::KeyPair;
+use sha2::{Digest, Sha256};
+use time::OffsetDateTime;
+
+use crate::config::InitConfig;
+use crate::error::{Error, Result};
+use crate::fsutil::{NodeFs, hex};
+use check::{CertFile, Expect};
+use spec::{CERTS, CertSpec, SanList, Usage};
+
+pub const KEY_MODE: u32 = 0o600;
+pub const CERT_MODE: u32 = 0o644;
+/// kubeadm creates the PKI dirs 0755 (keys inside are 0600).
+pub const PKI_DIR_MODE: u32 = 0o755;
+
+/// A CA as loaded from disk or just made; `key` is `None` for an external CA.
+pub struct Ca {
+    pub cert: CertFile,
+    pub key: Option<KeyPair>,
+}
+
+pub fn crt_path(dir: &str, name: &str) -> String {
+    format!("{dir}/{name}.crt")
+}
+pub fn key_path(dir: &str, name: &str) -> String {
+    format!("{dir}/{name}.key")
+}
+
+/// `sha256:<hex>` of a certificate's SubjectPublicKeyInfo (kubeadm's CA pin).
+pub fn ca_hash(pem: &[u8]) -> std::result::Result<String, String> {
+    let c = CertFile::parse(pem)?;
+    Ok(format!("sha256:{}", hex(&Sha256::digest(c.spki()?))))
+}
+
+/// Loads a certificate file; `None` if absent.
+pub fn load_cert(fs: &NodeFs, path: &str) -> Result<Option<CertFile>> {
+    fs.read(path)?
+        .map(|b| {
+            CertFile::parse(&b).map_err(|m| Error::state(format!("{path} {m}; fix or remove it")))
+        })
+        .transpose()
+}
+
+/// Loads a private key file; `None` if absent.
+pub fn load_key(fs: &NodeFs, path: &str) -> Result<Option<KeyPair>> {
+    fs.read(path)?
+        .map(|b| {
+            keys::parse_pem(&b).map_err(|m| Error::state(format!("{path}: {m}; fix or remove it")))
+        })
+        .transpose()
+}
+
+/// Loads a CA pair that must exist (for phases after `certs`).
+pub fn load_ca(fs: &NodeFs, dir: &str, name: &str) -> Result<Ca> {
+    let crt = crt_path(dir, name);
+    let cert = load_cert(fs, &crt)?.ok_or_else(|| {
+        Error::state(format!(
+            "{crt} is missing; run `kubestrap init phase certs` first"
+        ))
+    })?;
+    let key = load_key(fs, &key_path(dir, name))?;
+    Ok(Ca { cert, key })
+}
+
+fn request(spec: &CertSpec, cfg: &InitConfig, start: OffsetDateTime) -> issue::Request {
+    issue::Request {
+        cn: spec.common_name(cfg),
+        orgs: spec.orgs.iter().map(|s| s.to_string()).collect(),
+        usage: spec.usage,
+        sans: spec.sans(cfg),
+        validity: if spec.is_ca() {
+            cfg.ca_validity
+        } else {
+            cfg.cert_validity
+        },
+        start,
+    }
+}
+
+fn describe_sans(s: &SanList) -> String {
+    let ips: Vec<String> = s.ips.iter().map(|i| i.to_string()).collect();
+    format!(
+        "DNS names [{}] and IPs [{}]",
+        s.dns.join(" "),
+        ips.join(" ")
+    )
+}
+
+/// Does the cluster CA sit on disk without its key (kubeadm's "external CA" mode)?
+pub fn is_external_ca(fs: &NodeFs, cfg: &InitConfig) -> bool {
+    let dir = cfg.certs_dir();
+    fs.exists(&crt_path(dir, "ca")) && !fs.exists(&key_path(dir, "ca"))
+}
+
+/// The `certs` phase: every certificate in the table plus sa.key/sa.pub.
+pub fn ensure_certs(fs: &NodeFs, cfg: &InitConfig, start: OffsetDateTime) -> Result<()> {
+    let dir = cfg.certs_dir();
+    let wanted: Vec<&CertSpec> = CERTS
+        .iter()
+        .filter(|c| !(c.local_etcd_only && cfg.external_etcd().is_some()))
+        .collect();
+    let missing = wanted
+        .iter()
+        .filter(|c| !fs.exists(&crt_path(dir, c.name)) && !fs.exists(&key_path(dir, c.name)))
+        .count()
+        + usize::from(!fs.exists(&key_path(dir, "sa")));
+    let mut fresh = keys::generate_many(cfg.key_algorithm, missing)?;
+    let mut cas: HashMap<&str, Ca> = HashMap::new();
+    for spec in wanted {
+        let crt = crt_path(dir, spec.name);
+        let key_file = key_path(dir, spec.name);
+        let want = request(spec, cfg, start);
+        let existing_cert = load_cert(fs, &crt)?;
+        let existing_key = load_key(fs, &key_file)?;
+        let ca = spec.ca.and_then(|n| cas.get(n));
+        let made = match (existing_cert, existing_key) {
+            (Some(cert), key) => {
+                let spki = key.as_ref().map(keys::spki);
+                let expect = Expect {
+                    usage: spec.usage,
+                    sans: &want.sans,
+                    ca: ca.map(|c| &c.cert),
+                    key_spki: spki.as_deref(),
+                    now: start,
+                };
+                check::check(&cert, &expect).map_err(|m| {
+                    Error::state(format!("{crt} {m}; kubestrap will not overwrite it: fix it or remove {crt} and {key_file}"))
+                })?;
+                match (&key, spec.is_ca()) {
+                    (None, true) => info!(
+                        "[certs] Using existing {} certificate authority without its key (external CA mode)",
+                        spec.name
+                    ),
+                    (None, false) => {
+                        return Err(Error::state(format!(
+                            "{crt} exists but {key_file} is missing; supply the key or remove both"
+                        )));
+                    }
+                    (Some(_), true) => {
+                        info!("[certs] Using existing {} certificate authority", spec.name)
+                    }
+                    (Some(_), false) => info!(
+                        "[certs] Using existing {} certificate and key on disk",
+                        spec.name
+                    ),
+                }
+                Ca { cert, key }
+            }
+            (None, key) => {
+                if let Some(ca) = ca {
+                    if ca.key.is_none() {
+                        return Err(Error::state(format!(
+                            "{crt} is missing and its CA {} has no key (external CA mode): provide {crt} and {key_file} signed by that CA",
+                            spec.ca.unwrap_or_default()
+                        )));
+                    }
+                }
+                let key = match key {
+                    Some(k) => {
+                        info!(
+                            "[certs] Reusing the existing key {key_file} (its certificate was never written)"
+                        );
+                        k
+                    }
+                    None => fresh
+                        .pop()
+                        .ok_or_else(|| Error::runtime("internal: ran out of pre-generated keys"))?,
+                };
+                info!("[certs] Generating {:?} certificate and key", spec.name);
+                if matches!(spec.usage, Usage::Server | Usage::ServerAndClient) {
+                    info!(
+                        "[certs] {} serving cert is signed for {}",
+                        spec.name,
+                        describe_sans(&want.sans)
+                    );
+                }
+                let pem = match ca {
+                    None => issue::self_signed(&want, &key)?,
+                    Some(Ca {
+                        cert,
+                        key: Some(ca_key),
+                    }) => issue::signed(&want, &key, &cert.pem, ca_key)?,
+                    Some(Ca { key: None, .. }) => unreachable!("checked above"),
+                };
+                // Key first: a crash before the cert leaves a key we reuse, never a cert without its key.
+                fs.write(
+                    &key_file,
+                    keys::to_pem(&key).as_bytes(),
+                    KEY_MODE,
+                    PKI_DIR_MODE,
+                )?;
+                fs.write(&crt, pem.as_bytes(), CERT_MODE, PKI_DIR_MODE)?;
+                let cert = CertFile::parse(pem.as_bytes()).map_err(Error::runtime)?;
+                Ca {
+                    cert,
+                    key: Some(key),
+                }
+            }
+        };
+        if spec.is_ca() {
+            cas.insert(spec.name, made);
+        }
+    }
+    ensure_sa(fs, dir, &mut fresh)
+}
+
+fn ensure_sa(fs: &NodeFs, dir: &str, fresh: &mut Vec<KeyPair>) -> Result<()> {
+    let key_file = key_path(dir, "sa");
+    let pub_file = format!("{dir}/sa.pub");
+    let key = match load_key(fs, &key_file)? {
+        Some(k) => {
+            info!("[certs] Using the existing \"sa\" key");
+            k
+        }
+        None => {
+            if fs.exists(&pub_file) {
+                return Err(Error::state(format!(
+                    "{pub_file} exists without {key_file}; supply the key or remove {pub_file}"
+                )));
+            }
+            info!("[certs] Generating \"sa\" key and public key");
+            let k = fresh
+                .pop()
+                .ok_or_else(|| Error::runtime("internal: ran out of pre-generated keys"))?;
+            fs.write(
+                &key_file,
+                keys::to_pem(&k).as_bytes(),
+                KEY_MODE,
+                PKI_DIR_MODE,
+            )?;
+            k
+        }
+    };
+    let public = keys::public_pem(&key);
+    match fs.read(&pub_file)? {
+        Some(existing) => {
+            let same = x509_parser::pem::parse_x509_pem(&existing)
+                .ok()
+                .map(|(_, p)| p.contents)
+                == Some(keys::spki(&key));
+            if !same {
+                return Err(Error::state(format!(
+                    "{pub_file} does not match {key_file}; remove {pub_file} to have it rewritten"
+                )));
+            }
+        }
+        None => fs.write(&pub_file, public.as_bytes(), CERT_MODE, PKI_DIR_MODE)?,
+    }
+    Ok(())
+}

@@ -1,0 +1,82 @@
+//! Bootstrap token format and generation (kubeadm's `<id>.<secret>`).
+
+use ring::rand::{SecureRandom, SystemRandom};
+
+const ALPHABET: &[u8; 36] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+
+fn is_token_part(s: &str, len: usize) -> bool {
+    s.len() == len
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+}
+
+/// `[a-z0-9]{6}.[a-z0-9]{16}`.
+pub fn is_valid_token(t: &str) -> bool {
+    t.split_once('.')
+        .is_some_and(|(id, secret)| is_token_part(id, 6) && is_token_part(secret, 16))
+}
+
+/// `system:bootstrappers:[a-z0-9:-]{0,255}[a-z0-9]`.
+pub fn is_valid_extra_group(g: &str) -> bool {
+    let Some(rest) = g.strip_prefix("system:bootstrappers:") else {
+        return false;
+    };
+    let b = rest.as_bytes();
+    !b.is_empty()
+        && b.len() <= 256
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b':' || *c == b'-')
+        && (b[b.len() - 1].is_ascii_lowercase() || b[b.len() - 1].is_ascii_digit())
+}
+
+/// Random characters from the token alphabet. Bytes >= 252 (= 7*36) are dropped so `% 36`
+/// has no bias, as kubeadm does.
+fn random_chars(n: usize) -> Result<String, ring::error::Unspecified> {
+    let rng = SystemRandom::new();
+    let mut out = String::with_capacity(n);
+    let mut buf = [0u8; 64];
+    while out.len() < n {
+        rng.fill(&mut buf)?;
+        for b in buf {
+            if b < 252 && out.len() < n {
+                out.push(char::from(ALPHABET[usize::from(b % 36)]));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A fresh token `<id>.<secret>`.
+pub fn generate() -> crate::error::Result<String> {
+    let id = random_chars(6)
+        .map_err(|_| crate::error::Error::runtime("the system random generator failed"))?;
+    let secret = random_chars(16)
+        .map_err(|_| crate::error::Error::runtime("the system random generator failed"))?;
+    Ok(format!("{id}.{secret}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn format() {
+        assert!(is_valid_token("abcdef.0123456789abcdef"));
+        assert!(!is_valid_token("abcdef.0123456789abcde"));
+        assert!(!is_valid_token("ABCDEF.0123456789abcdef"));
+        assert!(!is_valid_token("abcdef0123456789abcdef"));
+        assert!(is_valid_extra_group(
+            "system:bootstrappers:kubeadm:default-node-token"
+        ));
+        assert!(!is_valid_extra_group("system:bootstrappers:"));
+        assert!(!is_valid_extra_group("system:nodes"));
+    }
+
+    #[test]
+    fn generated_tokens_are_valid_and_differ() {
+        let a = generate().unwrap();
+        let b = generate().unwrap();
+        assert!(is_valid_token(&a) && is_valid_token(&b));
+        assert_ne!(a, b);
+    }
+}
