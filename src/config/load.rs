@@ -44,19 +44,13 @@ pub fn parse_documents(source: &str, text: &str) -> Result<Documents, ConfigErro
     let mut seen: Vec<String> = Vec::new();
     for (index, de) in serde_yaml::Deserializer::from_str(text).enumerate() {
         let label = format!("document {}", index + 1);
-        let value = serde_yaml::Value::deserialize(de)
-            .map_err(|e| ConfigError::doc(source, &label, "", e.to_string()))?;
-        if value.is_null() {
-            continue;
-        }
-        let meta: TypeMeta = serde_yaml::from_value(value.clone()).map_err(|_| {
-            ConfigError::doc(
-                source,
-                &label,
-                "",
-                "is not a mapping with apiVersion and kind".into(),
-            )
+        // Only apiVersion/kind here; the typed second pass reports everything else with its path.
+        let meta = Option::<TypeMeta>::deserialize(de).map_err(|e| {
+            let m = with_location(&e);
+            let m = if m.contains("expected struct TypeMeta") { "is not a mapping with apiVersion and kind".into() } else { m };
+            ConfigError::doc(source, &label, "", m)
         })?;
+        let Some(meta) = meta else { continue };
         let api_version = required_string(source, &label, "apiVersion", meta.api_version)?;
         let kind = required_string(source, &label, "kind", meta.kind)?;
         let label = format!("{kind} ({label})");
@@ -78,7 +72,7 @@ pub fn parse_documents(source: &str, text: &str) -> Result<Documents, ConfigErro
                 docs.cluster = Some(decode_typed(source, &label, text, index)?);
             }
             ("kubeadm.k8s.io", KUBEADM_API_VERSION, "JoinConfiguration") => {
-                docs.join = Some(as_mapping(source, &label, value)?);
+                docs.join = Some(decode_typed(source, &label, text, index)?);
             }
             ("kubeadm.k8s.io", KUBEADM_API_VERSION, "ResetConfiguration" | "UpgradeConfiguration") => {
                 docs.warnings.push(format!("{source}: {label}: ignored, kubestrap does not reset or upgrade"));
@@ -95,10 +89,10 @@ pub fn parse_documents(source: &str, text: &str) -> Result<Documents, ConfigErro
                 ));
             }
             ("kubelet.config.k8s.io", KUBELET_API_VERSION, "KubeletConfiguration") => {
-                docs.kubelet = Some(as_mapping(source, &label, value)?);
+                docs.kubelet = Some(decode_typed(source, &label, text, index)?);
             }
             ("kubeproxy.config.k8s.io", KUBEPROXY_API_VERSION, "KubeProxyConfiguration") => {
-                docs.kube_proxy = Some(as_mapping(source, &label, value)?);
+                docs.kube_proxy = Some(decode_typed(source, &label, text, index)?);
             }
             ("kubelet.config.k8s.io" | "kubeproxy.config.k8s.io", _, _) => {
                 return Err(ConfigError::doc(
@@ -137,22 +131,6 @@ fn required_string(
     }
 }
 
-fn as_mapping(
-    source: &str,
-    label: &str,
-    v: serde_yaml::Value,
-) -> Result<serde_yaml::Mapping, ConfigError> {
-    match v {
-        serde_yaml::Value::Mapping(m) => Ok(m),
-        _ => Err(ConfigError::doc(
-            source,
-            label,
-            "",
-            "must be a mapping".into(),
-        )),
-    }
-}
-
 /// Decodes document `index` again, this time into its type, so errors carry the field path
 /// and the line/column of the bad value.
 fn decode_typed<T: DeserializeOwned>(
@@ -169,7 +147,13 @@ fn decode_typed<T: DeserializeOwned>(
     serde_path_to_error::deserialize(de).map_err(|e| {
         let path = e.path().to_string();
         let path = if path == "." { String::new() } else { path };
-        ConfigError::doc(source, label, &path, e.into_inner().to_string())
+        // serde_yaml already prefixes nested errors with the path; say it once.
+        let msg = with_location(e.inner());
+        let msg = match msg.split_once(": ") {
+            Some((p, rest)) if path == p || path.starts_with(&format!("{p}.")) || path.starts_with(&format!("{p}[")) => rest.to_string(),
+            _ => msg,
+        };
+        ConfigError::doc(source, label, &path, msg)
     })
 }
 
@@ -180,5 +164,14 @@ fn short(v: &serde_yaml::Value) -> String {
         format!("{}…", &s[..s.floor_char_boundary(60)])
     } else {
         s.to_string()
+    }
+}
+
+/// serde_yaml's message, with the line and column when it did not already say them.
+fn with_location(e: &serde_yaml::Error) -> String {
+    let m = e.to_string();
+    match e.location() {
+        Some(l) if !m.contains(" at line ") => format!("{m} at line {} column {}", l.line(), l.column()),
+        _ => m,
     }
 }
