@@ -53,6 +53,15 @@ fn kv(pairs: &[(&str, String)]) -> Vec<(String, String)> {
         .collect()
 }
 
+/// A probe aimed at a wildcard bind address has no host: the kubelet then uses the Pod IP
+/// (the node's, with hostNetwork), as kubeadm does.
+fn probe_host(addr: &str) -> Option<String> {
+    match addr.parse::<IpAddr>() {
+        Ok(ip) if ip.is_unspecified() => None,
+        _ => Some(addr.to_string()),
+    }
+}
+
 fn startup_threshold(cfg: &InitConfig) -> u64 {
     cfg.control_plane_health_timeout
         .as_secs()
