@@ -182,7 +182,7 @@ pub fn etcd(cfg: &InitConfig, env: &HostEnv) -> Option<Value> {
     };
     let scheme = if scheme == "https" { "HTTPS" } else { "HTTP" };
     let probe = |path| Probe {
-        host: Some(host.clone()),
+        host: probe_host(&host),
         path,
         port: probe_port.clone(),
         scheme,
@@ -342,7 +342,7 @@ pub fn kube_apiserver(cfg: &InitConfig, env: &HostEnv) -> Value {
         .unwrap_or_default()
         .to_string();
     let probe = |path| Probe {
-        host: Some(host.clone()),
+        host: probe_host(&host),
         path,
         port: json!(port),
         scheme: "HTTPS",
@@ -424,7 +424,7 @@ pub fn kube_controller_manager(cfg: &InitConfig, env: &HostEnv, external_ca: boo
         .and_then(|v| v.parse::<u16>().ok())
         .unwrap_or(KCM_PORT);
     let probe = Probe {
-        host: Some(host),
+        host: probe_host(&host),
         path: "/healthz",
         port: json!(port),
         scheme: "HTTPS",
@@ -466,7 +466,7 @@ pub fn kube_scheduler(cfg: &InitConfig, env: &HostEnv) -> Value {
         .and_then(|v| v.parse::<u16>().ok())
         .unwrap_or(SCHEDULER_PORT);
     let probe = Probe {
-        host: Some(host),
+        host: probe_host(&host),
         path: "/healthz",
         port: json!(port),
         scheme: "HTTPS",
