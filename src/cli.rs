@@ -104,12 +104,5 @@ pub struct Version {}
 
 /// Splits a comma-separated flag value, dropping empty items.
 pub fn split_list(s: Option<&str>) -> Vec<String> {
-    s.map(|s| {
-        s.split(',')
-            .map(str::trim)
-            .filter(|x| !x.is_empty())
-            .map(str::to_string)
-            .collect()
-    })
-    .unwrap_or_default()
+    s.map(|s| s.split(',').map(str::trim).filter(|x| !x.is_empty()).map(str::to_string).collect()).unwrap_or_default()
 }

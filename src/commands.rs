@@ -17,14 +17,9 @@ pub fn run(cli: cli::Cli) -> Result<()> {
         Command::Init(i) => match i.phase {
             Some(InitSub::Phase(p)) => {
                 let phase = phases::find(&p.name).ok_or_else(|| {
-                    Error::usage(format!(
-                        "unknown phase {:?}; `kubestrap phases` lists them",
-                        p.name
-                    ))
+                    Error::usage(format!("unknown phase {:?}; `kubestrap phases` lists them", p.name))
                 })?;
-                init(p.config.as_deref(), &p.root, p.dry_run, |ctx| {
-                    phases::run_one(ctx, phase)
-                })
+                init(p.config.as_deref(), &p.root, p.dry_run, |ctx| phases::run_one(ctx, phase))
             }
             None => {
                 let mut skip = cli::split_list(i.skip_phases.as_deref());
@@ -46,13 +41,10 @@ pub fn run(cli: cli::Cli) -> Result<()> {
             cli::CertsCommand::CaHash(h) => {
                 let path = match h.file {
                     Some(f) => f,
-                    None => NodeFs::new(&h.root)
-                        .real(&format!("{}/ca.crt", crate::constants::DEFAULT_CERTS_DIR)),
+                    None => NodeFs::new(&h.root).real(&format!("{}/ca.crt", crate::constants::DEFAULT_CERTS_DIR)),
                 };
-                let pem = std::fs::read(&path)
-                    .map_err(|e| Error::usage(format!("reading {}: {e}", path.display())))?;
-                let hash = crate::pki::ca_hash(&pem)
-                    .map_err(|m| Error::state(format!("{} {m}", path.display())))?;
+                let pem = std::fs::read(&path).map_err(|e| Error::usage(format!("reading {}: {e}", path.display())))?;
+                let hash = crate::pki::ca_hash(&pem).map_err(|m| Error::state(format!("{} {m}", path.display())))?;
                 println!("{hash}");
                 Ok(())
             }
@@ -80,31 +72,15 @@ fn init(
         warn!("[config] {w}");
     }
     info!("[init] Using Kubernetes version: {}", cfg.version);
-    let fs = if dry_run {
-        NodeFs::dry_run(root)
-    } else {
-        NodeFs::new(root)
-    };
-    let ctx = InitContext {
-        cfg: &cfg,
-        env: phases::host_env(&fs),
-        fs: &fs,
-        start,
-    };
+    let fs = if dry_run { NodeFs::dry_run(root) } else { NodeFs::new(root) };
+    let ctx = InitContext { cfg: &cfg, env: phases::host_env(&fs), fs: &fs, start };
     body(&ctx)?;
     if dry_run {
-        let plan =
-            json!({ "dryRun": true, "root": root.display().to_string(), "files": fs.planned() });
+        let plan = json!({ "dryRun": true, "root": root.display().to_string(), "files": fs.planned() });
         // Invariant: the plan holds only strings and numbers.
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&plan).unwrap_or_default()
-        );
+        println!("{}", serde_json::to_string_pretty(&plan).unwrap_or_default());
     } else {
-        info!(
-            "[init] On-disk control plane ready under {}",
-            root.display()
-        );
+        info!("[init] On-disk control plane ready under {}", root.display());
     }
     Ok(())
 }

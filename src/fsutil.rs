@@ -1,13 +1,19 @@
 //! The node's filesystem, rooted at `--root`. Callers always name real host paths
-//! ("/etc/kubernetes/pki/ca.crt"); this module maps them under the root. Writes are atomic
-//! (temp file in the same dir, fsync, rename, fsync the dir). In dry-run mode nothing touches the
-//! disk: writes land in an in-memory plan that later reads see, so every phase can run.
+//! ("/etc/kubernetes/pki/ca.crt"); this module maps them under the root.
+//!
+//! Writes are atomic and batched: `write` puts the bytes in a temp file next to the target;
+//! `commit` makes all temp files durable with one syncfs, renames them over their targets in
+//! write order, and syncs again so the renames are durable. A crash leaves each target either
+//! old or new, never torn; leftover temp files are never read and are removed by the next run.
+//! One sync per batch instead of two fsyncs per file keeps init fast at first boot.
+//! In dry-run mode nothing touches the disk: writes land in an in-memory plan that later reads
+//! see, so every phase can still run.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
 
 use serde::Serialize;
@@ -26,23 +32,31 @@ pub struct PlannedFile {
     pub data: Vec<u8>,
 }
 
+/// A write made but not yet committed: `tmp` holds the bytes destined for `target`.
+struct Staged {
+    tmp: PathBuf,
+    target: PathBuf,
+}
+
 pub struct NodeFs {
     root: PathBuf,
     plan: Option<RefCell<BTreeMap<String, PlannedFile>>>,
+    /// Uncommitted writes, in order, and what reads must see meanwhile.
+    staged: RefCell<Vec<Staged>>,
+    overlay: RefCell<BTreeMap<String, Vec<u8>>>,
 }
 
 impl NodeFs {
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        NodeFs {
-            root: root.into(),
-            plan: None,
-        }
+        NodeFs { root: root.into(), plan: None, staged: Default::default(), overlay: Default::default() }
     }
 
     pub fn dry_run(root: impl Into<PathBuf>) -> Self {
         NodeFs {
             root: root.into(),
             plan: Some(RefCell::new(BTreeMap::new())),
+            staged: Default::default(),
+            overlay: Default::default(),
         }
     }
 
@@ -67,10 +81,13 @@ impl NodeFs {
 
     /// Reads a file; `None` if it does not exist.
     pub fn read(&self, host_path: &str) -> Result<Option<Vec<u8>>> {
-        if let Some(plan) = &self.plan {
-            if let Some(f) = plan.borrow().get(host_path) {
-                return Ok(Some(f.data.clone()));
-            }
+        if let Some(data) = self.overlay.borrow().get(host_path) {
+            return Ok(Some(data.clone()));
+        }
+        if let Some(plan) = &self.plan
+            && let Some(f) = plan.borrow().get(host_path)
+        {
+            return Ok(Some(f.data.clone()));
         }
         let real = self.real(host_path);
         match fs::read(&real) {
@@ -81,15 +98,18 @@ impl NodeFs {
     }
 
     pub fn exists(&self, host_path: &str) -> bool {
-        if let Some(plan) = &self.plan {
-            if plan.borrow().contains_key(host_path) {
-                return true;
-            }
+        if self.overlay.borrow().contains_key(host_path) {
+            return true;
+        }
+        if let Some(plan) = &self.plan
+            && plan.borrow().contains_key(host_path)
+        {
+            return true;
         }
         self.real(host_path).exists()
     }
 
-    /// Writes a file atomically with `mode`, creating missing parent dirs with `dir_mode`.
+    /// Stages a file with `mode` (see `commit`), creating missing parent dirs with `dir_mode`.
     /// Identical existing content with the same mode is left alone.
     pub fn write(&self, host_path: &str, data: &[u8], mode: u32, dir_mode: u32) -> Result<()> {
         if let Some(plan) = &self.plan {
@@ -107,14 +127,47 @@ impl NodeFs {
         if let Some(parent) = real.parent() {
             mkdir_p(parent, dir_mode)?;
         }
-        if let Ok(meta) = fs::metadata(&real) {
-            if meta.permissions().mode() & 0o7777 == mode
-                && fs::read(&real).ok().as_deref() == Some(data)
-            {
-                return Ok(());
+        if let Ok(meta) = fs::metadata(&real)
+            && meta.permissions().mode() & 0o7777 == mode
+            && fs::read(&real).ok().as_deref() == Some(data)
+        {
+            return Ok(());
+        }
+        let tmp = temp_name(&real);
+        write_temp(&tmp, data, mode).ctx(format_args!("writing {}", real.display()))?;
+        self.staged.borrow_mut().push(Staged { tmp, target: real });
+        self.overlay.borrow_mut().insert(host_path.to_string(), data.to_vec());
+        Ok(())
+    }
+
+    /// Makes every staged write durable and visible, in order. A no-op when nothing is staged.
+    pub fn commit(&self) -> Result<()> {
+        let staged = std::mem::take(&mut *self.staged.borrow_mut());
+        self.overlay.borrow_mut().clear();
+        if staged.is_empty() {
+            return Ok(());
+        }
+        let dirs: Vec<&Path> = staged.iter().filter_map(|s| s.target.parent()).collect();
+        let result = sync_filesystems(&dirs).and_then(|()| {
+            for s in &staged {
+                fs::rename(&s.tmp, &s.target).ctx(format_args!("renaming into {}", s.target.display()))?;
+            }
+            sync_filesystems(&dirs)
+        });
+        if result.is_err() {
+            for s in &staged {
+                let _ = fs::remove_file(&s.tmp);
             }
         }
-        atomic_write(&real, data, mode)
+        result
+    }
+
+    /// Drops staged writes (after a failed phase): their temp files are removed.
+    pub fn discard(&self) {
+        for s in std::mem::take(&mut *self.staged.borrow_mut()) {
+            let _ = fs::remove_file(&s.tmp);
+        }
+        self.overlay.borrow_mut().clear();
     }
 
     /// Creates a directory (and parents) with `mode`. A no-op in dry-run mode.
@@ -125,12 +178,25 @@ impl NodeFs {
         mkdir_p(&self.real(host_path), mode)
     }
 
+    /// Removes temp files that a killed run left in `host_dirs` (they are never trusted).
+    pub fn remove_stale_temps(&self, host_dirs: &[&str]) {
+        if self.is_dry_run() {
+            return;
+        }
+        for d in host_dirs {
+            let Ok(entries) = fs::read_dir(self.real(d)) else { continue };
+            for e in entries.flatten() {
+                if is_temp_name(&e.file_name().to_string_lossy()) {
+                    log::info!("[init] Removing {} left by an interrupted run", e.path().display());
+                    let _ = fs::remove_file(e.path());
+                }
+            }
+        }
+    }
+
     /// The dry-run plan, sorted by path.
     pub fn planned(&self) -> Vec<PlannedFile> {
-        self.plan
-            .as_ref()
-            .map(|p| p.borrow().values().cloned().collect())
-            .unwrap_or_default()
+        self.plan.as_ref().map(|p| p.borrow().values().cloned().collect()).unwrap_or_default()
     }
 }
 
@@ -152,44 +218,117 @@ pub fn mkdir_p(dir: &Path, mode: u32) -> Result<()> {
         Ok(()) => fs::set_permissions(dir, fs::Permissions::from_mode(mode))
             .ctx(format_args!("setting mode of {}", dir.display())),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        Err(e) => Err(Error::runtime(format!(
-            "creating directory {}: {e}",
-            dir.display()
-        ))),
+        Err(e) => Err(Error::runtime(format!("creating directory {}: {e}", dir.display()))),
     }
 }
 
-/// Temp file in the same dir, fsync, rename over the target, fsync the dir: a reader (or the
-/// next run after a power cut) sees the old file or the new one, never a torn one.
-pub fn atomic_write(path: &Path, data: &[u8], mode: u32) -> Result<()> {
+impl Drop for NodeFs {
+    fn drop(&mut self) {
+        self.discard();
+    }
+}
+
+fn temp_name(path: &Path) -> PathBuf {
     let dir = path.parent().unwrap_or(Path::new("/"));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.kubestrap-tmp.{}", std::process::id()));
-    let what = format_args!("writing {}", path.display()).to_string();
-    let _ = fs::remove_file(&tmp);
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    dir.join(format!(".{name}.kubestrap-tmp.{}", std::process::id()))
+}
+
+fn write_temp(tmp: &Path, data: &[u8], mode: u32) -> std::io::Result<()> {
+    let _ = fs::remove_file(tmp);
+    let mut f = OpenOptions::new().write(true).create_new(true).mode(mode).open(tmp)?;
+    // The umask may have narrowed the mode at create time.
+    f.set_permissions(fs::Permissions::from_mode(mode))?;
+    f.write_all(data)
+}
+
+/// One syncfs per filesystem that holds any of `dirs`: flushes file data and directory entries.
+fn sync_filesystems(dirs: &[&Path]) -> Result<()> {
+    let mut seen = Vec::new();
+    for d in dirs {
+        let f = File::open(d).ctx(format_args!("opening {}", d.display()))?;
+        let dev = f.metadata().ctx(format_args!("stat {}", d.display()))?.dev();
+        if !seen.contains(&dev) {
+            seen.push(dev);
+            rustix::fs::syncfs(&f)
+                .map_err(|e| Error::runtime(format!("syncing the filesystem of {}: {e}", d.display())))?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes one file atomically and durably right away (temp, fsync, rename, fsync the dir).
+pub fn atomic_write(path: &Path, data: &[u8], mode: u32) -> Result<()> {
+    let tmp = temp_name(path);
+    let dir = path.parent().unwrap_or(Path::new("/"));
     let result = (|| -> std::io::Result<()> {
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(mode)
-            .open(&tmp)?;
-        // The umask may have narrowed the mode at create time.
-        f.set_permissions(fs::Permissions::from_mode(mode))?;
-        f.write_all(data)?;
-        f.sync_all()?;
+        write_temp(&tmp, data, mode)?;
+        File::open(&tmp)?.sync_all()?;
         fs::rename(&tmp, path)?;
         File::open(dir)?.sync_all()
     })();
     if result.is_err() {
         let _ = fs::remove_file(&tmp);
     }
-    result.ctx(what)
+    result.ctx(format_args!("writing {}", path.display()))
 }
 
 /// Is this a temp file left by an interrupted atomic write?
 pub fn is_temp_name(name: &str) -> bool {
     name.starts_with('.') && name.contains(".kubestrap-tmp.")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> =
+            fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn staged_writes_are_visible_to_reads_and_land_on_commit() {
+        let t = tempfile::tempdir().unwrap();
+        let nfs = NodeFs::new(t.path());
+        nfs.write("/etc/x/a.key", b"secret", 0o600, 0o700).unwrap();
+        assert_eq!(nfs.read("/etc/x/a.key").unwrap().as_deref(), Some(&b"secret"[..]));
+        assert!(!t.path().join("etc/x/a.key").exists(), "visible before commit");
+        nfs.commit().unwrap();
+        let p = t.path().join("etc/x/a.key");
+        assert_eq!(fs::read(&p).unwrap(), b"secret");
+        assert_eq!(fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(fs::metadata(t.path().join("etc/x")).unwrap().permissions().mode() & 0o777, 0o700);
+        assert_eq!(fs::metadata(t.path().join("etc")).unwrap().permissions().mode() & 0o777, 0o755);
+        assert_eq!(names(&t.path().join("etc/x")), ["a.key"]);
+    }
+
+    #[test]
+    fn discarded_and_dropped_writes_leave_no_temp_files() {
+        let t = tempfile::tempdir().unwrap();
+        {
+            let nfs = NodeFs::new(t.path());
+            nfs.write("/d/one", b"1", 0o644, 0o755).unwrap();
+            nfs.discard();
+            nfs.write("/d/two", b"2", 0o644, 0o755).unwrap();
+        }
+        assert!(names(&t.path().join("d")).is_empty());
+    }
+
+    #[test]
+    fn stale_temps_are_removed_and_dry_run_touches_nothing() {
+        let t = tempfile::tempdir().unwrap();
+        fs::create_dir(t.path().join("d")).unwrap();
+        fs::write(t.path().join("d/.ca.key.kubestrap-tmp.999"), b"half").unwrap();
+        fs::write(t.path().join("d/keep"), b"k").unwrap();
+        NodeFs::new(t.path()).remove_stale_temps(&["/d"]);
+        assert_eq!(names(&t.path().join("d")), ["keep"]);
+        let dry = NodeFs::dry_run(t.path());
+        dry.write("/d/new", b"n", 0o600, 0o700).unwrap();
+        dry.commit().unwrap();
+        assert_eq!(names(&t.path().join("d")), ["keep"]);
+        assert_eq!(dry.planned()[0].mode, "0600");
+    }
 }

@@ -7,10 +7,7 @@ use crate::config::HostFacts;
 
 /// The node's own hostname (uname nodename), lowercased as Kubernetes wants it.
 pub fn hostname() -> String {
-    rustix::system::uname()
-        .nodename()
-        .to_string_lossy()
-        .to_lowercase()
+    rustix::system::uname().nodename().to_string_lossy().to_lowercase()
 }
 
 /// The name of the interface that carries the IPv4 default route, from /proc/net/route.
@@ -42,17 +39,12 @@ pub fn default_address() -> Option<IpAddr> {
 }
 
 pub fn facts() -> HostFacts {
-    HostFacts {
-        hostname: hostname(),
-        default_address: default_address(),
-    }
+    HostFacts { hostname: hostname(), default_address: default_address() }
 }
 
 /// Environment variables named `*_proxy` (any case), sorted, for the static Pods.
 pub fn proxy_env() -> Vec<(String, String)> {
-    let mut v: Vec<(String, String)> = std::env::vars()
-        .filter(|(k, _)| k.to_lowercase().ends_with("_proxy"))
-        .collect();
+    let mut v: Vec<(String, String)> = std::env::vars().filter(|(k, _)| k.to_lowercase().ends_with("_proxy")).collect();
     v.sort();
     v
 }

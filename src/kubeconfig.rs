@@ -29,11 +29,7 @@ pub struct NamedCluster {
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Cluster {
-    #[serde(
-        rename = "certificate-authority-data",
-        default,
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(rename = "certificate-authority-data", default, skip_serializing_if = "String::is_empty")]
     pub certificate_authority_data: String,
     pub server: String,
 }
@@ -60,29 +56,13 @@ pub struct NamedUser {
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct User {
-    #[serde(
-        rename = "client-certificate",
-        default,
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(rename = "client-certificate", default, skip_serializing_if = "String::is_empty")]
     pub client_certificate: String,
-    #[serde(
-        rename = "client-certificate-data",
-        default,
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(rename = "client-certificate-data", default, skip_serializing_if = "String::is_empty")]
     pub client_certificate_data: String,
-    #[serde(
-        rename = "client-key",
-        default,
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(rename = "client-key", default, skip_serializing_if = "String::is_empty")]
     pub client_key: String,
-    #[serde(
-        rename = "client-key-data",
-        default,
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(rename = "client-key-data", default, skip_serializing_if = "String::is_empty")]
     pub client_key_data: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub token: String,
@@ -95,13 +75,7 @@ pub enum Credentials {
 }
 
 /// A kubeconfig with one cluster, one user and the context `<user>@<cluster>`.
-pub fn build(
-    cluster_name: &str,
-    server: &str,
-    ca_pem: &[u8],
-    user: &str,
-    creds: Credentials,
-) -> Kubeconfig {
+pub fn build(cluster_name: &str, server: &str, ca_pem: &[u8], user: &str, creds: Credentials) -> Kubeconfig {
     let context = format!("{user}@{cluster_name}");
     let u = match creds {
         Credentials::Cert { cert_pem, key_pem } => User {
@@ -109,35 +83,22 @@ pub fn build(
             client_key_data: B64.encode(key_pem),
             ..Default::default()
         },
-        Credentials::Token(t) => User {
-            token: t,
-            ..Default::default()
-        },
+        Credentials::Token(t) => User { token: t, ..Default::default() },
     };
     Kubeconfig {
         api_version: "v1".into(),
         clusters: vec![NamedCluster {
-            cluster: Cluster {
-                certificate_authority_data: B64.encode(ca_pem),
-                server: server.into(),
-            },
+            cluster: Cluster { certificate_authority_data: B64.encode(ca_pem), server: server.into() },
             name: cluster_name.into(),
         }],
         contexts: vec![NamedContext {
-            context: Context {
-                cluster: cluster_name.into(),
-                namespace: String::new(),
-                user: user.into(),
-            },
+            context: Context { cluster: cluster_name.into(), namespace: String::new(), user: user.into() },
             name: context.clone(),
         }],
         current_context: context,
         kind: "Config".into(),
         preferences: Default::default(),
-        users: vec![NamedUser {
-            name: user.into(),
-            user: u,
-        }],
+        users: vec![NamedUser { name: user.into(), user: u }],
     }
 }
 
@@ -148,8 +109,7 @@ impl Kubeconfig {
     }
 
     pub fn parse(text: &[u8]) -> Result<Kubeconfig, String> {
-        let k: Kubeconfig =
-            serde_yaml::from_slice(text).map_err(|e| format!("is not a kubeconfig: {e}"))?;
+        let k: Kubeconfig = serde_yaml::from_slice(text).map_err(|e| format!("is not a kubeconfig: {e}"))?;
         if k.kind != "Config" {
             return Err(format!("has kind {:?}, not Config", k.kind));
         }
@@ -168,11 +128,7 @@ impl Kubeconfig {
             .iter()
             .find(|c| c.name == ctx.context.cluster)
             .ok_or_else(|| format!("has no cluster named {:?}", ctx.context.cluster))?;
-        let user = self
-            .users
-            .iter()
-            .find(|u| u.name == ctx.context.user)
-            .map(|u| &u.user);
+        let user = self.users.iter().find(|u| u.name == ctx.context.user).map(|u| &u.user);
         Ok((&cluster.cluster, user))
     }
 }

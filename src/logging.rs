@@ -5,11 +5,7 @@ use std::io::Write;
 
 pub fn init(verbose: bool) {
     let journal = std::env::var_os("JOURNAL_STREAM").is_some();
-    let level = if verbose {
-        log::LevelFilter::Debug
-    } else {
-        log::LevelFilter::Info
-    };
+    let level = if verbose { log::LevelFilter::Debug } else { log::LevelFilter::Info };
     env_logger::Builder::new()
         .filter_level(level)
         .parse_env("KUBESTRAP_LOG")
@@ -20,11 +16,7 @@ pub fn init(verbose: bool) {
                 log::Level::Info => (6, ""),
                 _ => (7, ""),
             };
-            if journal {
-                writeln!(buf, "<{prio}>{}", rec.args())
-            } else {
-                writeln!(buf, "{tag}{}", rec.args())
-            }
+            if journal { writeln!(buf, "<{prio}>{}", rec.args()) } else { writeln!(buf, "{tag}{}", rec.args()) }
         })
         .init();
 }

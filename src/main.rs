@@ -6,9 +6,7 @@ fn main() {
     if let Err(e) = kubestrap::commands::run(cli) {
         log::error!("{e}");
         let hint = match e.kind {
-            kubestrap::error::Kind::Config => {
-                "fix the configuration and run again; nothing was written"
-            }
+            kubestrap::error::Kind::Config => "fix the configuration and run again; nothing was written",
             kubestrap::error::Kind::State => "the file named above was left untouched",
             kubestrap::error::Kind::Usage => "see `kubestrap help`",
             _ => "the run can be repeated safely: finished steps are reused",

@@ -5,15 +5,12 @@ use ring::rand::{SecureRandom, SystemRandom};
 const ALPHABET: &[u8; 36] = b"0123456789abcdefghijklmnopqrstuvwxyz";
 
 fn is_token_part(s: &str, len: usize) -> bool {
-    s.len() == len
-        && s.bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+    s.len() == len && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
 }
 
 /// `[a-z0-9]{6}.[a-z0-9]{16}`.
 pub fn is_valid_token(t: &str) -> bool {
-    t.split_once('.')
-        .is_some_and(|(id, secret)| is_token_part(id, 6) && is_token_part(secret, 16))
+    t.split_once('.').is_some_and(|(id, secret)| is_token_part(id, 6) && is_token_part(secret, 16))
 }
 
 /// `system:bootstrappers:[a-z0-9:-]{0,255}[a-z0-9]`.
@@ -24,8 +21,7 @@ pub fn is_valid_extra_group(g: &str) -> bool {
     let b = rest.as_bytes();
     !b.is_empty()
         && b.len() <= 256
-        && b.iter()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b':' || *c == b'-')
+        && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b':' || *c == b'-')
         && (b[b.len() - 1].is_ascii_lowercase() || b[b.len() - 1].is_ascii_digit())
 }
 
@@ -48,10 +44,8 @@ fn random_chars(n: usize) -> Result<String, ring::error::Unspecified> {
 
 /// A fresh token `<id>.<secret>`.
 pub fn generate() -> crate::error::Result<String> {
-    let id = random_chars(6)
-        .map_err(|_| crate::error::Error::runtime("the system random generator failed"))?;
-    let secret = random_chars(16)
-        .map_err(|_| crate::error::Error::runtime("the system random generator failed"))?;
+    let id = random_chars(6).map_err(|_| crate::error::Error::runtime("the system random generator failed"))?;
+    let secret = random_chars(16).map_err(|_| crate::error::Error::runtime("the system random generator failed"))?;
     Ok(format!("{id}.{secret}"))
 }
 
@@ -65,9 +59,7 @@ mod tests {
         assert!(!is_valid_token("abcdef.0123456789abcde"));
         assert!(!is_valid_token("ABCDEF.0123456789abcdef"));
         assert!(!is_valid_token("abcdef0123456789abcdef"));
-        assert!(is_valid_extra_group(
-            "system:bootstrappers:kubeadm:default-node-token"
-        ));
+        assert!(is_valid_extra_group("system:bootstrappers:kubeadm:default-node-token"));
         assert!(!is_valid_extra_group("system:bootstrappers:"));
         assert!(!is_valid_extra_group("system:nodes"));
     }

@@ -91,7 +91,9 @@ const FILES: &[&str] = &[
 fn mask(text: &str) -> String {
     text.lines()
         .map(|l| match l.split_once(": ") {
-            Some((k, _)) if k.trim_start() == "client-certificate-data" || k.trim_start() == "client-key-data" => format!("{k}: <masked>"),
+            Some((k, _)) if k.trim_start() == "client-certificate-data" || k.trim_start() == "client-key-data" => {
+                format!("{k}: <masked>")
+            }
             _ => l.to_string(),
         })
         .collect::<Vec<_>>()
@@ -114,13 +116,15 @@ fn check_scenario(name: &str, config: &str) {
     for f in FILES {
         let produced = s.path(&format!("/etc/kubernetes/{f}"));
         let golden = golden_dir.join(f);
-        let got = if produced.exists() { mask(&fs::read_to_string(&produced).unwrap()) } else { "<absent>\n".to_string() };
+        let got =
+            if produced.exists() { mask(&fs::read_to_string(&produced).unwrap()) } else { "<absent>\n".to_string() };
         if update {
             fs::create_dir_all(golden.parent().unwrap()).unwrap();
             fs::write(&golden, &got).unwrap();
             continue;
         }
-        let want = fs::read_to_string(&golden).unwrap_or_else(|_| panic!("missing golden {}; run with UPDATE_GOLDEN=1", golden.display()));
+        let want = fs::read_to_string(&golden)
+            .unwrap_or_else(|_| panic!("missing golden {}; run with UPDATE_GOLDEN=1", golden.display()));
         if want != got {
             diffs.push(format!("{name}/{f} differs from {}:\n--- want\n{want}\n--- got\n{got}", golden.display()));
         }

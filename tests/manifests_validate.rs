@@ -410,11 +410,9 @@ fn external_etcd_has_no_local_etcd_and_points_apiserver_at_it() {
 
     // Some hostPath volume, mounted at the same path, must cover each etcd file.
     let vols = api["spec"]["volumes"].as_sequence().expect("volumes");
-    for file in [
-        "/etc/etcd/pki/ca.crt",
-        "/etc/etcd/pki/apiserver-etcd-client.crt",
-        "/etc/etcd/pki/apiserver-etcd-client.key",
-    ] {
+    for file in
+        ["/etc/etcd/pki/ca.crt", "/etc/etcd/pki/apiserver-etcd-client.crt", "/etc/etcd/pki/apiserver-etcd-client.key"]
+    {
         let covering = vols.iter().find(|v| {
             v["hostPath"]["path"]
                 .as_str()

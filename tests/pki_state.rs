@@ -173,14 +173,19 @@ fn external_ca_mode_generates_nothing_and_empties_signing_flags() {
     let s = Scratch::new(BASE_CONFIG);
     s.init(&[]).ok();
     fs::remove_file(s.pki("ca.key")).unwrap();
-    let certs_before: Vec<_> = snapshot(&s.root()).into_iter().filter(|(p, _, _)| !p.to_string_lossy().contains("manifests")).collect();
+    let certs_before: Vec<_> =
+        snapshot(&s.root()).into_iter().filter(|(p, _, _)| !p.to_string_lossy().contains("manifests")).collect();
     let r = s.init(&[]).ok();
     assert!(r.stderr().contains("external CA mode"), "{}", r.stderr());
-    let certs_after: Vec<_> = snapshot(&s.root()).into_iter().filter(|(p, _, _)| !p.to_string_lossy().contains("manifests")).collect();
+    let certs_after: Vec<_> =
+        snapshot(&s.root()).into_iter().filter(|(p, _, _)| !p.to_string_lossy().contains("manifests")).collect();
     assert_eq!(certs_before, certs_after, "external CA mode must not write PKI or kubeconfigs");
     assert!(!s.pki("ca.key").exists());
     let kcm = String::from_utf8(read(&s.path("/etc/kubernetes/manifests/kube-controller-manager.yaml"))).unwrap();
-    assert!(kcm.contains("- --cluster-signing-cert-file=\n") && kcm.contains("- --cluster-signing-key-file=\n"), "{kcm}");
+    assert!(
+        kcm.contains("- --cluster-signing-cert-file=\n") && kcm.contains("- --cluster-signing-key-file=\n"),
+        "{kcm}"
+    );
 }
 
 #[test]

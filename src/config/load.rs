@@ -35,10 +35,7 @@ pub const MAX_CONFIG_BYTES: usize = 1 << 20;
 
 pub fn parse_documents(source: &str, text: &str) -> Result<Documents, ConfigError> {
     if text.len() > MAX_CONFIG_BYTES {
-        return Err(ConfigError::file(
-            source,
-            format!("is {} bytes; the limit is {MAX_CONFIG_BYTES}", text.len()),
-        ));
+        return Err(ConfigError::file(source, format!("is {} bytes; the limit is {MAX_CONFIG_BYTES}", text.len())));
     }
     let mut docs = Documents::default();
     let mut seen: Vec<String> = Vec::new();
@@ -47,7 +44,11 @@ pub fn parse_documents(source: &str, text: &str) -> Result<Documents, ConfigErro
         // Only apiVersion/kind here; the typed second pass reports everything else with its path.
         let meta = Option::<TypeMeta>::deserialize(de).map_err(|e| {
             let m = with_location(&e);
-            let m = if m.contains("expected struct TypeMeta") { "is not a mapping with apiVersion and kind".into() } else { m };
+            let m = if m.contains("expected struct TypeMeta") {
+                "is not a mapping with apiVersion and kind".into()
+            } else {
+                m
+            };
             ConfigError::doc(source, &label, "", m)
         })?;
         let Some(meta) = meta else { continue };
@@ -78,14 +79,21 @@ pub fn parse_documents(source: &str, text: &str) -> Result<Documents, ConfigErro
                 docs.warnings.push(format!("{source}: {label}: ignored, kubestrap does not reset or upgrade"));
             }
             ("kubeadm.k8s.io", KUBEADM_API_VERSION, _) => {
-                return Err(ConfigError::doc(source, &label, "kind", format!("{kind:?} is not a kubeadm {KUBEADM_API_VERSION} kind")));
+                return Err(ConfigError::doc(
+                    source,
+                    &label,
+                    "kind",
+                    format!("{kind:?} is not a kubeadm {KUBEADM_API_VERSION} kind"),
+                ));
             }
             ("kubeadm.k8s.io", _, _) => {
                 return Err(ConfigError::doc(
                     source,
                     &label,
                     "apiVersion",
-                    format!("{api_version:?} is not supported; use {KUBEADM_API_VERSION} (`kubeadm config migrate` converts older files)"),
+                    format!(
+                        "{api_version:?} is not supported; use {KUBEADM_API_VERSION} (`kubeadm config migrate` converts older files)"
+                    ),
                 ));
             }
             ("kubelet.config.k8s.io", KUBELET_API_VERSION, "KubeletConfiguration") => {
@@ -99,10 +107,14 @@ pub fn parse_documents(source: &str, text: &str) -> Result<Documents, ConfigErro
                     source,
                     &label,
                     "apiVersion",
-                    format!("{api_version:?}/{kind} is not supported; use {KUBELET_API_VERSION} KubeletConfiguration or {KUBEPROXY_API_VERSION} KubeProxyConfiguration"),
+                    format!(
+                        "{api_version:?}/{kind} is not supported; use {KUBELET_API_VERSION} KubeletConfiguration or {KUBEPROXY_API_VERSION} KubeProxyConfiguration"
+                    ),
                 ));
             }
-            _ => docs.warnings.push(format!("{source}: ignored configuration document with GroupVersionKind {api_version}, Kind={kind}")),
+            _ => docs.warnings.push(format!(
+                "{source}: ignored configuration document with GroupVersionKind {api_version}, Kind={kind}"
+            )),
         }
     }
     Ok(docs)
@@ -116,41 +128,32 @@ fn required_string(
 ) -> Result<String, ConfigError> {
     match v {
         Some(serde_yaml::Value::String(s)) if !s.is_empty() => Ok(s),
-        Some(other) => Err(ConfigError::doc(
-            source,
-            label,
-            field,
-            format!("must be a non-empty string, got {}", short(&other)),
-        )),
-        None => Err(ConfigError::doc(
-            source,
-            label,
-            field,
-            "is missing; every document needs apiVersion and kind".into(),
-        )),
+        Some(other) => {
+            Err(ConfigError::doc(source, label, field, format!("must be a non-empty string, got {}", short(&other))))
+        }
+        None => {
+            Err(ConfigError::doc(source, label, field, "is missing; every document needs apiVersion and kind".into()))
+        }
     }
 }
 
 /// Decodes document `index` again, this time into its type, so errors carry the field path
 /// and the line/column of the bad value.
-fn decode_typed<T: DeserializeOwned>(
-    source: &str,
-    label: &str,
-    text: &str,
-    index: usize,
-) -> Result<T, ConfigError> {
+fn decode_typed<T: DeserializeOwned>(source: &str, label: &str, text: &str, index: usize) -> Result<T, ConfigError> {
     let de = serde_yaml::Deserializer::from_str(text)
         .nth(index)
-        .ok_or_else(|| {
-            ConfigError::doc(source, label, "", "document vanished on second read".into())
-        })?;
+        .ok_or_else(|| ConfigError::doc(source, label, "", "document vanished on second read".into()))?;
     serde_path_to_error::deserialize(de).map_err(|e| {
         let path = e.path().to_string();
         let path = if path == "." { String::new() } else { path };
         // serde_yaml already prefixes nested errors with the path; say it once.
         let msg = with_location(e.inner());
         let msg = match msg.split_once(": ") {
-            Some((p, rest)) if path == p || path.starts_with(&format!("{p}.")) || path.starts_with(&format!("{p}[")) => rest.to_string(),
+            Some((p, rest))
+                if path == p || path.starts_with(&format!("{p}.")) || path.starts_with(&format!("{p}[")) =>
+            {
+                rest.to_string()
+            }
             _ => msg,
         };
         ConfigError::doc(source, label, &path, msg)
@@ -160,11 +163,7 @@ fn decode_typed<T: DeserializeOwned>(
 fn short(v: &serde_yaml::Value) -> String {
     let s = serde_yaml::to_string(v).unwrap_or_default();
     let s = s.trim();
-    if s.len() > 60 {
-        format!("{}…", &s[..s.floor_char_boundary(60)])
-    } else {
-        s.to_string()
-    }
+    if s.len() > 60 { format!("{}…", &s[..s.floor_char_boundary(60)]) } else { s.to_string() }
 }
 
 /// serde_yaml's message, with the line and column when it did not already say them.

@@ -22,20 +22,10 @@ pub struct ConfigError {
 
 impl ConfigError {
     pub fn file(source: &str, message: String) -> Self {
-        ConfigError {
-            source: source.into(),
-            document: String::new(),
-            path: String::new(),
-            message,
-        }
+        ConfigError { source: source.into(), document: String::new(), path: String::new(), message }
     }
     pub fn doc(source: &str, document: &str, path: &str, message: String) -> Self {
-        ConfigError {
-            source: source.into(),
-            document: document.into(),
-            path: path.into(),
-            message,
-        }
+        ConfigError { source: source.into(), document: document.into(), path: path.into(), message }
     }
 }
 
@@ -59,28 +49,19 @@ impl From<ConfigError> for crate::error::Error {
 }
 
 /// Reads and resolves an init config file (or the built-in defaults when `path` is None).
-pub fn load_init(
-    path: Option<&std::path::Path>,
-    host: &HostFacts,
-) -> crate::error::Result<InitConfig> {
+pub fn load_init(path: Option<&std::path::Path>, host: &HostFacts) -> crate::error::Result<InitConfig> {
     let docs = match path {
         Some(p) => {
             let source = p.display().to_string();
-            let bytes = std::fs::read(p).map_err(|e| {
-                crate::error::Error::config(format!("reading config {source}: {e}"))
-            })?;
+            let bytes =
+                std::fs::read(p).map_err(|e| crate::error::Error::config(format!("reading config {source}: {e}")))?;
             let text = String::from_utf8(bytes).map_err(|e| {
-                ConfigError::file(
-                    &source,
-                    format!("is not UTF-8 text (byte {})", e.utf8_error().valid_up_to()),
-                )
+                ConfigError::file(&source, format!("is not UTF-8 text (byte {})", e.utf8_error().valid_up_to()))
             })?;
             parse_documents(&source, &text)?
         }
         None => Documents::default(),
     };
-    let source = path
-        .map(|p| p.display().to_string())
-        .unwrap_or_else(|| "defaults".into());
+    let source = path.map(|p| p.display().to_string()).unwrap_or_else(|| "defaults".into());
     Ok(resolve_init(&source, docs, host)?)
 }

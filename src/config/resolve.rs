@@ -7,12 +7,9 @@ use std::time::Duration;
 use super::ConfigError;
 use super::load::Documents;
 use super::types::{
-    Arg, BootstrapToken, ClusterConfiguration, ControlPlaneComponent, ExternalEtcd,
-    InitConfiguration, LocalEtcd,
+    Arg, BootstrapToken, ClusterConfiguration, ControlPlaneComponent, ExternalEtcd, InitConfiguration, LocalEtcd,
 };
-use super::values::{
-    Cidr, Version, is_dns_san, is_dns1123_subdomain, parse_cidr_list, parse_duration,
-};
+use super::values::{Cidr, Version, is_dns_san, is_dns1123_subdomain, parse_cidr_list, parse_duration};
 use crate::constants::*;
 
 /// What the config needs to know about the machine it runs on.
@@ -100,11 +97,7 @@ impl InitConfig {
         self.cluster.etcd.local.as_ref()
     }
     pub fn image(&self, name: &str) -> String {
-        format!(
-            "{}/{name}:{}",
-            self.cluster.image_repository,
-            self.version.image_tag()
-        )
+        format!("{}/{name}:{}", self.cluster.image_repository, self.version.image_tag())
     }
 }
 
@@ -128,11 +121,7 @@ impl Ctx<'_> {
     }
 }
 
-pub fn resolve_init(
-    source: &str,
-    docs: Documents,
-    host: &HostFacts,
-) -> Result<InitConfig, ConfigError> {
+pub fn resolve_init(source: &str, docs: Documents, host: &HostFacts) -> Result<InitConfig, ConfigError> {
     let mut warnings = docs.warnings;
     if docs.join.is_some() {
         warnings.push(format!("{source}: JoinConfiguration ignored by init"));
@@ -147,14 +136,8 @@ pub fn resolve_init(
         kind: "ClusterConfiguration".into(),
         ..Default::default()
     });
-    let ic = Ctx {
-        source,
-        doc: "InitConfiguration",
-    };
-    let cc = Ctx {
-        source,
-        doc: "ClusterConfiguration",
-    };
+    let ic = Ctx { source, doc: "InitConfiguration" };
+    let cc = Ctx { source, doc: "ClusterConfiguration" };
 
     // --- InitConfiguration ---
     for (i, t) in init.bootstrap_tokens.iter_mut().enumerate() {
@@ -167,10 +150,7 @@ pub fn resolve_init(
     if !is_dns1123_subdomain(&nr.name) {
         return Err(ic.err(
             "nodeRegistration.name",
-            format!(
-                "{:?} is not a valid node name (lowercase RFC 1123 subdomain: a-z, 0-9, '-', '.')",
-                nr.name
-            ),
+            format!("{:?} is not a valid node name (lowercase RFC 1123 subdomain: a-z, 0-9, '-', '.')", nr.name),
         ));
     }
     if nr.cri_socket.is_empty() {
@@ -179,10 +159,7 @@ pub fn resolve_init(
     if !(nr.cri_socket.starts_with("unix:///") || nr.cri_socket.starts_with('/')) {
         return Err(ic.err(
             "nodeRegistration.criSocket",
-            format!(
-                "{:?} must be unix:///path or an absolute path",
-                nr.cri_socket
-            ),
+            format!("{:?} must be unix:///path or an absolute path", nr.cri_socket),
         ));
     }
     if nr.image_pull_policy.is_empty() {
@@ -191,10 +168,7 @@ pub fn resolve_init(
     if !["Always", "IfNotPresent", "Never"].contains(&nr.image_pull_policy.as_str()) {
         return Err(ic.err(
             "nodeRegistration.imagePullPolicy",
-            format!(
-                "{:?} must be Always, IfNotPresent or Never",
-                nr.image_pull_policy
-            ),
+            format!("{:?} must be Always, IfNotPresent or Never", nr.image_pull_policy),
         ));
     }
     nr.image_pull_serial.get_or_insert(true);
@@ -202,24 +176,14 @@ pub fn resolve_init(
         if !["NoSchedule", "PreferNoSchedule", "NoExecute"].contains(&t.effect.as_str()) {
             return Err(ic.err(
                 &format!("nodeRegistration.taints[{i}].effect"),
-                format!(
-                    "{:?} must be NoSchedule, PreferNoSchedule or NoExecute",
-                    t.effect
-                ),
+                format!("{:?} must be NoSchedule, PreferNoSchedule or NoExecute", t.effect),
             ));
         }
         if t.key.is_empty() {
-            return Err(ic.err(
-                &format!("nodeRegistration.taints[{i}].key"),
-                "must not be empty".into(),
-            ));
+            return Err(ic.err(&format!("nodeRegistration.taints[{i}].key"), "must not be empty".into()));
         }
     }
-    check_args(
-        &ic,
-        "nodeRegistration.kubeletExtraArgs",
-        &nr.kubelet_extra_args,
-    )?;
+    check_args(&ic, "nodeRegistration.kubeletExtraArgs", &nr.kubelet_extra_args)?;
     let node_name = nr.name.clone();
 
     let ep = &mut init.local_api_endpoint;
@@ -233,11 +197,7 @@ pub fn resolve_init(
         ep.advertise_address = ip.to_string();
         ip
     } else {
-        parse_ip(
-            &ic,
-            "localAPIEndpoint.advertiseAddress",
-            &ep.advertise_address,
-        )?
+        parse_ip(&ic, "localAPIEndpoint.advertiseAddress", &ep.advertise_address)?
     };
     if advertise_address.is_unspecified() || advertise_address.is_multicast() {
         return Err(ic.err(
@@ -245,11 +205,7 @@ pub fn resolve_init(
             format!("{advertise_address} cannot be advertised; use this node's unicast address"),
         ));
     }
-    let bind_port = port(
-        &ic,
-        "localAPIEndpoint.bindPort",
-        *ep.bind_port.get_or_insert(i64::from(DEFAULT_API_PORT)),
-    )?;
+    let bind_port = port(&ic, "localAPIEndpoint.bindPort", *ep.bind_port.get_or_insert(i64::from(DEFAULT_API_PORT)))?;
     let mut health_timeout = Duration::from_secs(CONTROL_PLANE_HEALTH_TIMEOUT_SECS);
     if let Some(t) = &init.timeouts {
         for (name, v) in t.fields() {
@@ -266,14 +222,11 @@ pub fn resolve_init(
     if cluster.kubernetes_version.is_empty() {
         cluster.kubernetes_version = DEFAULT_KUBERNETES_VERSION.into();
     }
-    let version =
-        Version::parse(&cluster.kubernetes_version).map_err(|m| cc.err("kubernetesVersion", m))?;
+    let version = Version::parse(&cluster.kubernetes_version).map_err(|m| cc.err("kubernetesVersion", m))?;
     if version.major != 1 || !(MIN_MINOR..=MAX_MINOR).contains(&version.minor) {
         return Err(cc.err(
             "kubernetesVersion",
-            format!(
-                "{version} is not supported; kubestrap supports v1.{MIN_MINOR} to v1.{MAX_MINOR}"
-            ),
+            format!("{version} is not supported; kubestrap supports v1.{MIN_MINOR} to v1.{MAX_MINOR}"),
         ));
     }
     cluster.kubernetes_version = version.to_string();
@@ -282,12 +235,8 @@ pub fn resolve_init(
     if net.service_subnet.is_empty() {
         net.service_subnet = DEFAULT_SERVICE_SUBNET.into();
     }
-    let service_subnets = parse_cidr_list(&net.service_subnet).map_err(|m| {
-        cc.err(
-            "networking.serviceSubnet",
-            format!("{:?}: {m}", net.service_subnet),
-        )
-    })?;
+    let service_subnets = parse_cidr_list(&net.service_subnet)
+        .map_err(|m| cc.err("networking.serviceSubnet", format!("{:?}: {m}", net.service_subnet)))?;
     for s in &service_subnets {
         let bits = s.host_bits();
         if bits < 128 && (1u128 << bits) < MIN_SERVICE_ADDRESSES {
@@ -299,7 +248,9 @@ pub fn resolve_init(
         if bits > MAX_SERVICE_SUBNET_BITS {
             return Err(cc.err(
                 "networking.serviceSubnet",
-                format!("{s} is too large: at most {MAX_SERVICE_SUBNET_BITS} host bits (e.g. /12 for IPv4, /108 for IPv6)"),
+                format!(
+                    "{s} is too large: at most {MAX_SERVICE_SUBNET_BITS} host bits (e.g. /12 for IPv4, /108 for IPv6)"
+                ),
             ));
         }
     }
@@ -311,35 +262,25 @@ pub fn resolve_init(
     };
     for p in &pod_subnets {
         if p.host_bits() < 4 {
-            return Err(cc.err(
-                "networking.podSubnet",
-                format!("{p} is too small for pods; use at least a /28 (IPv4)"),
-            ));
+            return Err(cc.err("networking.podSubnet", format!("{p} is too small for pods; use at least a /28 (IPv4)")));
         }
         if service_subnets.iter().any(|s| overlaps(s, p)) {
-            return Err(cc.err(
-                "networking.podSubnet",
-                format!("{p} overlaps the service subnet {}", net.service_subnet),
-            ));
+            return Err(
+                cc.err("networking.podSubnet", format!("{p} overlaps the service subnet {}", net.service_subnet))
+            );
         }
     }
     if net.dns_domain.is_empty() {
         net.dns_domain = DEFAULT_DNS_DOMAIN.into();
     }
     if !is_dns1123_subdomain(&net.dns_domain) {
-        return Err(cc.err(
-            "networking.dnsDomain",
-            format!("{:?} is not a DNS domain", net.dns_domain),
-        ));
+        return Err(cc.err("networking.dnsDomain", format!("{:?} is not a DNS domain", net.dns_domain)));
     }
     // Invariant: parse_cidr_list returns at least one entry and the size check guarantees >= 10.
     let first = service_subnets[0];
-    let api_service_ip = first
-        .nth(1)
-        .ok_or_else(|| cc.err("networking.serviceSubnet", "has no first address".into()))?;
-    let dns_ip = first
-        .nth(10)
-        .ok_or_else(|| cc.err("networking.serviceSubnet", "has no tenth address".into()))?;
+    let api_service_ip =
+        first.nth(1).ok_or_else(|| cc.err("networking.serviceSubnet", "has no first address".into()))?;
+    let dns_ip = first.nth(10).ok_or_else(|| cc.err("networking.serviceSubnet", "has no tenth address".into()))?;
 
     if cluster.cluster_name.is_empty() {
         cluster.cluster_name = DEFAULT_CLUSTER_NAME.into();
@@ -364,44 +305,25 @@ pub fn resolve_init(
             ),
         )
     })?;
-    let cert_validity = validity(
-        &cc,
-        "certificateValidityPeriod",
-        &mut cluster.certificate_validity_period,
-        "8760h0m0s",
-    )?;
-    let ca_validity = validity(
-        &cc,
-        "caCertificateValidityPeriod",
-        &mut cluster.ca_certificate_validity_period,
-        "87600h0m0s",
-    )?;
+    let cert_validity =
+        validity(&cc, "certificateValidityPeriod", &mut cluster.certificate_validity_period, "8760h0m0s")?;
+    let ca_validity =
+        validity(&cc, "caCertificateValidityPeriod", &mut cluster.ca_certificate_validity_period, "87600h0m0s")?;
     if cert_validity > ca_validity {
         warnings.push(format!("{source}: certificateValidityPeriod is longer than caCertificateValidityPeriod; leaves will outlive their CA"));
     }
 
     let endpoint = if cluster.control_plane_endpoint.is_empty() {
-        Endpoint {
-            host: advertise_address.to_string(),
-            port: bind_port,
-        }
+        Endpoint { host: advertise_address.to_string(), port: bind_port }
     } else {
         parse_endpoint(&cc, &cluster.control_plane_endpoint, bind_port)?
     };
-    let local_endpoint = Endpoint {
-        host: advertise_address.to_string(),
-        port: bind_port,
-    };
+    let local_endpoint = Endpoint { host: advertise_address.to_string(), port: bind_port };
 
     check_component(&cc, "apiServer", &cluster.api_server.component())?;
     check_component(&cc, "controllerManager", &cluster.controller_manager)?;
     check_component(&cc, "scheduler", &cluster.scheduler)?;
-    cluster.api_server.cert_sans = filter_sans(
-        &cc,
-        "apiServer.certSANs",
-        &cluster.api_server.cert_sans,
-        &mut warnings,
-    );
+    cluster.api_server.cert_sans = filter_sans(&cc, "apiServer.certSANs", &cluster.api_server.cert_sans, &mut warnings);
 
     let etcd = &mut cluster.etcd;
     let mut etcd_image_tag = String::new();
@@ -411,24 +333,16 @@ pub fn resolve_init(
         }
         (_, Some(ext)) => {
             if ext.endpoints.is_empty() {
-                return Err(cc.err(
-                    "etcd.external.endpoints",
-                    "must list at least one https:// or http:// URL".into(),
-                ));
+                return Err(cc.err("etcd.external.endpoints", "must list at least one https:// or http:// URL".into()));
             }
             for (i, e) in ext.endpoints.iter().enumerate() {
                 if !(e.starts_with("https://") || e.starts_with("http://")) {
-                    return Err(cc.err(
-                        &format!("etcd.external.endpoints[{i}]"),
-                        format!("{e:?} must be an http(s):// URL"),
-                    ));
+                    return Err(
+                        cc.err(&format!("etcd.external.endpoints[{i}]"), format!("{e:?} must be an http(s):// URL"))
+                    );
                 }
             }
-            for (f, v) in [
-                ("caFile", &ext.ca_file),
-                ("certFile", &ext.cert_file),
-                ("keyFile", &ext.key_file),
-            ] {
+            for (f, v) in [("caFile", &ext.ca_file), ("certFile", &ext.cert_file), ("keyFile", &ext.key_file)] {
                 if !v.is_empty() {
                     absolute(&cc, &format!("etcd.external.{f}"), v)?;
                 }
@@ -441,23 +355,10 @@ pub fn resolve_init(
             }
             absolute(&cc, "etcd.local.dataDir", &l.data_dir)?;
             check_args(&cc, "etcd.local.extraArgs", &l.extra_args)?;
-            l.server_cert_sans = filter_sans(
-                &cc,
-                "etcd.local.serverCertSANs",
-                &l.server_cert_sans,
-                &mut warnings,
-            );
-            l.peer_cert_sans = filter_sans(
-                &cc,
-                "etcd.local.peerCertSANs",
-                &l.peer_cert_sans,
-                &mut warnings,
-            );
-            etcd_image_tag = if l.image_tag.is_empty() {
-                etcd_version_for(version.minor).to_string()
-            } else {
-                l.image_tag.clone()
-            };
+            l.server_cert_sans = filter_sans(&cc, "etcd.local.serverCertSANs", &l.server_cert_sans, &mut warnings);
+            l.peer_cert_sans = filter_sans(&cc, "etcd.local.peerCertSANs", &l.peer_cert_sans, &mut warnings);
+            etcd_image_tag =
+                if l.image_tag.is_empty() { etcd_version_for(version.minor).to_string() } else { l.image_tag.clone() };
         }
     }
 
@@ -488,7 +389,11 @@ pub fn resolve_init(
 fn validate_token(c: &Ctx, path: &str, t: &mut BootstrapToken) -> Result<(), ConfigError> {
     // Never echo the value: it carries the token secret.
     if !crate::token::is_valid_token(&t.token) {
-        return Err(c.err(&format!("{path}.token"), "bad token format (value hidden): expected [a-z0-9]{6}.[a-z0-9]{16}, e.g. from `kubestrap token generate`".into()));
+        return Err(c.err(
+            &format!("{path}.token"),
+            "bad token format (value hidden): expected [a-z0-9]{6}.[a-z0-9]{16}, e.g. from `kubestrap token generate`"
+                .into(),
+        ));
     }
     if t.ttl.is_some() && t.expires.is_some() {
         return Err(c.err(path, "ttl and expires are mutually exclusive".into()));
@@ -499,24 +404,16 @@ fn validate_token(c: &Ctx, path: &str, t: &mut BootstrapToken) -> Result<(), Con
         t.ttl = Some("24h0m0s".into());
     }
     if let Some(exp) = &t.expires {
-        time::OffsetDateTime::parse(exp, &time::format_description::well_known::Rfc3339).map_err(
-            |_| {
-                c.err(
-                    &format!("{path}.expires"),
-                    format!("{exp:?} is not an RFC 3339 time (e.g. 2030-01-02T03:04:05Z)"),
-                )
-            },
-        )?;
+        time::OffsetDateTime::parse(exp, &time::format_description::well_known::Rfc3339).map_err(|_| {
+            c.err(&format!("{path}.expires"), format!("{exp:?} is not an RFC 3339 time (e.g. 2030-01-02T03:04:05Z)"))
+        })?;
     }
     if t.usages.is_empty() {
         t.usages = vec!["signing".into(), "authentication".into()];
     }
     for (i, u) in t.usages.iter().enumerate() {
         if u != "signing" && u != "authentication" {
-            return Err(c.err(
-                &format!("{path}.usages[{i}]"),
-                format!("{u:?} must be signing or authentication"),
-            ));
+            return Err(c.err(&format!("{path}.usages[{i}]"), format!("{u:?} must be signing or authentication")));
         }
     }
     if t.groups.is_empty() {
@@ -534,31 +431,18 @@ fn validate_token(c: &Ctx, path: &str, t: &mut BootstrapToken) -> Result<(), Con
 }
 
 fn parse_ip(c: &Ctx, path: &str, s: &str) -> Result<IpAddr, ConfigError> {
-    s.parse()
-        .map_err(|_| c.err(path, format!("{s:?} is not an IP address")))
+    s.parse().map_err(|_| c.err(path, format!("{s:?} is not an IP address")))
 }
 
 fn port(c: &Ctx, path: &str, p: i64) -> Result<u16, ConfigError> {
-    u16::try_from(p)
-        .ok()
-        .filter(|p| *p != 0)
-        .ok_or_else(|| c.err(path, format!("{p} is not a port (1-65535)")))
+    u16::try_from(p).ok().filter(|p| *p != 0).ok_or_else(|| c.err(path, format!("{p} is not a port (1-65535)")))
 }
 
 fn absolute(c: &Ctx, path: &str, v: &str) -> Result<(), ConfigError> {
-    if v.starts_with('/') {
-        Ok(())
-    } else {
-        Err(c.err(path, format!("{v:?} must be an absolute path")))
-    }
+    if v.starts_with('/') { Ok(()) } else { Err(c.err(path, format!("{v:?} must be an absolute path"))) }
 }
 
-fn validity(
-    c: &Ctx,
-    path: &str,
-    v: &mut Option<String>,
-    default: &str,
-) -> Result<Duration, ConfigError> {
+fn validity(c: &Ctx, path: &str, v: &mut Option<String>, default: &str) -> Result<Duration, ConfigError> {
     let s = v.get_or_insert_with(|| default.to_string());
     let d = parse_duration(s).map_err(|m| c.err(path, m))?;
     if d < Duration::from_secs(3600) {
@@ -569,16 +453,10 @@ fn validity(
 
 fn parse_endpoint(c: &Ctx, s: &str, default_port: u16) -> Result<Endpoint, ConfigError> {
     let path = "controlPlaneEndpoint";
-    let bad = |why: &str| {
-        c.err(
-            path,
-            format!("{s:?} {why} (expected HOST or HOST:PORT, IPv6 in brackets with a port)"),
-        )
-    };
+    let bad =
+        |why: &str| c.err(path, format!("{s:?} {why} (expected HOST or HOST:PORT, IPv6 in brackets with a port)"));
     let (host, port_str) = if let Some(rest) = s.strip_prefix('[') {
-        let (h, after) = rest
-            .split_once(']')
-            .ok_or_else(|| bad("has an unclosed ["))?;
+        let (h, after) = rest.split_once(']').ok_or_else(|| bad("has an unclosed ["))?;
         (h.to_string(), after.strip_prefix(':').map(str::to_string))
     } else if s.parse::<std::net::Ipv6Addr>().is_ok() {
         (s.to_string(), None)
@@ -589,21 +467,13 @@ fn parse_endpoint(c: &Ctx, s: &str, default_port: u16) -> Result<Endpoint, Confi
         }
     };
     let port_num = match port_str {
-        Some(p) => p
-            .parse::<i64>()
-            .map_err(|_| bad("has a bad port"))
-            .and_then(|p| port(c, path, p))?,
+        Some(p) => p.parse::<i64>().map_err(|_| bad("has a bad port")).and_then(|p| port(c, path, p))?,
         None => default_port,
     };
     if host.parse::<IpAddr>().is_err() && !is_dns1123_subdomain(&host) {
-        return Err(bad(
-            "has a host that is neither an IP address nor a DNS name",
-        ));
+        return Err(bad("has a host that is neither an IP address nor a DNS name"));
     }
-    Ok(Endpoint {
-        host,
-        port: port_num,
-    })
+    Ok(Endpoint { host, port: port_num })
 }
 
 fn check_args(c: &Ctx, path: &str, args: &[Arg]) -> Result<(), ConfigError> {
@@ -611,10 +481,7 @@ fn check_args(c: &Ctx, path: &str, args: &[Arg]) -> Result<(), ConfigError> {
         if a.name.is_empty() || a.name.starts_with('-') || a.name.contains('=') {
             return Err(c.err(
                 &format!("{path}[{i}].name"),
-                format!(
-                    "{:?} must be a flag name without leading dashes or '='",
-                    a.name
-                ),
+                format!("{:?} must be a flag name without leading dashes or '='", a.name),
             ));
         }
     }
@@ -623,39 +490,22 @@ fn check_args(c: &Ctx, path: &str, args: &[Arg]) -> Result<(), ConfigError> {
 
 fn check_component(c: &Ctx, path: &str, comp: &ControlPlaneComponent) -> Result<(), ConfigError> {
     check_args(c, &format!("{path}.extraArgs"), &comp.extra_args)?;
-    const PATH_TYPES: [&str; 8] = [
-        "",
-        "DirectoryOrCreate",
-        "Directory",
-        "FileOrCreate",
-        "File",
-        "Socket",
-        "CharDevice",
-        "BlockDevice",
-    ];
+    const PATH_TYPES: [&str; 8] =
+        ["", "DirectoryOrCreate", "Directory", "FileOrCreate", "File", "Socket", "CharDevice", "BlockDevice"];
     for (i, v) in comp.extra_volumes.iter().enumerate() {
         let p = format!("{path}.extraVolumes[{i}]");
         if !is_dns1123_subdomain(&v.name) || v.name.contains('.') {
-            return Err(c.err(
-                &format!("{p}.name"),
-                format!("{:?} must be a DNS label (a-z, 0-9, '-')", v.name),
-            ));
+            return Err(c.err(&format!("{p}.name"), format!("{:?} must be a DNS label (a-z, 0-9, '-')", v.name)));
         }
         absolute(c, &format!("{p}.hostPath"), &v.host_path)?;
         absolute(c, &format!("{p}.mountPath"), &v.mount_path)?;
         if !PATH_TYPES.contains(&v.path_type.as_str()) {
-            return Err(c.err(
-                &format!("{p}.pathType"),
-                format!("{:?} is not a hostPath type", v.path_type),
-            ));
+            return Err(c.err(&format!("{p}.pathType"), format!("{:?} is not a hostPath type", v.path_type)));
         }
     }
     for (i, e) in comp.extra_envs.iter().enumerate() {
         if e.name.is_empty() {
-            return Err(c.err(
-                &format!("{path}.extraEnvs[{i}].name"),
-                "must not be empty".into(),
-            ));
+            return Err(c.err(&format!("{path}.extraEnvs[{i}].name"), "must not be empty".into()));
         }
     }
     Ok(())
@@ -683,15 +533,7 @@ fn overlaps(a: &Cidr, b: &Cidr) -> bool {
         return false;
     }
     let p = a.prefix.min(b.prefix);
-    let na = Cidr {
-        addr: a.addr,
-        prefix: p,
-    }
-    .nth(0);
-    let nb = Cidr {
-        addr: b.addr,
-        prefix: p,
-    }
-    .nth(0);
+    let na = Cidr { addr: a.addr, prefix: p }.nth(0);
+    let nb = Cidr { addr: b.addr, prefix: p }.nth(0);
     na == nb
 }

@@ -119,10 +119,7 @@ impl Timeouts {
     /// (field name, value) pairs, for validation.
     pub fn fields(&self) -> [(&'static str, &Option<String>); 7] {
         [
-            (
-                "controlPlaneComponentHealthCheck",
-                &self.control_plane_component_health_check,
-            ),
+            ("controlPlaneComponentHealthCheck", &self.control_plane_component_health_check),
             ("kubeletHealthCheck", &self.kubelet_health_check),
             ("kubernetesAPICall", &self.kubernetes_api_call),
             ("etcdAPICall", &self.etcd_api_call),
@@ -194,17 +191,9 @@ pub struct LocalEtcd {
     pub extra_args: Vec<Arg>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub extra_envs: Vec<EnvVar>,
-    #[serde(
-        default,
-        rename = "serverCertSANs",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(default, rename = "serverCertSANs", skip_serializing_if = "Vec::is_empty")]
     pub server_cert_sans: Vec<String>,
-    #[serde(
-        default,
-        rename = "peerCertSANs",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(default, rename = "peerCertSANs", skip_serializing_if = "Vec::is_empty")]
     pub peer_cert_sans: Vec<String>,
 }
 

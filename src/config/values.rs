@@ -14,12 +14,8 @@ pub struct Cidr {
 
 impl Cidr {
     pub fn parse(s: &str) -> Result<Cidr, String> {
-        let (a, p) = s
-            .split_once('/')
-            .ok_or("not a CIDR (expected ADDRESS/PREFIX, e.g. 10.96.0.0/12)")?;
-        let addr: IpAddr = a
-            .parse()
-            .map_err(|_| format!("{a:?} is not an IP address"))?;
+        let (a, p) = s.split_once('/').ok_or("not a CIDR (expected ADDRESS/PREFIX, e.g. 10.96.0.0/12)")?;
+        let addr: IpAddr = a.parse().map_err(|_| format!("{a:?} is not an IP address"))?;
         let max = if addr.is_ipv4() { 32 } else { 128 };
         let prefix: u8 = p
             .parse()
@@ -27,10 +23,7 @@ impl Cidr {
             .filter(|n| *n <= max)
             .ok_or_else(|| format!("prefix {p:?} is not a number from 0 to {max}"))?;
         let c = Cidr { addr, prefix };
-        Ok(Cidr {
-            addr: c.nth(0).ok_or("bad network")?,
-            prefix,
-        })
+        Ok(Cidr { addr: c.nth(0).ok_or("bad network")?, prefix })
     }
 
     pub fn host_bits(&self) -> u32 {
@@ -66,10 +59,7 @@ impl fmt::Display for Cidr {
 
 /// Parses a comma-separated list of CIDRs (dual-stack allows one per family).
 pub fn parse_cidr_list(s: &str) -> Result<Vec<Cidr>, String> {
-    let list: Vec<Cidr> = s
-        .split(',')
-        .map(|p| Cidr::parse(p.trim()))
-        .collect::<Result<_, _>>()?;
+    let list: Vec<Cidr> = s.split(',').map(|p| Cidr::parse(p.trim())).collect::<Result<_, _>>()?;
     if list.len() > 2 || (list.len() == 2 && list[0].addr.is_ipv4() == list[1].addr.is_ipv4()) {
         return Err("expected one CIDR, or two of different IP families (dual-stack)".into());
     }
@@ -88,14 +78,10 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let mut rest = s.strip_prefix('+').unwrap_or(s);
     let mut total = 0f64;
     while !rest.is_empty() {
-        let num_len = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
+        let num_len = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
         let num: f64 = rest[..num_len].parse().map_err(|_| bad())?;
         rest = &rest[num_len..];
-        let unit_len = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
+        let unit_len = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
         let scale = match &rest[..unit_len] {
             "ns" => 1e-9,
             "us" | "µs" => 1e-6,
@@ -110,9 +96,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     }
     // Go durations are int64 nanoseconds: about 292 years.
     if !total.is_finite() || total > 9.2e9 {
-        return Err(format!(
-            "{s:?} is longer than the largest duration (about 2562047h)"
-        ));
+        return Err(format!("{s:?} is longer than the largest duration (about 2562047h)"));
     }
     Ok(Duration::from_secs_f64(total))
 }
@@ -138,25 +122,15 @@ impl Version {
         let body = s.strip_prefix('v').unwrap_or(s);
         let end = body.find(['-', '+']).unwrap_or(body.len());
         let (nums, suffix) = body.split_at(end);
-        let parts: Vec<u32> = nums
-            .split('.')
-            .map(|p| p.parse().map_err(|_| bad()))
-            .collect::<Result<_, _>>()?;
+        let parts: Vec<u32> = nums.split('.').map(|p| p.parse().map_err(|_| bad())).collect::<Result<_, _>>()?;
         let [major, minor, patch] = parts[..] else {
             return Err(bad());
         };
-        let suffix_ok = suffix
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-+.".contains(c));
+        let suffix_ok = suffix.chars().all(|c| c.is_ascii_alphanumeric() || "-+.".contains(c));
         if !suffix_ok || nums.split('.').any(|p| p.len() > 1 && p.starts_with('0')) {
             return Err(bad());
         }
-        Ok(Version {
-            major,
-            minor,
-            patch,
-            suffix: suffix.to_string(),
-        })
+        Ok(Version { major, minor, patch, suffix: suffix.to_string() })
     }
 
     /// The image tag: `+` is not allowed in tags, so kubeadm turns it into `_`.
@@ -167,11 +141,7 @@ impl Version {
 
 impl fmt::Display for Version {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "v{}.{}.{}{}",
-            self.major, self.minor, self.patch, self.suffix
-        )
+        write!(f, "v{}.{}.{}{}", self.major, self.minor, self.patch, self.suffix)
     }
 }
 
@@ -184,8 +154,7 @@ fn is_dns1123_label_part(l: &str) -> bool {
     let b = l.as_bytes();
     !b.is_empty()
         && b.len() <= 63
-        && b.iter()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
         && b[0] != b'-'
         && b[b.len() - 1] != b'-'
 }
@@ -205,10 +174,7 @@ mod tests {
         assert_eq!(c.nth(1).unwrap().to_string(), "10.96.0.1");
         assert_eq!(c.nth(10).unwrap().to_string(), "10.96.0.10");
         assert_eq!(c.host_bits(), 20);
-        assert_eq!(
-            Cidr::parse("10.96.3.7/12").unwrap().to_string(),
-            "10.96.0.0/12"
-        );
+        assert_eq!(Cidr::parse("10.96.3.7/12").unwrap().to_string(), "10.96.0.0/12");
         let v6 = Cidr::parse("fd00:10:96::/108").unwrap();
         assert_eq!(v6.nth(10).unwrap().to_string(), "fd00:10:96::a");
         assert!(Cidr::parse("10.96.0.0").is_err());
@@ -222,10 +188,7 @@ mod tests {
     #[test]
     fn durations() {
         assert_eq!(parse_duration("24h").unwrap(), Duration::from_secs(86400));
-        assert_eq!(
-            parse_duration("8760h0m0s").unwrap(),
-            Duration::from_secs(8760 * 3600)
-        );
+        assert_eq!(parse_duration("8760h0m0s").unwrap(), Duration::from_secs(8760 * 3600));
         assert_eq!(parse_duration("1h30m").unwrap(), Duration::from_secs(5400));
         assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
         assert_eq!(parse_duration("1.5h").unwrap(), Duration::from_secs(5400));
@@ -238,10 +201,7 @@ mod tests {
     fn versions() {
         let v = Version::parse("v1.37.0").unwrap();
         assert_eq!((v.major, v.minor, v.patch), (1, 37, 0));
-        assert_eq!(
-            Version::parse("1.36.2-rc.1+abc").unwrap().image_tag(),
-            "v1.36.2-rc.1_abc"
-        );
+        assert_eq!(Version::parse("1.36.2-rc.1+abc").unwrap().image_tag(), "v1.36.2-rc.1_abc");
         for bad in ["stable-1", "v1.37", "1.x.0", "v01.37.0", "v1.37.0 ", ""] {
             assert!(Version::parse(bad).is_err(), "{bad}");
         }

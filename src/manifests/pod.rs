@@ -39,15 +39,11 @@ impl Volume {
 /// `binary --name=value ...`: extra args replace every default of the same name (and may repeat);
 /// flags sorted by name, then value.
 pub fn command(binary: &str, defaults: Vec<(String, String)>, extra: &[Arg]) -> Vec<String> {
-    let mut flags: Vec<(String, String)> = defaults
-        .into_iter()
-        .filter(|(n, _)| !extra.iter().any(|a| &a.name == n))
-        .collect();
+    let mut flags: Vec<(String, String)> =
+        defaults.into_iter().filter(|(n, _)| !extra.iter().any(|a| &a.name == n)).collect();
     flags.extend(extra.iter().map(|a| (a.name.clone(), a.value.clone())));
     flags.sort();
-    std::iter::once(binary.to_string())
-        .chain(flags.into_iter().map(|(n, v)| format!("--{n}={v}")))
-        .collect()
+    std::iter::once(binary.to_string()).chain(flags.into_iter().map(|(n, v)| format!("--{n}={v}"))).collect()
 }
 
 /// The value a flag ends up with, if set.
@@ -104,11 +100,7 @@ pub fn merge_env(proxy_env: &[(String, String)], extra: &[EnvVar]) -> Vec<EnvVar
     let mut out: Vec<EnvVar> = proxy_env
         .iter()
         .filter(|(n, _)| !extra.iter().any(|e| &e.name == n))
-        .map(|(n, v)| EnvVar {
-            name: n.clone(),
-            value: Some(v.clone()),
-            value_from: None,
-        })
+        .map(|(n, v)| EnvVar { name: n.clone(), value: Some(v.clone()), value_from: None })
         .collect();
     out.extend(extra.iter().cloned());
     out.sort_by(|a, b| a.name.cmp(&b.name));
@@ -164,11 +156,7 @@ pub fn render(c: &Component) -> Value {
         "namespace": "kube-system",
     });
     if !c.annotations.is_empty() {
-        let a: serde_json::Map<String, Value> = c
-            .annotations
-            .iter()
-            .map(|(k, v)| (k.clone(), json!(v)))
-            .collect();
+        let a: serde_json::Map<String, Value> = c.annotations.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
         metadata["annotations"] = Value::Object(a);
     }
     json!({
@@ -198,23 +186,8 @@ mod tests {
 
     #[test]
     fn extra_args_replace_defaults_and_sort() {
-        let defaults = vec![
-            ("b".to_string(), "1".to_string()),
-            ("a".to_string(), "2".to_string()),
-        ];
-        let extra = vec![
-            Arg {
-                name: "b".into(),
-                value: "y".into(),
-            },
-            Arg {
-                name: "b".into(),
-                value: "x".into(),
-            },
-        ];
-        assert_eq!(
-            command("bin", defaults, &extra),
-            ["bin", "--a=2", "--b=x", "--b=y"]
-        );
+        let defaults = vec![("b".to_string(), "1".to_string()), ("a".to_string(), "2".to_string())];
+        let extra = vec![Arg { name: "b".into(), value: "y".into() }, Arg { name: "b".into(), value: "x".into() }];
+        assert_eq!(command("bin", defaults, &extra), ["bin", "--a=2", "--b=x", "--b=y"]);
     }
 }

@@ -42,31 +42,19 @@ pub const KUBECONFIGS: &[KubeconfigSpec] = &[
         orgs: &[MASTERS_GROUP],
         server: Server::ControlPlane,
     },
-    KubeconfigSpec {
-        file: KUBELET_CONF,
-        user: None,
-        orgs: &[NODES_GROUP],
-        server: Server::ControlPlane,
-    },
+    KubeconfigSpec { file: KUBELET_CONF, user: None, orgs: &[NODES_GROUP], server: Server::ControlPlane },
     KubeconfigSpec {
         file: CONTROLLER_MANAGER_CONF,
         user: Some("system:kube-controller-manager"),
         orgs: &[],
         server: Server::Local,
     },
-    KubeconfigSpec {
-        file: SCHEDULER_CONF,
-        user: Some("system:kube-scheduler"),
-        orgs: &[],
-        server: Server::Local,
-    },
+    KubeconfigSpec { file: SCHEDULER_CONF, user: Some("system:kube-scheduler"), orgs: &[], server: Server::Local },
 ];
 
 impl KubeconfigSpec {
     pub fn user_name(&self, cfg: &InitConfig) -> String {
-        self.user
-            .map(str::to_string)
-            .unwrap_or_else(|| format!("{NODE_USER_PREFIX}{}", cfg.node_name))
+        self.user.map(str::to_string).unwrap_or_else(|| format!("{NODE_USER_PREFIX}{}", cfg.node_name))
     }
     pub fn server_url(&self, cfg: &InitConfig) -> String {
         match self.server {
@@ -81,10 +69,7 @@ pub const KUBECONFIG_MODE: u32 = 0o600;
 pub fn run(ctx: &InitContext) -> Result<()> {
     let cfg = ctx.cfg;
     let ca = pki::load_ca(ctx.fs, cfg.certs_dir(), "ca")?;
-    let todo: Vec<&KubeconfigSpec> = KUBECONFIGS
-        .iter()
-        .filter(|k| !ctx.fs.exists(&path(k)))
-        .collect();
+    let todo: Vec<&KubeconfigSpec> = KUBECONFIGS.iter().filter(|k| !ctx.fs.exists(&path(k))).collect();
     if !todo.is_empty() && ca.key.is_none() {
         let files: Vec<String> = todo.iter().map(|k| path(k)).collect();
         return Err(Error::state(format!(
@@ -101,13 +86,10 @@ pub fn run(ctx: &InitContext) -> Result<()> {
                 info!("[kubeconfig] Using existing kubeconfig file: {file:?}");
             }
             None => {
-                let key = fresh
-                    .pop()
-                    .ok_or_else(|| Error::runtime("internal: ran out of pre-generated keys"))?;
+                let key = fresh.pop().ok_or_else(|| Error::runtime("internal: ran out of pre-generated keys"))?;
                 let kc = render(spec, cfg, &ca, &key, ctx.start)?;
                 info!("[kubeconfig] Writing {:?} kubeconfig file", spec.file);
-                ctx.fs
-                    .write(&file, kc.to_yaml().as_bytes(), KUBECONFIG_MODE, 0o755)?;
+                ctx.fs.write(&file, kc.to_yaml().as_bytes(), KUBECONFIG_MODE, 0o755)?;
             }
         }
     }
@@ -134,22 +116,10 @@ fn render(
         validity: cfg.cert_validity,
         start,
     };
-    let ca_key = ca
-        .key
-        .as_ref()
-        .ok_or_else(|| Error::state("the cluster CA key is missing"))?;
+    let ca_key = ca.key.as_ref().ok_or_else(|| Error::state("the cluster CA key is missing"))?;
     let cert_pem = issue::signed(&req, key, &ca.cert.pem, ca_key)?;
-    let creds = Credentials::Cert {
-        cert_pem,
-        key_pem: keys::to_pem(key),
-    };
-    Ok(kubeconfig::build(
-        &cfg.cluster.cluster_name,
-        &spec.server_url(cfg),
-        ca.cert.pem.as_bytes(),
-        &user,
-        creds,
-    ))
+    let creds = Credentials::Cert { cert_pem, key_pem: keys::to_pem(key) };
+    Ok(kubeconfig::build(&cfg.cluster.cluster_name, &spec.server_url(cfg), ca.cert.pem.as_bytes(), &user, creds))
 }
 
 /// kubeadm reuses a kubeconfig only if it trusts our CA and points at the expected server;
@@ -162,11 +132,7 @@ fn validate_existing(
     ca: &Ca,
     now: time::OffsetDateTime,
 ) -> Result<()> {
-    let bad = |m: String| {
-        Error::state(format!(
-            "{file} {m}; kubestrap will not overwrite it: fix or remove it"
-        ))
-    };
+    let bad = |m: String| Error::state(format!("{file} {m}; kubestrap will not overwrite it: fix or remove it"));
     let kc = Kubeconfig::parse(bytes).map_err(bad)?;
     let (cluster, user) = kc.current().map_err(bad)?;
     let their_ca = kubeconfig::decode_b64(&cluster.certificate_authority_data)
@@ -178,15 +144,9 @@ fn validate_existing(
     }
     let want = spec.server_url(cfg);
     if cluster.server != want {
-        return Err(bad(format!(
-            "points at {} instead of {want}",
-            cluster.server
-        )));
+        return Err(bad(format!("points at {} instead of {want}", cluster.server)));
     }
-    if let Some(data) = user
-        .map(|u| &u.client_certificate_data)
-        .filter(|d| !d.is_empty())
-    {
+    if let Some(data) = user.map(|u| &u.client_certificate_data).filter(|d| !d.is_empty()) {
         let cert = kubeconfig::decode_b64(data)
             .ok()
             .and_then(|b| CertFile::parse(&b).ok())
@@ -199,26 +159,15 @@ fn validate_existing(
         let Some(key_spki) = key_spki else {
             return Err(bad("has no readable client-key-data".into()));
         };
-        let expect = Expect {
-            usage: Usage::Client,
-            sans: &sans,
-            ca: Some(&ca.cert),
-            key_spki: Some(&key_spki),
-            now,
-        };
+        let expect = Expect { usage: Usage::Client, sans: &sans, ca: Some(&ca.cert), key_spki: Some(&key_spki), now };
         check::check(&cert, &expect).map_err(|m| bad(format!("client certificate {m}")))?;
-        let cn = cert.x509().ok().and_then(|x| {
-            x.subject()
-                .iter_common_name()
-                .next()
-                .and_then(|c| c.as_str().ok().map(str::to_string))
-        });
+        let cn = cert
+            .x509()
+            .ok()
+            .and_then(|x| x.subject().iter_common_name().next().and_then(|c| c.as_str().ok().map(str::to_string)));
         let user_name = spec.user_name(cfg);
         if cn.as_deref() != Some(user_name.as_str()) {
-            return Err(bad(format!(
-                "authenticates as {:?} instead of {user_name:?}",
-                cn.unwrap_or_default()
-            )));
+            return Err(bad(format!("authenticates as {:?} instead of {user_name:?}", cn.unwrap_or_default())));
         }
     }
     Ok(())

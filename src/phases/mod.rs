@@ -10,7 +10,7 @@ use log::info;
 use time::OffsetDateTime;
 
 use crate::config::InitConfig;
-use crate::error::{Context, Error, Result};
+use crate::error::{Error, Result};
 use crate::fsutil::NodeFs;
 use crate::manifests::HostEnv;
 
@@ -43,11 +43,7 @@ pub const INIT_PHASES: &[Phase] = &[
         description: "Write admin, super-admin, kubelet, controller-manager and scheduler kubeconfigs",
         run: kubeconfig::run,
     },
-    Phase {
-        name: "etcd",
-        description: "Write the static Pod manifest for local etcd",
-        run: etcd::run,
-    },
+    Phase { name: "etcd", description: "Write the static Pod manifest for local etcd", run: etcd::run },
     Phase {
         name: "control-plane",
         description: "Write the static Pod manifests for the API server, controller-manager and scheduler",
@@ -64,10 +60,7 @@ pub fn check_skip(skip: &[String]) -> Result<()> {
     for s in skip {
         if find(s).is_none() {
             let known: Vec<&str> = INIT_PHASES.iter().map(|p| p.name).collect();
-            return Err(Error::usage(format!(
-                "unknown phase {s:?} in skip list; phases are: {}",
-                known.join(", ")
-            )));
+            return Err(Error::usage(format!("unknown phase {s:?} in skip list; phases are: {}", known.join(", "))));
         }
     }
     Ok(())
@@ -86,8 +79,15 @@ pub fn run_init(ctx: &InitContext, skip: &[String]) -> Result<()> {
     Ok(())
 }
 
+/// Runs one phase and commits its writes; a failed phase leaves no trace of its own writes.
 pub fn run_one(ctx: &InitContext, p: &Phase) -> Result<()> {
-    (p.run)(ctx).ctx(format_args!("phase {}", p.name))
+    match (p.run)(ctx).and_then(|()| ctx.fs.commit()) {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            ctx.fs.discard();
+            Err(e.context(format_args!("phase {}", p.name)))
+        }
+    }
 }
 
 /// Host facts the manifests need, read under the node root.
@@ -114,6 +114,5 @@ fn write_manifest(ctx: &InitContext, name: &str, pod: &serde_json::Value) -> Res
     } else {
         info!("[manifests] Writing static Pod manifest for {name:?} to {path:?}");
     }
-    ctx.fs
-        .write(&path, yaml.as_bytes(), MANIFEST_MODE, MANIFEST_DIR_MODE)
+    ctx.fs.write(&path, yaml.as_bytes(), MANIFEST_MODE, MANIFEST_DIR_MODE)
 }

@@ -24,15 +24,9 @@ impl CertFile {
             .ok_or("holds no PEM block")?
             .map_err(|e| format!("is not valid PEM: {e}"))?;
         if pem.label != "CERTIFICATE" {
-            return Err(format!(
-                "holds a {:?} PEM block, not a CERTIFICATE",
-                pem.label
-            ));
+            return Err(format!("holds a {:?} PEM block, not a CERTIFICATE", pem.label));
         }
-        let c = CertFile {
-            pem: String::from_utf8_lossy(bytes).into_owned(),
-            der: pem.contents,
-        };
+        let c = CertFile { pem: String::from_utf8_lossy(bytes).into_owned(), der: pem.contents };
         c.x509()?;
         Ok(c)
     }
@@ -62,13 +56,10 @@ pub struct Expect<'a> {
 
 pub fn check(cert: &CertFile, want: &Expect) -> Result<(), String> {
     let x = cert.x509()?;
-    if let Some(k) = want.key_spki {
-        if x.tbs_certificate.subject_pki.raw != k {
-            return Err(
-                "does not match its private key (the key file belongs to another certificate)"
-                    .into(),
-            );
-        }
+    if let Some(k) = want.key_spki
+        && x.tbs_certificate.subject_pki.raw != k
+    {
+        return Err("does not match its private key (the key file belongs to another certificate)".into());
     }
     let v = x.validity();
     let (nb, na) = (v.not_before.to_datetime(), v.not_after.to_datetime());
@@ -76,16 +67,9 @@ pub fn check(cert: &CertFile, want: &Expect) -> Result<(), String> {
         return Err(format!("expired at {}", rfc3339(na)));
     }
     if want.now < nb {
-        return Err(format!(
-            "is not valid until {} (is the clock right?)",
-            rfc3339(nb)
-        ));
+        return Err(format!("is not valid until {} (is the clock right?)", rfc3339(nb)));
     }
-    let is_ca = x
-        .basic_constraints()
-        .ok()
-        .flatten()
-        .is_some_and(|b| b.value.ca);
+    let is_ca = x.basic_constraints().ok().flatten().is_some_and(|b| b.value.ca);
     if want.usage == Usage::Ca {
         if !is_ca {
             return Err("is not a CA certificate (basicConstraints CA:TRUE missing)".into());
@@ -96,17 +80,10 @@ pub fn check(cert: &CertFile, want: &Expect) -> Result<(), String> {
     if let Some(ca) = want.ca {
         let ca_x = ca.x509()?;
         if x.issuer() != ca_x.subject() || x.verify_signature(Some(ca_x.public_key())).is_err() {
-            return Err(format!(
-                "is not signed by the CA {:?} it must chain to",
-                ca_x.subject().to_string()
-            ));
+            return Err(format!("is not signed by the CA {:?} it must chain to", ca_x.subject().to_string()));
         }
     }
-    let eku = x
-        .extended_key_usage()
-        .ok()
-        .flatten()
-        .map(|e| (e.value.server_auth, e.value.client_auth));
+    let eku = x.extended_key_usage().ok().flatten().map(|e| (e.value.server_auth, e.value.client_auth));
     let (server, client) = eku.unwrap_or((false, false));
     let need = match want.usage {
         Usage::Ca => (false, false),
@@ -124,13 +101,7 @@ pub fn check(cert: &CertFile, want: &Expect) -> Result<(), String> {
         .iter()
         .filter(|d| !have_dns.contains(d))
         .cloned()
-        .chain(
-            want.sans
-                .ips
-                .iter()
-                .filter(|i| !have_ips.contains(i))
-                .map(|i| i.to_string()),
-        )
+        .chain(want.sans.ips.iter().filter(|i| !have_ips.contains(i)).map(|i| i.to_string()))
         .collect();
     if !missing.is_empty() && want.usage != Usage::Ca {
         return Err(format!("lacks subject alternative names {missing:?}"));
@@ -158,6 +129,5 @@ fn sans_of(x: &X509Certificate) -> (Vec<String>, Vec<IpAddr>) {
 }
 
 pub fn rfc3339(t: OffsetDateTime) -> String {
-    t.format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_else(|_| t.to_string())
+    t.format(&time::format_description::well_known::Rfc3339).unwrap_or_else(|_| t.to_string())
 }

@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use rcgen::{
-    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
-    Issuer, KeyPair, KeyUsagePurpose, SanType, SerialNumber,
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose, SanType, SerialNumber,
 };
 use ring::rand::{SecureRandom, SystemRandom};
 use time::OffsetDateTime;
@@ -29,8 +29,7 @@ fn serial() -> Result<SerialNumber> {
     let rng = SystemRandom::new();
     loop {
         let mut b = [0u8; 8];
-        rng.fill(&mut b)
-            .map_err(|_| Error::runtime("the system random generator failed"))?;
+        rng.fill(&mut b).map_err(|_| Error::runtime("the system random generator failed"))?;
         b[0] &= 0x7f;
         let v = u64::from_be_bytes(b);
         if v != 0 && v != u64::MAX >> 1 {
@@ -52,17 +51,13 @@ fn params(req: &Request) -> Result<CertificateParams> {
     p.not_before = req.start - time::Duration::seconds(CERT_BACKDATE_SECS);
     p.not_after = req.start + req.validity;
     for d in &req.sans.dns {
-        let name =
-            rcgen::string::Ia5String::try_from(d.as_str()).ctx(format_args!("DNS name {d:?}"))?;
+        let name = rcgen::string::Ia5String::try_from(d.as_str()).ctx(format_args!("DNS name {d:?}"))?;
         p.subject_alt_names.push(SanType::DnsName(name));
     }
     for ip in &req.sans.ips {
         p.subject_alt_names.push(SanType::IpAddress(*ip));
     }
-    p.key_usages = vec![
-        KeyUsagePurpose::DigitalSignature,
-        KeyUsagePurpose::KeyEncipherment,
-    ];
+    p.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
     match req.usage {
         Usage::Ca => {
             p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
@@ -71,10 +66,7 @@ fn params(req: &Request) -> Result<CertificateParams> {
         Usage::Server => p.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth],
         Usage::Client => p.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth],
         Usage::ServerAndClient => {
-            p.extended_key_usages = vec![
-                ExtendedKeyUsagePurpose::ServerAuth,
-                ExtendedKeyUsagePurpose::ClientAuth,
-            ]
+            p.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth, ExtendedKeyUsagePurpose::ClientAuth]
         }
     }
     if req.usage != Usage::Ca {
@@ -86,17 +78,11 @@ fn params(req: &Request) -> Result<CertificateParams> {
 
 /// A self-signed CA certificate (PEM) for `key`.
 pub fn self_signed(req: &Request, key: &KeyPair) -> Result<String> {
-    Ok(params(req)?
-        .self_signed(key)
-        .ctx(format_args!("signing CA {}", req.cn))?
-        .pem())
+    Ok(params(req)?.self_signed(key).ctx(format_args!("signing CA {}", req.cn))?.pem())
 }
 
 /// A certificate for `key`, signed by the CA (`ca_pem` + `ca_key`).
 pub fn signed(req: &Request, key: &KeyPair, ca_pem: &str, ca_key: &KeyPair) -> Result<String> {
     let issuer = Issuer::from_ca_cert_pem(ca_pem, ca_key).ctx("reading the CA certificate")?;
-    Ok(params(req)?
-        .signed_by(key, &issuer)
-        .ctx(format_args!("signing {}", req.cn))?
-        .pem())
+    Ok(params(req)?.signed_by(key, &issuer).ctx(format_args!("signing {}", req.cn))?.pem())
 }

@@ -15,15 +15,10 @@ use crate::error::{Error, Result};
 pub fn generate(alg: KeyAlgorithm) -> Result<KeyPair> {
     let err = |e: &dyn std::fmt::Display| Error::runtime(format!("generating a {alg:?} key: {e}"));
     match alg {
-        KeyAlgorithm::EcdsaP256 => {
-            KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).map_err(|e| err(&e))
-        }
-        KeyAlgorithm::EcdsaP384 => {
-            KeyPair::generate_for(&PKCS_ECDSA_P384_SHA384).map_err(|e| err(&e))
-        }
+        KeyAlgorithm::EcdsaP256 => KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).map_err(|e| err(&e)),
+        KeyAlgorithm::EcdsaP384 => KeyPair::generate_for(&PKCS_ECDSA_P384_SHA384).map_err(|e| err(&e)),
         KeyAlgorithm::Rsa(bits) => {
-            let key =
-                rsa::RsaPrivateKey::new(&mut rsa::rand_core::OsRng, bits).map_err(|e| err(&e))?;
+            let key = rsa::RsaPrivateKey::new(&mut rsa::rand_core::OsRng, bits).map_err(|e| err(&e))?;
             let der = key.to_pkcs8_der().map_err(|e| err(&e))?;
             KeyPair::try_from(der.as_bytes()).map_err(|e| err(&e))
         }
@@ -38,28 +33,18 @@ pub fn generate_many(alg: KeyAlgorithm, n: usize) -> Result<Vec<KeyPair>> {
     if !matches!(alg, KeyAlgorithm::Rsa(_)) {
         return (0..n).map(|_| generate(alg)).collect();
     }
-    let threads = std::thread::available_parallelism()
-        .map(|t| t.get())
-        .unwrap_or(1)
-        .min(n);
+    let threads = std::thread::available_parallelism().map(|t| t.get()).unwrap_or(1).min(n);
     let per = n.div_ceil(threads);
     std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
                 let count = per.min(n.saturating_sub(t * per));
-                s.spawn(move || {
-                    (0..count)
-                        .map(|_| generate(alg))
-                        .collect::<Result<Vec<_>>>()
-                })
+                s.spawn(move || (0..count).map(|_| generate(alg)).collect::<Result<Vec<_>>>())
             })
             .collect();
         let mut out = Vec::with_capacity(n);
         for h in handles {
-            out.extend(
-                h.join()
-                    .map_err(|_| Error::runtime("a key generation thread panicked"))??,
-            );
+            out.extend(h.join().map_err(|_| Error::runtime("a key generation thread panicked"))??);
         }
         Ok(out)
     })
@@ -68,9 +53,7 @@ pub fn generate_many(alg: KeyAlgorithm, n: usize) -> Result<Vec<KeyPair>> {
 /// Parses a private key PEM. Accepts PKCS#8 ("PRIVATE KEY"), PKCS#1 ("RSA PRIVATE KEY") and
 /// SEC1 ("EC PRIVATE KEY"), so CAs made by kubeadm or openssl can be brought in.
 pub fn parse_pem(pem_text: &[u8]) -> std::result::Result<KeyPair, String> {
-    let block = x509_parser::pem::parse_x509_pem(pem_text)
-        .map_err(|_| "not a PEM file".to_string())?
-        .1;
+    let block = x509_parser::pem::parse_x509_pem(pem_text).map_err(|_| "not a PEM file".to_string())?.1;
     let pkcs8: Vec<u8> = match block.label.as_str() {
         "PRIVATE KEY" => block.contents,
         "RSA PRIVATE KEY" => rsa::RsaPrivateKey::from_pkcs1_der(&block.contents)
@@ -84,27 +67,19 @@ pub fn parse_pem(pem_text: &[u8]) -> std::result::Result<KeyPair, String> {
         }
         other => return Err(format!("PEM block {other:?} is not a private key")),
     };
-    KeyPair::try_from(pkcs8.as_slice())
-        .map_err(|e| format!("unsupported or corrupt private key: {e}"))
+    KeyPair::try_from(pkcs8.as_slice()).map_err(|e| format!("unsupported or corrupt private key: {e}"))
 }
 
 fn sec1_to_pkcs8(der: &[u8]) -> std::result::Result<Vec<u8>, String> {
     let ec = sec1::EcPrivateKey::from_der(der).map_err(|e| format!("bad EC key: {e}"))?;
-    let curve = ec
-        .parameters
-        .and_then(|p| p.named_curve())
-        .ok_or("EC key names no curve")?;
+    let curve = ec.parameters.and_then(|p| p.named_curve()).ok_or("EC key names no curve")?;
     let params = pkcs8::der::asn1::AnyRef::from(&curve);
     let info = pkcs8::PrivateKeyInfo {
-        algorithm: pkcs8::AlgorithmIdentifierRef {
-            oid: sec1::ALGORITHM_OID,
-            parameters: Some(params),
-        },
+        algorithm: pkcs8::AlgorithmIdentifierRef { oid: sec1::ALGORITHM_OID, parameters: Some(params) },
         private_key: der,
         public_key: None,
     };
-    info.to_der()
-        .map_err(|e| format!("re-encoding EC key: {e}"))
+    info.to_der().map_err(|e| format!("re-encoding EC key: {e}"))
 }
 
 /// PEM of the key (PKCS#8, which every Go and openssl consumer reads).
@@ -128,11 +103,7 @@ mod tests {
 
     #[test]
     fn generate_each_algorithm_and_round_trip_pem() {
-        for alg in [
-            KeyAlgorithm::EcdsaP256,
-            KeyAlgorithm::EcdsaP384,
-            KeyAlgorithm::Rsa(2048),
-        ] {
+        for alg in [KeyAlgorithm::EcdsaP256, KeyAlgorithm::EcdsaP384, KeyAlgorithm::Rsa(2048)] {
             let k = generate(alg).unwrap();
             let back = parse_pem(to_pem(&k).as_bytes()).unwrap();
             assert_eq!(spki(&k), spki(&back), "{alg:?}");
@@ -149,8 +120,6 @@ mod tests {
     #[test]
     fn rejects_garbage() {
         assert!(parse_pem(b"hello").is_err());
-        assert!(
-            parse_pem(b"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n").is_err()
-        );
+        assert!(parse_pem(b"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n").is_err());
     }
 }

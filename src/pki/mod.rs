@@ -46,29 +46,22 @@ pub fn ca_hash(pem: &[u8]) -> std::result::Result<String, String> {
 /// Loads a certificate file; `None` if absent.
 pub fn load_cert(fs: &NodeFs, path: &str) -> Result<Option<CertFile>> {
     fs.read(path)?
-        .map(|b| {
-            CertFile::parse(&b).map_err(|m| Error::state(format!("{path} {m}; fix or remove it")))
-        })
+        .map(|b| CertFile::parse(&b).map_err(|m| Error::state(format!("{path} {m}; fix or remove it"))))
         .transpose()
 }
 
 /// Loads a private key file; `None` if absent.
 pub fn load_key(fs: &NodeFs, path: &str) -> Result<Option<KeyPair>> {
     fs.read(path)?
-        .map(|b| {
-            keys::parse_pem(&b).map_err(|m| Error::state(format!("{path}: {m}; fix or remove it")))
-        })
+        .map(|b| keys::parse_pem(&b).map_err(|m| Error::state(format!("{path}: {m}; fix or remove it"))))
         .transpose()
 }
 
 /// Loads a CA pair that must exist (for phases after `certs`).
 pub fn load_ca(fs: &NodeFs, dir: &str, name: &str) -> Result<Ca> {
     let crt = crt_path(dir, name);
-    let cert = load_cert(fs, &crt)?.ok_or_else(|| {
-        Error::state(format!(
-            "{crt} is missing; run `kubestrap init phase certs` first"
-        ))
-    })?;
+    let cert = load_cert(fs, &crt)?
+        .ok_or_else(|| Error::state(format!("{crt} is missing; run `kubestrap init phase certs` first")))?;
     let key = load_key(fs, &key_path(dir, name))?;
     Ok(Ca { cert, key })
 }
@@ -79,22 +72,14 @@ fn request(spec: &CertSpec, cfg: &InitConfig, start: OffsetDateTime) -> issue::R
         orgs: spec.orgs.iter().map(|s| s.to_string()).collect(),
         usage: spec.usage,
         sans: spec.sans(cfg),
-        validity: if spec.is_ca() {
-            cfg.ca_validity
-        } else {
-            cfg.cert_validity
-        },
+        validity: if spec.is_ca() { cfg.ca_validity } else { cfg.cert_validity },
         start,
     }
 }
 
 fn describe_sans(s: &SanList) -> String {
     let ips: Vec<String> = s.ips.iter().map(|i| i.to_string()).collect();
-    format!(
-        "DNS names [{}] and IPs [{}]",
-        s.dns.join(" "),
-        ips.join(" ")
-    )
+    format!("DNS names [{}] and IPs [{}]", s.dns.join(" "), ips.join(" "))
 }
 
 /// Does the cluster CA sit on disk without its key (kubeadm's "external CA" mode)?
@@ -106,15 +91,11 @@ pub fn is_external_ca(fs: &NodeFs, cfg: &InitConfig) -> bool {
 /// The `certs` phase: every certificate in the table plus sa.key/sa.pub.
 pub fn ensure_certs(fs: &NodeFs, cfg: &InitConfig, start: OffsetDateTime) -> Result<()> {
     let dir = cfg.certs_dir();
-    let wanted: Vec<&CertSpec> = CERTS
-        .iter()
-        .filter(|c| !(c.local_etcd_only && cfg.external_etcd().is_some()))
-        .collect();
-    let missing = wanted
-        .iter()
-        .filter(|c| !fs.exists(&crt_path(dir, c.name)) && !fs.exists(&key_path(dir, c.name)))
-        .count()
-        + usize::from(!fs.exists(&key_path(dir, "sa")));
+    let wanted: Vec<&CertSpec> =
+        CERTS.iter().filter(|c| !(c.local_etcd_only && cfg.external_etcd().is_some())).collect();
+    let missing =
+        wanted.iter().filter(|c| !fs.exists(&crt_path(dir, c.name)) && !fs.exists(&key_path(dir, c.name))).count()
+            + usize::from(!fs.exists(&key_path(dir, "sa")));
     let mut fresh = keys::generate_many(cfg.key_algorithm, missing)?;
     let mut cas: HashMap<&str, Ca> = HashMap::new();
     for spec in wanted {
@@ -135,7 +116,9 @@ pub fn ensure_certs(fs: &NodeFs, cfg: &InitConfig, start: OffsetDateTime) -> Res
                     now: start,
                 };
                 check::check(&cert, &expect).map_err(|m| {
-                    Error::state(format!("{crt} {m}; kubestrap will not overwrite it: fix it or remove {crt} and {key_file}"))
+                    Error::state(format!(
+                        "{crt} {m}; kubestrap will not overwrite it: fix it or remove {crt} and {key_file}"
+                    ))
                 })?;
                 match (&key, spec.is_ca()) {
                     (None, true) => info!(
@@ -150,62 +133,40 @@ pub fn ensure_certs(fs: &NodeFs, cfg: &InitConfig, start: OffsetDateTime) -> Res
                     (Some(_), true) => {
                         info!("[certs] Using existing {} certificate authority", spec.name)
                     }
-                    (Some(_), false) => info!(
-                        "[certs] Using existing {} certificate and key on disk",
-                        spec.name
-                    ),
+                    (Some(_), false) => info!("[certs] Using existing {} certificate and key on disk", spec.name),
                 }
                 Ca { cert, key }
             }
             (None, key) => {
-                if let Some(ca) = ca {
-                    if ca.key.is_none() {
-                        return Err(Error::state(format!(
-                            "{crt} is missing and its CA {} has no key (external CA mode): provide {crt} and {key_file} signed by that CA",
-                            spec.ca.unwrap_or_default()
-                        )));
-                    }
+                if let Some(ca) = ca
+                    && ca.key.is_none()
+                {
+                    return Err(Error::state(format!(
+                        "{crt} is missing and its CA {} has no key (external CA mode): provide {crt} and {key_file} signed by that CA",
+                        spec.ca.unwrap_or_default()
+                    )));
                 }
                 let key = match key {
                     Some(k) => {
-                        info!(
-                            "[certs] Reusing the existing key {key_file} (its certificate was never written)"
-                        );
+                        info!("[certs] Reusing the existing key {key_file} (its certificate was never written)");
                         k
                     }
-                    None => fresh
-                        .pop()
-                        .ok_or_else(|| Error::runtime("internal: ran out of pre-generated keys"))?,
+                    None => fresh.pop().ok_or_else(|| Error::runtime("internal: ran out of pre-generated keys"))?,
                 };
                 info!("[certs] Generating {:?} certificate and key", spec.name);
                 if matches!(spec.usage, Usage::Server | Usage::ServerAndClient) {
-                    info!(
-                        "[certs] {} serving cert is signed for {}",
-                        spec.name,
-                        describe_sans(&want.sans)
-                    );
+                    info!("[certs] {} serving cert is signed for {}", spec.name, describe_sans(&want.sans));
                 }
                 let pem = match ca {
                     None => issue::self_signed(&want, &key)?,
-                    Some(Ca {
-                        cert,
-                        key: Some(ca_key),
-                    }) => issue::signed(&want, &key, &cert.pem, ca_key)?,
+                    Some(Ca { cert, key: Some(ca_key) }) => issue::signed(&want, &key, &cert.pem, ca_key)?,
                     Some(Ca { key: None, .. }) => unreachable!("checked above"),
                 };
                 // Key first: a crash before the cert leaves a key we reuse, never a cert without its key.
-                fs.write(
-                    &key_file,
-                    keys::to_pem(&key).as_bytes(),
-                    KEY_MODE,
-                    PKI_DIR_MODE,
-                )?;
+                fs.write(&key_file, keys::to_pem(&key).as_bytes(), KEY_MODE, PKI_DIR_MODE)?;
                 fs.write(&crt, pem.as_bytes(), CERT_MODE, PKI_DIR_MODE)?;
                 let cert = CertFile::parse(pem.as_bytes()).map_err(Error::runtime)?;
-                Ca {
-                    cert,
-                    key: Some(key),
-                }
+                Ca { cert, key: Some(key) }
             }
         };
         if spec.is_ca() {
@@ -230,25 +191,16 @@ fn ensure_sa(fs: &NodeFs, dir: &str, fresh: &mut Vec<KeyPair>) -> Result<()> {
                 )));
             }
             info!("[certs] Generating \"sa\" key and public key");
-            let k = fresh
-                .pop()
-                .ok_or_else(|| Error::runtime("internal: ran out of pre-generated keys"))?;
-            fs.write(
-                &key_file,
-                keys::to_pem(&k).as_bytes(),
-                KEY_MODE,
-                PKI_DIR_MODE,
-            )?;
+            let k = fresh.pop().ok_or_else(|| Error::runtime("internal: ran out of pre-generated keys"))?;
+            fs.write(&key_file, keys::to_pem(&k).as_bytes(), KEY_MODE, PKI_DIR_MODE)?;
             k
         }
     };
     let public = keys::public_pem(&key);
     match fs.read(&pub_file)? {
         Some(existing) => {
-            let same = x509_parser::pem::parse_x509_pem(&existing)
-                .ok()
-                .map(|(_, p)| p.contents)
-                == Some(keys::spki(&key));
+            let same =
+                x509_parser::pem::parse_x509_pem(&existing).ok().map(|(_, p)| p.contents) == Some(keys::spki(&key));
             if !same {
                 return Err(Error::state(format!(
                     "{pub_file} does not match {key_file}; remove {pub_file} to have it rewritten"

@@ -51,37 +51,13 @@ const fn cert(
     sans: Sans,
     local_etcd_only: bool,
 ) -> CertSpec {
-    CertSpec {
-        name,
-        ca,
-        cn,
-        orgs,
-        usage,
-        sans,
-        local_etcd_only,
-    }
+    CertSpec { name, ca, cn, orgs, usage, sans, local_etcd_only }
 }
 
 /// In dependency order: every CA before the leaves it signs.
 pub const CERTS: &[CertSpec] = &[
-    cert(
-        "ca",
-        None,
-        Cn::Fixed("kubernetes"),
-        &[],
-        Usage::Ca,
-        Sans::OwnName,
-        false,
-    ),
-    cert(
-        "apiserver",
-        Some("ca"),
-        Cn::Fixed("kube-apiserver"),
-        &[],
-        Usage::Server,
-        Sans::ApiServer,
-        false,
-    ),
+    cert("ca", None, Cn::Fixed("kubernetes"), &[], Usage::Ca, Sans::OwnName, false),
+    cert("apiserver", Some("ca"), Cn::Fixed("kube-apiserver"), &[], Usage::Server, Sans::ApiServer, false),
     cert(
         "apiserver-kubelet-client",
         Some("ca"),
@@ -91,15 +67,7 @@ pub const CERTS: &[CertSpec] = &[
         Sans::None,
         false,
     ),
-    cert(
-        "front-proxy-ca",
-        None,
-        Cn::Fixed("front-proxy-ca"),
-        &[],
-        Usage::Ca,
-        Sans::OwnName,
-        false,
-    ),
+    cert("front-proxy-ca", None, Cn::Fixed("front-proxy-ca"), &[], Usage::Ca, Sans::OwnName, false),
     cert(
         "front-proxy-client",
         Some("front-proxy-ca"),
@@ -109,33 +77,9 @@ pub const CERTS: &[CertSpec] = &[
         Sans::None,
         false,
     ),
-    cert(
-        "etcd/ca",
-        None,
-        Cn::Fixed("etcd-ca"),
-        &[],
-        Usage::Ca,
-        Sans::OwnName,
-        true,
-    ),
-    cert(
-        "etcd/server",
-        Some("etcd/ca"),
-        Cn::NodeName,
-        &[],
-        Usage::ServerAndClient,
-        Sans::EtcdServer,
-        true,
-    ),
-    cert(
-        "etcd/peer",
-        Some("etcd/ca"),
-        Cn::NodeName,
-        &[],
-        Usage::ServerAndClient,
-        Sans::EtcdPeer,
-        true,
-    ),
+    cert("etcd/ca", None, Cn::Fixed("etcd-ca"), &[], Usage::Ca, Sans::OwnName, true),
+    cert("etcd/server", Some("etcd/ca"), Cn::NodeName, &[], Usage::ServerAndClient, Sans::EtcdServer, true),
+    cert("etcd/peer", Some("etcd/ca"), Cn::NodeName, &[], Usage::ServerAndClient, Sans::EtcdPeer, true),
     cert(
         "etcd/healthcheck-client",
         Some("etcd/ca"),
@@ -209,12 +153,7 @@ impl CertSpec {
             }
             Sans::ApiServer => {
                 let domain = &cfg.cluster.networking.dns_domain;
-                for d in [
-                    cfg.node_name.as_str(),
-                    "kubernetes",
-                    "kubernetes.default",
-                    "kubernetes.default.svc",
-                ] {
+                for d in [cfg.node_name.as_str(), "kubernetes", "kubernetes.default", "kubernetes.default.svc"] {
                     l.add(d);
                 }
                 l.add(&format!("kubernetes.default.svc.{domain}"));
@@ -235,11 +174,8 @@ impl CertSpec {
                     l.add(s);
                 }
                 if let Some(local) = cfg.local_etcd() {
-                    let extra = if self.sans == Sans::EtcdServer {
-                        &local.server_cert_sans
-                    } else {
-                        &local.peer_cert_sans
-                    };
+                    let extra =
+                        if self.sans == Sans::EtcdServer { &local.server_cert_sans } else { &local.peer_cert_sans };
                     for s in extra {
                         l.add(s);
                     }
