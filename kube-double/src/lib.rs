@@ -1,0 +1,1 @@
+//! Kubernetes API test double (work in progress).
