@@ -17,6 +17,7 @@ pub struct Cli {
 #[argh(subcommand)]
 pub enum Command {
     Init(Init),
+    Preflight(Preflight),
     Phases(Phases),
     Certs(Certs),
     Version(Version),
@@ -38,6 +39,9 @@ pub struct Init {
     #[argh(option)]
     /// comma-separated phases to skip
     pub skip_phases: Option<String>,
+    #[argh(option)]
+    /// preflight checks whose errors become warnings (comma-separated names, or "all")
+    pub ignore_preflight_errors: Option<String>,
     #[argh(subcommand)]
     pub phase: Option<InitSub>,
 }
@@ -64,6 +68,39 @@ pub struct InitPhase {
     #[argh(switch)]
     /// write nothing; print the plan as JSON
     pub dry_run: bool,
+    #[argh(option)]
+    /// preflight checks whose errors become warnings (comma-separated names, or "all")
+    pub ignore_preflight_errors: Option<String>,
+}
+
+/// Check that this machine can become a node (kubeadm's preflight checks).
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "preflight")]
+pub struct Preflight {
+    #[argh(option)]
+    /// control-plane or worker
+    pub role: String,
+    #[argh(option)]
+    /// kubeadm v1beta4 config file (control-plane: Init/ClusterConfiguration)
+    pub config: Option<PathBuf>,
+    #[argh(option, default = "PathBuf::from(\"/\")")]
+    /// node root for node-state paths (default /)
+    pub root: PathBuf,
+    #[argh(option)]
+    /// checks whose errors become warnings (comma-separated names, or "all")
+    pub ignore_preflight_errors: Option<String>,
+    #[argh(option, default = "String::from(\"text\")")]
+    /// text (kubeadm's lines) or json (the full table)
+    pub output: String,
+    #[argh(option)]
+    /// worker: the CRI socket (default containerd's)
+    pub cri_socket: Option<String>,
+    #[argh(option)]
+    /// worker: the node name (default the hostname)
+    pub node_name: Option<String>,
+    #[argh(option)]
+    /// worker: the API server endpoint it will join (HOST:PORT)
+    pub discovery_endpoint: Option<String>,
 }
 
 /// List the init phases.

@@ -19,17 +19,20 @@ pub fn run(cli: cli::Cli) -> Result<()> {
                 let phase = phases::find(&p.name).ok_or_else(|| {
                     Error::usage(format!("unknown phase {:?}; `kubestrap phases` lists them", p.name))
                 })?;
-                init(p.config.as_deref(), &p.root, p.dry_run, |ctx| phases::run_one(ctx, phase))
+                let ignore = cli::split_list(p.ignore_preflight_errors.as_deref());
+                init(p.config.as_deref(), &p.root, p.dry_run, ignore, |ctx| phases::run_one(ctx, phase))
             }
             None => {
                 let mut skip = cli::split_list(i.skip_phases.as_deref());
                 phases::check_skip(&skip)?;
-                init(i.config.as_deref(), &i.root, i.dry_run, |ctx| {
+                let ignore = cli::split_list(i.ignore_preflight_errors.as_deref());
+                init(i.config.as_deref(), &i.root, i.dry_run, ignore, |ctx| {
                     skip.extend(ctx.cfg.init.skip_phases.iter().cloned());
                     phases::run_init(ctx, &skip)
                 })
             }
         },
+        Command::Preflight(p) => preflight(p),
         Command::Phases(_) => {
             let mut out = std::io::stdout().lock();
             for p in INIT_PHASES {
@@ -64,16 +67,21 @@ fn init(
     config_path: Option<&Path>,
     root: &Path,
     dry_run: bool,
+    mut ignore_preflight: Vec<String>,
     body: impl FnOnce(&InitContext) -> Result<()>,
 ) -> Result<()> {
     let start = time::OffsetDateTime::now_utc();
     let cfg = config::load_init(config_path, &crate::host::facts())?;
     for w in &cfg.warnings {
-        warn!("[config] {w}");
+        warn!("[config] WARNING: {w}");
     }
     info!("[init] Using Kubernetes version: {}", cfg.version);
     let fs = if dry_run { NodeFs::dry_run(root) } else { NodeFs::new(root) };
-    let ctx = InitContext { cfg: &cfg, env: phases::host_env(&fs), fs: &fs, start };
+    let pki = cfg.certs_dir().to_string();
+    let etcd_pki = format!("{pki}/etcd");
+    fs.remove_stale_temps(&[crate::constants::KUBERNETES_DIR, crate::constants::MANIFESTS_DIR, &pki, &etcd_pki]);
+    ignore_preflight.extend(cfg.init.node_registration.ignore_preflight_errors.iter().cloned());
+    let ctx = InitContext { cfg: &cfg, env: phases::host_env(&fs), fs: &fs, start, ignore_preflight };
     body(&ctx)?;
     if dry_run {
         let plan = json!({ "dryRun": true, "root": root.display().to_string(), "files": fs.planned() });
@@ -83,4 +91,46 @@ fn init(
         info!("[init] On-disk control plane ready under {}", root.display());
     }
     Ok(())
+}
+
+fn preflight(p: cli::Preflight) -> Result<()> {
+    let role = crate::preflight::Role::parse(&p.role)
+        .ok_or_else(|| Error::usage(format!("--role {:?}: expected control-plane or worker", p.role)))?;
+    let json = match p.output.as_str() {
+        "json" => true,
+        "text" => false,
+        o => return Err(Error::usage(format!("--output {o:?}: expected text or json"))),
+    };
+    let mut ignore = cli::split_list(p.ignore_preflight_errors.as_deref());
+    let input = match role {
+        crate::preflight::Role::ControlPlane => {
+            let cfg = config::load_init(p.config.as_deref(), &crate::host::facts())?;
+            ignore.extend(cfg.init.node_registration.ignore_preflight_errors.iter().cloned());
+            crate::preflight::Input::control_plane(&cfg, &p.root)
+        }
+        crate::preflight::Role::Worker => {
+            if p.config.is_some() {
+                return Err(Error::usage(
+                    "--config is read for --role control-plane; for a worker use --node-name, --cri-socket, --discovery-endpoint",
+                ));
+            }
+            let host = p
+                .discovery_endpoint
+                .as_deref()
+                .map(|e| e.rsplit_once(':').map_or(e, |(h, _)| h).trim_matches(['[', ']']).to_string());
+            crate::preflight::Input::worker(
+                &p.root,
+                p.node_name.unwrap_or_else(crate::host::hostname),
+                p.cri_socket,
+                host,
+            )
+        }
+    };
+    info!("[preflight] Running pre-flight checks");
+    let report = crate::preflight::run(&crate::host::LinuxHost, &input, &ignore);
+    if json {
+        // Invariant: the report holds only strings, numbers and booleans.
+        println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
+    }
+    crate::preflight::enforce(&report)
 }

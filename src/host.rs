@@ -1,9 +1,191 @@
 //! The only place that asks the running machine about itself (syscalls via nix/rustix).
-//! Everything else receives these facts as values, so it tests without a machine.
+//! Everything else receives these facts through the `Host` trait or as values, so it tests
+//! without a machine: tests use a plain-field fake.
 
 use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use crate::config::HostFacts;
+
+/// What preflight and config defaults need from the machine. Paths are real paths (the caller
+/// joins `--root` where the file is node state).
+pub trait Host {
+    fn euid(&self) -> u32;
+    fn num_cpus(&self) -> usize;
+    /// Total RAM in bytes.
+    fn total_memory(&self) -> u64;
+    fn kernel_release(&self) -> String;
+    fn hostname(&self) -> String;
+    fn read_file(&self, path: &Path) -> Option<String>;
+    fn exists(&self, path: &Path) -> bool;
+    /// Entry names of a directory; `None` if it does not exist or is unreadable.
+    fn list_dir(&self, path: &Path) -> Option<Vec<String>>;
+    /// Is `path` the mount point of a cgroup v2 filesystem (statfs magic)?
+    fn is_cgroup2(&self, path: &Path) -> bool;
+    /// Can we listen on TCP `port` on all addresses (SO_REUSEADDR, as Go's net.Listen)?
+    fn can_listen(&self, port: u16) -> Result<(), String>;
+    /// The first executable `name` on PATH (access X_OK), without running it.
+    fn find_in_path(&self, name: &str) -> Option<PathBuf>;
+    /// Asks the CRI runtime on a unix socket for its version (gRPC over HTTP/2).
+    fn cri_version(&self, socket: &Path, timeout: Duration) -> Result<String, String>;
+    /// `kubelet --version` output (the one child process preflight may start).
+    fn kubelet_version(&self, kubelet: &Path) -> Result<String, String>;
+    fn resolves(&self, name: &str) -> bool;
+    fn env(&self, name: &str) -> Option<String>;
+    /// Is a process with this command name running (from /proc/*/comm)?
+    fn process_running(&self, comm: &str) -> bool;
+    /// Bytes available to unprivileged users on the filesystem holding `path`.
+    fn free_space(&self, path: &Path) -> Option<u64>;
+    /// Has the kernel's random pool been initialised (getrandom with GRND_NONBLOCK)?
+    fn entropy_ready(&self) -> bool;
+    fn now(&self) -> time::OffsetDateTime;
+    /// When the running kubestrap binary was built into the image (its file mtime).
+    fn own_mtime(&self) -> Option<time::OffsetDateTime>;
+}
+
+/// The real machine.
+pub struct LinuxHost;
+
+impl Host for LinuxHost {
+    fn euid(&self) -> u32 {
+        rustix::process::geteuid().as_raw()
+    }
+
+    fn num_cpus(&self) -> usize {
+        // The CPUs we may run on, as Go's runtime.NumCPU counts them.
+        nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0))
+            .map(|set| (0..nix::sched::CpuSet::count()).filter(|i| set.is_set(*i).unwrap_or(false)).count())
+            .unwrap_or(1)
+    }
+
+    fn total_memory(&self) -> u64 {
+        nix::sys::sysinfo::sysinfo().map(|s| s.ram_total()).unwrap_or(0)
+    }
+
+    fn kernel_release(&self) -> String {
+        rustix::system::uname().release().to_string_lossy().into_owned()
+    }
+
+    fn hostname(&self) -> String {
+        hostname()
+    }
+
+    fn read_file(&self, path: &Path) -> Option<String> {
+        std::fs::read_to_string(path).ok()
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        std::fs::symlink_metadata(path).is_ok()
+    }
+
+    fn list_dir(&self, path: &Path) -> Option<Vec<String>> {
+        let rd = std::fs::read_dir(path).ok()?;
+        Some(rd.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+    }
+
+    fn is_cgroup2(&self, path: &Path) -> bool {
+        nix::sys::statfs::statfs(path)
+            .map(|s| s.filesystem_type() == nix::sys::statfs::CGROUP2_SUPER_MAGIC)
+            .unwrap_or(false)
+    }
+
+    fn can_listen(&self, port: u16) -> Result<(), String> {
+        use nix::sys::socket::{
+            AddressFamily, SockFlag, SockType, SockaddrIn6, bind, listen, setsockopt, socket, sockopt,
+        };
+        // Go listens on ":port" as a dual-stack IPv6 socket; fall back to IPv4 without IPv6.
+        let try_family = |v6: bool| -> nix::Result<()> {
+            let fam = if v6 { AddressFamily::Inet6 } else { AddressFamily::Inet };
+            let fd = socket(fam, SockType::Stream, SockFlag::SOCK_CLOEXEC, None)?;
+            setsockopt(&fd, sockopt::ReuseAddr, &true)?;
+            if v6 {
+                setsockopt(&fd, sockopt::Ipv6V6Only, &false)?;
+                bind(
+                    fd.as_raw_fd_compat(),
+                    &SockaddrIn6::from(std::net::SocketAddrV6::new(std::net::Ipv6Addr::UNSPECIFIED, port, 0, 0)),
+                )?;
+            } else {
+                bind(fd.as_raw_fd_compat(), &nix::sys::socket::SockaddrIn::new(0, 0, 0, 0, port))?;
+            }
+            listen(&fd, nix::sys::socket::Backlog::new(1).unwrap_or(nix::sys::socket::Backlog::MAXCONN))
+        };
+        match try_family(true) {
+            Err(nix::errno::Errno::EAFNOSUPPORT) => try_family(false),
+            r => r,
+        }
+        .map_err(|e| format!("port {port} is in use or cannot be bound: {}", e.desc()))
+    }
+
+    fn find_in_path(&self, name: &str) -> Option<PathBuf> {
+        let path = std::env::var_os("PATH")?;
+        std::env::split_paths(&path)
+            .map(|d| d.join(name))
+            .find(|p| p.is_file() && rustix::fs::access(p.as_path(), rustix::fs::Access::EXEC_OK).is_ok())
+    }
+
+    fn cri_version(&self, socket: &Path, timeout: Duration) -> Result<String, String> {
+        crate::preflight::cri::version_over_unix_socket(socket, timeout)
+    }
+
+    fn kubelet_version(&self, kubelet: &Path) -> Result<String, String> {
+        let out = std::process::Command::new(kubelet)
+            .arg("--version")
+            .output()
+            .map_err(|e| format!("running {} --version: {e}", kubelet.display()))?;
+        if !out.status.success() {
+            return Err(format!("{} --version exited with {}", kubelet.display(), out.status));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    }
+
+    fn resolves(&self, name: &str) -> bool {
+        use std::net::ToSocketAddrs;
+        (name, 0).to_socket_addrs().map(|mut a| a.next().is_some()).unwrap_or(false)
+    }
+
+    fn env(&self, name: &str) -> Option<String> {
+        std::env::var(name).ok()
+    }
+
+    fn process_running(&self, comm: &str) -> bool {
+        let Ok(rd) = std::fs::read_dir("/proc") else { return false };
+        rd.flatten()
+            .filter(|e| e.file_name().to_string_lossy().bytes().all(|b| b.is_ascii_digit()))
+            .any(|e| std::fs::read_to_string(e.path().join("comm")).is_ok_and(|c| c.trim() == comm))
+    }
+
+    fn free_space(&self, path: &Path) -> Option<u64> {
+        let s = rustix::fs::statvfs(path).ok()?;
+        Some(s.f_bavail.saturating_mul(s.f_frsize))
+    }
+
+    fn entropy_ready(&self) -> bool {
+        let mut b = [0u8; 16];
+        rustix::rand::getrandom(&mut b, rustix::rand::GetRandomFlags::NONBLOCK).is_ok()
+    }
+
+    fn now(&self) -> time::OffsetDateTime {
+        time::OffsetDateTime::now_utc()
+    }
+
+    fn own_mtime(&self) -> Option<time::OffsetDateTime> {
+        let exe = std::fs::read_link("/proc/self/exe").ok()?;
+        std::fs::metadata(exe).ok()?.modified().ok().map(time::OffsetDateTime::from)
+    }
+}
+
+/// nix 0.31 takes raw fds for bind; keep the conversion in one place.
+trait AsRawFdCompat {
+    fn as_raw_fd_compat(&self) -> std::os::fd::RawFd;
+}
+
+impl AsRawFdCompat for std::os::fd::OwnedFd {
+    fn as_raw_fd_compat(&self) -> std::os::fd::RawFd {
+        use std::os::fd::AsRawFd;
+        self.as_raw_fd()
+    }
+}
 
 /// The node's own hostname (uname nodename), lowercased as Kubernetes wants it.
 pub fn hostname() -> String {

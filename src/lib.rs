@@ -14,4 +14,5 @@ pub mod logging;
 pub mod manifests;
 pub mod phases;
 pub mod pki;
+pub mod preflight;
 pub mod token;

@@ -16,7 +16,10 @@ pub fn init(verbose: bool) {
                 log::Level::Info => (6, ""),
                 _ => (7, ""),
             };
-            if journal { writeln!(buf, "<{prio}>{}", rec.args()) } else { writeln!(buf, "{tag}{}", rec.args()) }
+            let msg = rec.args().to_string();
+            // kubeadm-style lines ("[preflight] ...", "\t[WARNING X]: ...") carry their own tag.
+            let tag = if msg.starts_with('[') || msg.starts_with('\t') { "" } else { tag };
+            if journal { writeln!(buf, "<{prio}>{msg}") } else { writeln!(buf, "{tag}{msg}") }
         })
         .init();
 }

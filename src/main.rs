@@ -9,6 +9,7 @@ fn main() {
             kubestrap::error::Kind::Config => "fix the configuration and run again; nothing was written",
             kubestrap::error::Kind::State => "the file named above was left untouched",
             kubestrap::error::Kind::Usage => "see `kubestrap help`",
+            kubestrap::error::Kind::Preflight => "fix the errors above, or ignore them with --ignore-preflight-errors",
             _ => "the run can be repeated safely: finished steps are reused",
         };
         eprintln!("kubestrap: {hint}");

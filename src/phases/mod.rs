@@ -5,6 +5,7 @@ mod certs;
 mod control_plane;
 mod etcd;
 mod kubeconfig;
+mod preflight;
 
 use log::info;
 use time::OffsetDateTime;
@@ -23,6 +24,8 @@ pub struct InitContext<'a> {
     pub fs: &'a NodeFs,
     pub start: OffsetDateTime,
     pub env: HostEnv,
+    /// `--ignore-preflight-errors` plus nodeRegistration.ignorePreflightErrors.
+    pub ignore_preflight: Vec<String>,
 }
 
 pub struct Phase {
@@ -33,6 +36,11 @@ pub struct Phase {
 
 /// `kubeadm init`'s on-disk phases, in kubeadm's order.
 pub const INIT_PHASES: &[Phase] = &[
+    Phase {
+        name: "preflight",
+        description: "Check that this machine can become a control-plane node",
+        run: preflight::run,
+    },
     Phase {
         name: "certs",
         description: "Generate the CAs, leaf certificates and the service-account key pair",

@@ -1,0 +1,28 @@
+use log::info;
+
+use super::InitContext;
+use crate::error::Result;
+use crate::preflight::{self, Input};
+
+/// Where an init that got past preflight leaves its mark, so a resumed run accepts its own files.
+pub const IN_PROGRESS_STAMP: &str = "/var/lib/kubestrap/init-in-progress";
+
+pub fn run(ctx: &InitContext) -> Result<()> {
+    if ctx.fs.root() != std::path::Path::new("/") {
+        // Building a node root elsewhere (an image, a test): this machine is not the node.
+        info!(
+            "[preflight] Skipped: --root {} is not this machine's root, so its checks would not describe the node",
+            ctx.fs.root().display()
+        );
+        return Ok(());
+    }
+    let mut input = Input::control_plane(ctx.cfg, ctx.fs.root());
+    input.resuming = ctx.fs.exists(IN_PROGRESS_STAMP);
+    info!(
+        "[preflight] Running pre-flight checks{}",
+        if input.resuming { " (resuming an interrupted init)" } else { "" }
+    );
+    let report = preflight::run(&crate::host::LinuxHost, &input, &ctx.ignore_preflight);
+    preflight::enforce(&report)?;
+    ctx.fs.write(IN_PROGRESS_STAMP, b"", 0o600, 0o700)
+}

@@ -1,0 +1,471 @@
+//! The check table: kubeadm's checks (names, conditions, thresholds from the reference §10) and
+//! ours. Each entry names the roles it applies to and what to do when it fails.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::{BOTH, CONTROL_PLANE, Check, Input, Probe, Role, Severity, WORKER, path_name, proxy};
+use crate::constants::*;
+use crate::host::Host;
+
+/// kubeadm's thresholds.
+const MIN_CPUS: usize = 2;
+const MIN_MEMORY_MIB: u64 = 1700;
+/// Oldest kernel we accept, and the one below which cgroup v2 lacks features the kubelet uses.
+const MIN_KERNEL: (u32, u32) = (4, 19);
+const RECOMMENDED_KERNEL: (u32, u32) = (5, 8);
+/// cgroup v2 controllers the kubelet needs; hugetlb is optional.
+const CGROUP_CONTROLLERS: &[&str] = &["cpu", "cpuset", "memory", "pids"];
+/// Kernel options a node needs, checked when the kernel config is readable.
+const KERNEL_CONFIG: &[&str] = &[
+    "CONFIG_NAMESPACES",
+    "CONFIG_NET_NS",
+    "CONFIG_PID_NS",
+    "CONFIG_IPC_NS",
+    "CONFIG_UTS_NS",
+    "CONFIG_CGROUPS",
+    "CONFIG_CGROUP_CPUACCT",
+    "CONFIG_CGROUP_DEVICE",
+    "CONFIG_CGROUP_SCHED",
+    "CONFIG_CPUSETS",
+    "CONFIG_MEMCG",
+    "CONFIG_INET",
+    "CONFIG_NETFILTER_XT_TARGET_REDIRECT",
+    "CONFIG_NETFILTER_XT_MATCH_COMMENT",
+    "CONFIG_OVERLAY_FS",
+    "CONFIG_SECCOMP",
+];
+/// Free space under /var/lib below which a node soon evicts pods / cannot pull images.
+const MIN_FREE_BYTES: u64 = 1 << 30;
+const LOW_FREE_BYTES: u64 = 4 << 30;
+const CRI_TIMEOUT: Duration = Duration::from_secs(2);
+
+const REQUIRED_COMMANDS: &[&str] = &["ip", "iptables", "mount", "nsenter"];
+const OPTIONAL_COMMANDS: &[&str] = &["ebtables", "ethtool", "socat", "tc", "touch"];
+
+/// A host path under the node root.
+fn under(input: &Input, host_path: &str) -> PathBuf {
+    input.root.join(host_path.trim_start_matches('/'))
+}
+
+fn check<'a>(
+    name: impl Into<String>,
+    severity: Severity,
+    roles: &'static [Role],
+    hint: &'static str,
+    probe: impl Fn(&dyn Host) -> Probe + 'a,
+) -> Check<'a> {
+    Check { name: name.into(), severity, roles, hint, probe: Box::new(probe) }
+}
+
+pub fn table(input: &Input) -> Vec<Check<'_>> {
+    use Severity::{Error, Warning};
+    let mut t = vec![
+        check("IsPrivilegedUser", Error, BOTH, "run kubestrap as root", |h| match h.euid() {
+            0 => Probe::Pass("running as root".into()),
+            uid => Probe::Fail(format!("user is not running as root (euid {uid})")),
+        }),
+        check("NumCPU", Error, CONTROL_PLANE, "give the machine at least 2 CPUs", |h| {
+            let n = h.num_cpus();
+            if n >= MIN_CPUS {
+                Probe::Pass(format!("{n} CPUs"))
+            } else {
+                Probe::Fail(format!("the number of available CPUs {n} is less than the required {MIN_CPUS}"))
+            }
+        }),
+        check("Mem", Error, CONTROL_PLANE, "give the machine at least 1700 MiB of RAM", |h| {
+            let mib = h.total_memory() / (1024 * 1024);
+            if mib >= MIN_MEMORY_MIB {
+                Probe::Pass(format!("{mib} MiB"))
+            } else {
+                Probe::Fail(format!("the system RAM ({mib} MB) is less than the minimum {MIN_MEMORY_MIB} MB"))
+            }
+        }),
+        check("Swap", Warning, BOTH, "disable swap (swapoff -a) or configure the kubelet's swap behaviour", |h| {
+            match h.read_file(Path::new("/proc/swaps")) {
+                Some(s) if s.lines().filter(|l| !l.trim().is_empty()).count() > 1 => {
+                    Probe::Fail("swap is supported for cgroup v2 only; the NodeSwap feature must be configured in the kubelet, or swap turned off".into())
+                }
+                Some(_) => Probe::Pass("no swap".into()),
+                None => Probe::Skip("/proc/swaps is not readable".into()),
+            }
+        }),
+        check(
+            "SystemVerification",
+            Error,
+            BOTH,
+            "use a kernel >= 4.19 with cgroup v2 and the cpu, cpuset, memory and pids controllers",
+            |h| system_verification(h),
+        ),
+        check("Hostname", Warning, BOTH, "set nodeRegistration.name or fix /etc/hosts / DNS", move |h| {
+            let n = &input.node_name;
+            if !crate::config::values::is_dns1123_subdomain(n) {
+                Probe::Fail(format!("hostname {n:?} is not a valid node name (RFC 1123 subdomain)"))
+            } else if !h.resolves(n) {
+                Probe::Fail(format!("hostname {n:?} could not be reached: lookup failed"))
+            } else {
+                Probe::Pass(format!("{n} resolves"))
+            }
+        }),
+        check(
+            "CRI",
+            Error,
+            BOTH,
+            "start the container runtime (systemctl start containerd) or set nodeRegistration.criSocket",
+            move |h| {
+                let path = input.cri_socket.trim_start_matches("unix://");
+                match h.cri_version(Path::new(path), CRI_TIMEOUT) {
+                    Ok(v) => Probe::Pass(format!("{path}: {v}")),
+                    Err(e) => Probe::Fail(format!("container runtime is not running: {e}")),
+                }
+            },
+        ),
+        check(
+            "KubeletVersion",
+            Error,
+            BOTH,
+            "install a kubelet no more than 3 minors older than, and not newer than, the control plane",
+            move |h| kubelet_version(h, input),
+        ),
+        check(
+            "Service-Kubelet",
+            Warning,
+            BOTH,
+            "enable the kubelet unit: systemctl enable kubelet.service",
+            move |h| kubelet_service(h, input),
+        ),
+        check(
+            "ClockSanity",
+            Error,
+            BOTH,
+            "fix the clock (NTP, RTC) before certificates are made or checked",
+            move |h| clock(h, input),
+        ),
+        check(
+            path_name("DiskSpace", "/var/lib"),
+            Error,
+            BOTH,
+            "free space under /var/lib (images, etcd and logs live there)",
+            move |h| {
+                let p = under(input, "/var/lib");
+                match h.free_space(&p) {
+                    Some(b) if b < MIN_FREE_BYTES => {
+                        Probe::Fail(format!("only {} MiB free under /var/lib; at least 1024 MiB is needed", b >> 20))
+                    }
+                    Some(b) if b < LOW_FREE_BYTES => {
+                        Probe::Warn(format!("only {} MiB free under /var/lib; image pulls may evict pods", b >> 20))
+                    }
+                    Some(b) => Probe::Pass(format!("{} MiB free", b >> 20)),
+                    None => Probe::Skip(format!("{} is not readable", p.display())),
+                }
+            },
+        ),
+        check("Entropy", Error, BOTH, "wait for the kernel's random pool (or add virtio-rng to the VM)", |h| {
+            if h.entropy_ready() {
+                Probe::Pass("random pool initialised".into())
+            } else {
+                Probe::Fail(
+                    "the kernel's random pool is not initialised yet; keys made now would block or be weak".into(),
+                )
+            }
+        }),
+        check(
+            "Firewalld",
+            Warning,
+            CONTROL_PLANE,
+            "open the API server and kubelet ports in firewalld, or stop it",
+            move |h| {
+                if h.process_running("firewalld") {
+                    Probe::Fail(format!(
+                        "firewalld is active, please ensure ports [{} {KUBELET_PORT}] are open or your cluster may not function correctly",
+                        input.bind_port
+                    ))
+                } else {
+                    Probe::Pass("firewalld is not running".into())
+                }
+            },
+        ),
+    ];
+    t.extend(ports(input));
+    t.extend(files(input));
+    t.extend(commands(input));
+    t.extend(proxies(input));
+    t.extend(forwarding(input));
+    t
+}
+
+fn ports(input: &Input) -> Vec<Check<'_>> {
+    let mut list: Vec<(u16, &'static [Role])> = vec![
+        (input.bind_port, CONTROL_PLANE),
+        (SCHEDULER_PORT, CONTROL_PLANE),
+        (KCM_PORT, CONTROL_PLANE),
+        (KUBELET_PORT, BOTH),
+    ];
+    if input.etcd_data_dir.is_some() {
+        list.extend([(ETCD_CLIENT_PORT, CONTROL_PLANE), (ETCD_PEER_PORT, CONTROL_PLANE)]);
+    }
+    list.into_iter()
+        .map(|(port, roles)| {
+            check(
+                format!("Port-{port}"),
+                Severity::Error,
+                roles,
+                "stop what listens on the port (ss -ltnp) or change the port",
+                move |h| match h.can_listen(port) {
+                    Ok(()) => Probe::Pass(format!("port {port} is free")),
+                    Err(e) => Probe::Fail(e),
+                },
+            )
+        })
+        .collect()
+}
+
+fn files(input: &Input) -> Vec<Check<'_>> {
+    let mut v = Vec::new();
+    let mut file = |host_path: String, roles: &'static [Role]| {
+        v.push(check(
+            path_name("FileAvailable", &host_path),
+            Severity::Error,
+            roles,
+            "remove it (kubeadm reset) if it is left from an old node",
+            move |h| {
+                if h.exists(&under(input, &host_path)) {
+                    if input.resuming {
+                        return Probe::Pass(format!(
+                            "{host_path} exists from the interrupted kubestrap run being resumed"
+                        ));
+                    }
+                    Probe::Fail(format!("{host_path} already exists"))
+                } else {
+                    Probe::Pass(format!("{host_path} is free"))
+                }
+            },
+        ));
+    };
+    for m in ["kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd"] {
+        file(format!("{MANIFESTS_DIR}/{m}.yaml"), CONTROL_PLANE);
+    }
+    file(format!("{KUBERNETES_DIR}/{KUBELET_CONF}"), WORKER);
+    file(format!("{KUBERNETES_DIR}/bootstrap-kubelet.conf"), WORKER);
+    file(input.ca_cert_path.clone(), WORKER);
+    if let Some(dir) = &input.etcd_data_dir {
+        v.push(check(
+            path_name("DirAvailable", dir),
+            Severity::Error,
+            CONTROL_PLANE,
+            "empty or remove the etcd data dir if it is left from an old cluster",
+            move |h| match h.list_dir(&under(input, dir)) {
+                Some(entries) if !entries.is_empty() && !input.resuming => Probe::Fail(format!("{dir} is not empty")),
+                _ => Probe::Pass(format!("{dir} is empty or absent")),
+            },
+        ));
+    }
+    v
+}
+
+fn commands(input: &Input) -> Vec<Check<'_>> {
+    let mut names: Vec<(&'static str, Severity)> = REQUIRED_COMMANDS.iter().map(|c| (*c, Severity::Error)).collect();
+    names.extend(OPTIONAL_COMMANDS.iter().map(|c| (*c, Severity::Warning)));
+    if input.role == Role::ControlPlane && input.kubernetes_version.minor < 32 {
+        names.push(("conntrack", Severity::Error));
+    }
+    names
+        .into_iter()
+        .map(|(cmd, sev)| {
+            check(
+                format!("FileExisting-{cmd}"),
+                sev,
+                BOTH,
+                "install it in the image (it is in the Debian package of the same name or iproute2/util-linux)",
+                move |h| match h.find_in_path(cmd) {
+                    Some(p) => Probe::Pass(p.display().to_string()),
+                    None => Probe::Fail(format!("{cmd} not found in system path")),
+                },
+            )
+        })
+        .collect()
+}
+
+fn proxies(input: &Input) -> Vec<Check<'_>> {
+    let mut v = Vec::new();
+    let target = match input.role {
+        Role::ControlPlane => input.advertise_address.map(|a| a.to_string()),
+        Role::Worker => input.discovery_host.clone(),
+    };
+    if let Some(target) = target {
+        v.push(check("HTTPProxy", Severity::Warning, BOTH, "add the address to NO_PROXY", move |h| match proxy::proxy_for(h, &target) {
+            Some(p) => Probe::Fail(format!("Connection to \"https://{target}\" uses proxy \"{p}\". If that is not intended, adjust your proxy settings")),
+            None => Probe::Pass(format!("https://{target} is reached directly")),
+        }));
+    }
+    for c in input.service_subnets.iter().chain(&input.pod_subnets) {
+        let c = *c;
+        v.push(check("HTTPProxyCIDR", Severity::Warning, CONTROL_PLANE, "add the CIDR to NO_PROXY", move |h| {
+            let first = c.nth(1).map(|a| a.to_string()).unwrap_or_default();
+            match proxy::proxy_for(h, &first) {
+                Some(p) => Probe::Fail(format!("connection to {c:?} uses proxy \"{p}\". This may lead to malfunctional cluster setup. Make sure that Pod and Services IP ranges specified correctly as exceptions in proxy configuration", c = c.to_string())),
+                None => Probe::Pass(format!("{c} is reached directly")),
+            }
+        }));
+    }
+    v
+}
+
+fn forwarding(input: &Input) -> Vec<Check<'_>> {
+    let mut addrs: Vec<bool> =
+        input.service_subnets.iter().chain(&input.pod_subnets).map(|c| c.addr.is_ipv6()).collect();
+    if let Some(a) = input.advertise_address {
+        addrs.push(a.is_ipv6());
+    }
+    if let Some(h) = input.discovery_host.as_deref().and_then(|h| h.parse::<std::net::IpAddr>().ok()) {
+        addrs.push(h.is_ipv6());
+    }
+    if addrs.is_empty() {
+        addrs.push(false);
+    }
+    let mut v = Vec::new();
+    for (ipv6, path) in [(false, "/proc/sys/net/ipv4/ip_forward"), (true, "/proc/sys/net/ipv6/conf/default/forwarding")]
+    {
+        if !addrs.contains(&ipv6) {
+            continue;
+        }
+        v.push(check(
+            path_name("FileContent", path),
+            Severity::Error,
+            BOTH,
+            "enable forwarding: sysctl -w net.ipv4.ip_forward=1 (and persist it in /etc/sysctl.d)",
+            move |h| match h.read_file(Path::new(path)) {
+                Some(c) if c.starts_with('1') => Probe::Pass(format!("{path} is 1")),
+                Some(c) => Probe::Fail(format!("{path} contents are not set to 1 (found {:?})", c.trim())),
+                None => Probe::Fail(format!("{path} does not exist")),
+            },
+        ));
+    }
+    v
+}
+
+fn parse_kernel(release: &str) -> Option<(u32, u32)> {
+    let mut it = release.split(['.', '-', '+']);
+    Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
+}
+
+fn system_verification(h: &dyn Host) -> Probe {
+    let release = h.kernel_release();
+    let mut problems = Vec::new();
+    let mut notes = vec![format!("kernel {release}")];
+    match parse_kernel(&release) {
+        Some(v) if v < MIN_KERNEL => {
+            problems.push(format!("kernel {release} is older than the required {}.{}", MIN_KERNEL.0, MIN_KERNEL.1))
+        }
+        Some(v) if v < RECOMMENDED_KERNEL => notes.push(format!(
+            "kernel older than {}.{} is not recommended for cgroup v2",
+            RECOMMENDED_KERNEL.0, RECOMMENDED_KERNEL.1
+        )),
+        Some(_) => {}
+        None => problems.push(format!("cannot parse the kernel release {release:?}")),
+    }
+    let cg = Path::new("/sys/fs/cgroup");
+    if !h.is_cgroup2(cg) {
+        problems.push("cgroup v1 is not supported by kubelet 1.35+: boot with the unified hierarchy (systemd.unified_cgroup_hierarchy=1)".into());
+    } else {
+        let have = h.read_file(&cg.join("cgroup.controllers")).unwrap_or_default();
+        let have: Vec<&str> = have.split_whitespace().collect();
+        let missing: Vec<&&str> = CGROUP_CONTROLLERS.iter().filter(|c| !have.contains(c)).collect();
+        if missing.is_empty() {
+            notes.push("cgroup v2 with cpu, cpuset, memory, pids".into());
+        } else {
+            problems.push(format!("cgroup v2 controllers missing: {missing:?}"));
+        }
+    }
+    let config = h.read_file(&Path::new("/boot").join(format!("config-{release}")));
+    match config {
+        Some(cfg) => {
+            let missing: Vec<&&str> = KERNEL_CONFIG
+                .iter()
+                .filter(|opt| !cfg.lines().any(|l| l == format!("{opt}=y") || l == format!("{opt}=m")))
+                .collect();
+            if missing.is_empty() {
+                notes.push("kernel config ok".into());
+            } else {
+                problems.push(format!("kernel config lacks {missing:?}"));
+            }
+        }
+        None => notes.push(format!("/boot/config-{release} not found; kernel options not checked")),
+    }
+    if problems.is_empty() { Probe::Pass(notes.join("; ")) } else { Probe::Fail(problems.join("; ")) }
+}
+
+fn kubelet_version(h: &dyn Host, input: &Input) -> Probe {
+    let Some(bin) = h.find_in_path("kubelet") else {
+        return Probe::Fail("couldn't get kubelet version: kubelet not found in system path".into());
+    };
+    let out = match h.kubelet_version(&bin) {
+        Ok(o) => o,
+        Err(e) => return Probe::Fail(format!("couldn't get kubelet version: {e}")),
+    };
+    let Some(v) = out.split_whitespace().find_map(|w| crate::config::values::Version::parse(w).ok()) else {
+        return Probe::Fail(format!("couldn't parse kubelet version from {out:?}"));
+    };
+    let cp = input.kubernetes_version.minor;
+    if v.minor + 3 < cp {
+        Probe::Fail(format!("Kubelet version {v} is lower than the supported minimum v1.{}", cp - 3))
+    } else if v.minor > cp {
+        Probe::Fail(format!("the kubelet version {v} is higher than the control plane version v1.{cp}"))
+    } else {
+        Probe::Pass(format!("kubelet {v}"))
+    }
+}
+
+fn kubelet_service(h: &dyn Host, input: &Input) -> Probe {
+    let units = ["/etc/systemd/system", "/lib/systemd/system", "/usr/lib/systemd/system"];
+    if !units.iter().any(|d| h.exists(&under(input, &format!("{d}/kubelet.service")))) {
+        return Probe::Fail("kubelet service does not exist".into());
+    }
+    let etc = under(input, "/etc/systemd/system");
+    let enabled = h
+        .list_dir(&etc)
+        .unwrap_or_default()
+        .iter()
+        .filter(|d| d.ends_with(".wants"))
+        .any(|d| h.exists(&etc.join(d).join("kubelet.service")));
+    if enabled {
+        Probe::Pass("kubelet.service is enabled".into())
+    } else {
+        Probe::Fail("kubelet service is not enabled, please run 'systemctl enable kubelet.service'".into())
+    }
+}
+
+fn clock(h: &dyn Host, input: &Input) -> Probe {
+    let now = h.now();
+    if let Some(built) = h.own_mtime() {
+        if now < built {
+            return Probe::Fail(format!(
+                "the clock says {} but this image was built at {}",
+                rfc3339(now),
+                rfc3339(built)
+            ));
+        }
+    }
+    let ca = under(input, &format!("{}/ca.crt", input.certs_dir));
+    if let Some(pem) = h.read_file(&ca) {
+        if let Ok(c) = crate::pki::check::CertFile::parse(pem.as_bytes()) {
+            if let Ok(x) = c.x509() {
+                let v = x.validity();
+                let (nb, na) = (v.not_before.to_datetime(), v.not_after.to_datetime());
+                if now < nb || now > na {
+                    return Probe::Fail(format!(
+                        "the clock says {} but the cluster CA is valid from {} to {}",
+                        rfc3339(now),
+                        rfc3339(nb),
+                        rfc3339(na)
+                    ));
+                }
+            }
+        }
+    }
+    Probe::Pass(format!("now is {}", rfc3339(now)))
+}
+
+fn rfc3339(t: time::OffsetDateTime) -> String {
+    crate::pki::check::rfc3339(t)
+}

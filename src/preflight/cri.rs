@@ -1,0 +1,195 @@
+//! The CRI probe: one gRPC `runtime.v1.RuntimeService/Version` call over HTTP/2 on the runtime's
+//! unix socket, hand-framed (the request is fixed, and we only need to see the reply's DATA).
+//! We do not decode the reply's HPACK headers; an answer is a DATA frame carrying a gRPC
+//! message, whose protobuf strings give the runtime name and version.
+
+use std::io::{Read, Write};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+const DATA: u8 = 0x0;
+const HEADERS: u8 = 0x1;
+const RST_STREAM: u8 = 0x3;
+const SETTINGS: u8 = 0x4;
+const PING: u8 = 0x6;
+const GOAWAY: u8 = 0x7;
+const END_STREAM: u8 = 0x1;
+const END_HEADERS: u8 = 0x4;
+const ACK: u8 = 0x1;
+
+fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+    let len = payload.len() as u32;
+    let mut f = vec![(len >> 16) as u8, (len >> 8) as u8, len as u8, kind, flags];
+    f.extend_from_slice(&(stream & 0x7fff_ffff).to_be_bytes());
+    f.extend_from_slice(payload);
+    f
+}
+
+/// HPACK "literal header field without indexing, new name", no Huffman coding.
+fn literal(out: &mut Vec<u8>, name: &str, value: &str) {
+    out.push(0x00);
+    for s in [name, value] {
+        // Invariant: every string here is shorter than 127 bytes (one-byte length prefix).
+        out.push(s.len() as u8);
+        out.extend_from_slice(s.as_bytes());
+    }
+}
+
+/// The bytes of a complete Version request on stream 1.
+pub fn version_request() -> Vec<u8> {
+    let mut headers = Vec::new();
+    for (n, v) in [
+        (":method", "POST"),
+        (":scheme", "http"),
+        (":path", "/runtime.v1.RuntimeService/Version"),
+        (":authority", "localhost"),
+        ("content-type", "application/grpc"),
+        ("te", "trailers"),
+    ] {
+        literal(&mut headers, n, v);
+    }
+    let mut out = PREFACE.to_vec();
+    out.extend(frame(SETTINGS, 0, 0, &[]));
+    out.extend(frame(HEADERS, END_HEADERS, 1, &headers));
+    // An empty VersionRequest message: gRPC prefix (not compressed, length 0).
+    out.extend(frame(DATA, END_STREAM, 1, &[0, 0, 0, 0, 0]));
+    out
+}
+
+/// What the runtime's reply frames said.
+#[derive(Debug, PartialEq)]
+pub enum Reply {
+    /// A gRPC message arrived: the decoded "name version" (may be empty if unparseable).
+    Answer(String),
+    /// The stream ended without a message (e.g. the RPC is unimplemented there).
+    NoMessage,
+    /// Not enough bytes yet.
+    Incomplete,
+    /// The peer is not speaking HTTP/2 to us, or refused the stream.
+    Refused(String),
+}
+
+/// Parses the server's frames collected so far.
+pub fn parse_reply(buf: &[u8]) -> Reply {
+    let mut i = 0;
+    let mut saw_frame = false;
+    while buf.len() >= i + 9 {
+        let len = (usize::from(buf[i]) << 16) | (usize::from(buf[i + 1]) << 8) | usize::from(buf[i + 2]);
+        let (kind, flags) = (buf[i + 3], buf[i + 4]);
+        let stream = u32::from_be_bytes([buf[i + 5], buf[i + 6], buf[i + 7], buf[i + 8]]) & 0x7fff_ffff;
+        if len > 1 << 24 || (!saw_frame && kind != SETTINGS) {
+            return Reply::Refused("the socket does not speak HTTP/2 (gRPC)".into());
+        }
+        saw_frame = true;
+        if buf.len() < i + 9 + len {
+            return Reply::Incomplete;
+        }
+        let payload = &buf[i + 9..i + 9 + len];
+        match kind {
+            DATA if stream == 1 && payload.len() >= 5 => return Reply::Answer(decode_version(&payload[5..])),
+            RST_STREAM if stream == 1 => return Reply::Refused("the runtime reset the Version call".into()),
+            GOAWAY => return Reply::Refused("the runtime closed the connection (GOAWAY)".into()),
+            HEADERS if stream == 1 && flags & END_STREAM != 0 => return Reply::NoMessage,
+            _ => {}
+        }
+        i += 9 + len;
+    }
+    Reply::Incomplete
+}
+
+/// VersionResponse: version=1, runtime_name=2, runtime_version=3, runtime_api_version=4 (strings).
+fn decode_version(msg: &[u8]) -> String {
+    let mut fields: [String; 5] = Default::default();
+    let mut i = 0;
+    while i < msg.len() {
+        let tag = msg[i];
+        i += 1;
+        if tag & 0x7 != 2 || i >= msg.len() {
+            break;
+        }
+        let len = usize::from(msg[i]);
+        i += 1;
+        if msg[i - 1] & 0x80 != 0 || i + len > msg.len() {
+            break;
+        }
+        let field = usize::from(tag >> 3);
+        if field < fields.len() {
+            fields[field] = String::from_utf8_lossy(&msg[i..i + len]).into_owned();
+        }
+        i += len;
+    }
+    format!("{} {}", fields[2], fields[3]).trim().to_string()
+}
+
+/// Connects, sends the Version call, and waits (bounded) for the reply.
+pub fn version_over_unix_socket(socket: &Path, timeout: Duration) -> Result<String, String> {
+    let mut s = std::os::unix::net::UnixStream::connect(socket)
+        .map_err(|e| format!("cannot connect to {}: {e}", socket.display()))?;
+    let deadline = Instant::now() + timeout;
+    s.set_write_timeout(Some(timeout)).map_err(|e| e.to_string())?;
+    s.write_all(&version_request()).map_err(|e| format!("sending to {}: {e}", socket.display()))?;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(format!("{} accepted the connection but did not answer within {timeout:?}", socket.display()));
+        }
+        s.set_read_timeout(Some(left)).map_err(|e| e.to_string())?;
+        let n = match s.read(&mut chunk) {
+            Ok(0) => return Err(format!("{} closed the connection without answering", socket.display())),
+            Ok(n) => n,
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => continue,
+            Err(e) => return Err(format!("reading from {}: {e}", socket.display())),
+        };
+        buf.extend_from_slice(&chunk[..n]);
+        // Acknowledge the server's SETTINGS and PINGs so a strict server keeps talking.
+        ack_control_frames(&mut s, &chunk[..n]);
+        match parse_reply(&buf) {
+            Reply::Answer(v) if v.is_empty() => return Ok("answered the CRI Version call".into()),
+            Reply::Answer(v) => return Ok(v),
+            Reply::NoMessage => return Ok("answered over gRPC, but without Version data".into()),
+            Reply::Refused(why) => return Err(format!("{}: {why}", socket.display())),
+            Reply::Incomplete => {}
+        }
+    }
+}
+
+fn ack_control_frames(s: &mut std::os::unix::net::UnixStream, bytes: &[u8]) {
+    if bytes.len() >= 9 && bytes[3] == SETTINGS && bytes[4] & ACK == 0 {
+        let _ = s.write_all(&frame(SETTINGS, ACK, 0, &[]));
+    }
+    if bytes.len() >= 17 && bytes[3] == PING && bytes[4] & ACK == 0 {
+        let _ = s.write_all(&frame(PING, ACK, 0, &bytes[9..17]));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_starts_with_the_preface_and_frames_parse() {
+        let r = version_request();
+        assert!(r.starts_with(PREFACE));
+        assert_eq!(r[PREFACE.len() + 3], SETTINGS);
+    }
+
+    #[test]
+    fn parses_a_version_answer() {
+        let msg = [0x12, 10, b'c', b'o', b'n', b't', b'a', b'i', b'n', b'e', b'r', b'd', 0x1a, 3, b'1', b'.', b'7'];
+        let mut data = vec![0, 0, 0, 0, msg.len() as u8];
+        data.extend_from_slice(&msg);
+        let mut buf = frame(SETTINGS, 0, 0, &[]);
+        buf.extend(frame(HEADERS, END_HEADERS, 1, &[0x88]));
+        assert_eq!(parse_reply(&buf), Reply::Incomplete);
+        buf.extend(frame(DATA, 0, 1, &data));
+        assert_eq!(parse_reply(&buf), Reply::Answer("containerd 1.7".into()));
+    }
+
+    #[test]
+    fn non_http2_peer_is_refused() {
+        assert!(matches!(parse_reply(b"HTTP/1.1 400 Bad Request\r\n\r\n"), Reply::Refused(_)));
+    }
+}

@@ -1,0 +1,81 @@
+//! Building the checks' input from a validated config, and turning a report into log lines and
+//! an exit status.
+
+use std::path::Path;
+
+use log::{info, warn};
+
+use super::{Input, Report, Role};
+use crate::config::InitConfig;
+use crate::config::values::Version;
+use crate::constants::{DEFAULT_CERTS_DIR, DEFAULT_CRI_SOCKET, DEFAULT_KUBERNETES_VERSION};
+use crate::error::{Error, Kind, Result};
+
+impl Input {
+    pub fn control_plane(cfg: &InitConfig, root: &Path) -> Input {
+        Input {
+            role: Role::ControlPlane,
+            root: root.to_path_buf(),
+            node_name: cfg.node_name.clone(),
+            cri_socket: cfg.init.node_registration.cri_socket.clone(),
+            kubernetes_version: cfg.version.clone(),
+            bind_port: cfg.bind_port,
+            advertise_address: Some(cfg.advertise_address),
+            service_subnets: cfg.service_subnets.clone(),
+            pod_subnets: cfg.pod_subnets.clone(),
+            etcd_data_dir: cfg.local_etcd().map(|l| l.data_dir.clone()),
+            discovery_host: None,
+            ca_cert_path: format!("{}/ca.crt", cfg.certs_dir()),
+            certs_dir: cfg.certs_dir().to_string(),
+            resuming: false,
+        }
+    }
+
+    pub fn worker(root: &Path, node_name: String, cri_socket: Option<String>, discovery_host: Option<String>) -> Input {
+        Input {
+            role: Role::Worker,
+            root: root.to_path_buf(),
+            node_name,
+            cri_socket: cri_socket.unwrap_or_else(|| DEFAULT_CRI_SOCKET.into()),
+            // Invariant: the built-in default version always parses.
+            kubernetes_version: Version::parse(DEFAULT_KUBERNETES_VERSION).unwrap_or(Version {
+                major: 1,
+                minor: 37,
+                patch: 0,
+                suffix: String::new(),
+            }),
+            bind_port: crate::constants::DEFAULT_API_PORT,
+            advertise_address: None,
+            service_subnets: Vec::new(),
+            pod_subnets: Vec::new(),
+            etcd_data_dir: None,
+            discovery_host,
+            ca_cert_path: format!("{DEFAULT_CERTS_DIR}/ca.crt"),
+            certs_dir: DEFAULT_CERTS_DIR.into(),
+            resuming: false,
+        }
+    }
+}
+
+/// Logs the report kubeadm-style and fails (exit 3) when an unignored error remains.
+pub fn enforce(report: &Report) -> Result<()> {
+    info!("[preflight] Ran {} checks in {} µs", report.rows.len(), report.duration_us);
+    let errors = report.errors();
+    for line in report.lines().into_iter().filter(|l| !l.starts_with("[ERROR")) {
+        warn!("\t{line}");
+    }
+    if errors.is_empty() {
+        return Ok(());
+    }
+    let lines: Vec<String> =
+        report.lines().into_iter().filter(|l| l.starts_with("[ERROR")).map(|l| format!("\t{l}")).collect();
+    let names: Vec<&str> = errors.iter().map(|r| r.name.as_str()).collect();
+    Err(Error::new(
+        Kind::Preflight,
+        format!(
+            "[preflight] Some fatal errors occurred:\n{}\n[preflight] If you know what you are doing, you can make a check non-fatal with `--ignore-preflight-errors={}`",
+            lines.join("\n"),
+            names.join(",")
+        ),
+    ))
+}

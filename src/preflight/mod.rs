@@ -1,0 +1,198 @@
+//! Preflight: can this machine become a node? kubeadm's checks under kubeadm's names (so
+//! `--ignore-preflight-errors` values and runbooks carry over), probed with syscalls through the
+//! `Host` seam, plus a few of our own (clock, disk space, entropy). Every check runs; the report
+//! lists all failures at once.
+
+mod checks;
+mod input;
+pub use input::enforce;
+pub mod cri;
+mod proxy;
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::config::values::{Cidr, Version};
+use crate::host::Host;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    ControlPlane,
+    Worker,
+}
+
+impl Role {
+    pub fn parse(s: &str) -> Option<Role> {
+        match s {
+            "control-plane" => Some(Role::ControlPlane),
+            "worker" => Some(Role::Worker),
+            _ => None,
+        }
+    }
+}
+
+/// What a failing check is, before `--ignore-preflight-errors`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Severity {
+    Error,
+    Warning,
+}
+
+/// What a probe found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Probe {
+    Pass(String),
+    /// Failed: reported at the check's severity.
+    Fail(String),
+    /// A soft failure: a warning even for an error-severity check.
+    Warn(String),
+    Skip(String),
+}
+
+/// The node facts the checks look at.
+#[derive(Debug, Clone)]
+pub struct Input {
+    pub role: Role,
+    /// Node root: node-state paths (manifests, kubeconfigs, etcd dir, units) are read under it.
+    pub root: PathBuf,
+    pub node_name: String,
+    pub cri_socket: String,
+    pub kubernetes_version: Version,
+    pub bind_port: u16,
+    pub advertise_address: Option<IpAddr>,
+    pub service_subnets: Vec<Cidr>,
+    pub pod_subnets: Vec<Cidr>,
+    /// Local etcd data dir on a control plane; `None` with external etcd or on a worker.
+    pub etcd_data_dir: Option<String>,
+    /// Host of the API endpoint a worker joins (for HTTPProxy and the forwarding check).
+    pub discovery_host: Option<String>,
+    pub ca_cert_path: String,
+    pub certs_dir: String,
+    /// An earlier kubestrap run got past preflight: its own files are not leftovers.
+    pub resuming: bool,
+}
+
+/// One check: kubeadm's name, what a failure is, the roles it applies to, what to do when it
+/// fails, and the probe.
+pub struct Check<'a> {
+    pub name: String,
+    pub severity: Severity,
+    pub roles: &'static [Role],
+    pub hint: &'static str,
+    pub probe: Box<dyn Fn(&dyn Host) -> Probe + 'a>,
+}
+
+pub const BOTH: &[Role] = &[Role::ControlPlane, Role::Worker];
+pub const CONTROL_PLANE: &[Role] = &[Role::ControlPlane];
+pub const WORKER: &[Role] = &[Role::Worker];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    Pass,
+    Warning,
+    Error,
+    Skipped,
+}
+
+/// One line of the report.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    pub name: String,
+    pub result: Outcome,
+    pub message: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub hint: String,
+    /// An error turned into a warning by --ignore-preflight-errors.
+    pub ignored: bool,
+    pub duration_us: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub role: String,
+    pub rows: Vec<Row>,
+    /// Names given to --ignore-preflight-errors that match no check.
+    pub unknown_ignores: Vec<String>,
+    pub duration_us: u64,
+}
+
+impl Report {
+    pub fn errors(&self) -> Vec<&Row> {
+        self.rows.iter().filter(|r| r.result == Outcome::Error).collect()
+    }
+    pub fn warnings(&self) -> Vec<&Row> {
+        self.rows.iter().filter(|r| r.result == Outcome::Warning).collect()
+    }
+
+    /// kubeadm's lines: `[WARNING Name]: message` and `[ERROR Name]: message`, each with what
+    /// to do about it.
+    pub fn lines(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for r in self.rows.iter().filter(|r| matches!(r.result, Outcome::Warning | Outcome::Error)) {
+            let tag = if r.result == Outcome::Error { "ERROR" } else { "WARNING" };
+            let ignored = if r.ignored { " (ignored)" } else { "" };
+            let hint = if r.hint.is_empty() { String::new() } else { format!(" — {}", r.hint) };
+            out.push(format!("[{tag} {}]: {}{ignored}{hint}", r.name, r.message));
+        }
+        for u in &self.unknown_ignores {
+            out.push(format!("[WARNING IgnorePreflightErrors]: {u:?} names no preflight check; it was not applied"));
+        }
+        out
+    }
+}
+
+/// Runs every check for `input.role`; `ignore` names (case-insensitive, or `all`) turn errors into
+/// warnings.
+pub fn run(host: &dyn Host, input: &Input, ignore: &[String]) -> Report {
+    let start = Instant::now();
+    let table: Vec<Check> = checks::table(input).into_iter().filter(|c| c.roles.contains(&input.role)).collect();
+    let ignore: Vec<String> = ignore.iter().map(|s| s.trim().to_lowercase()).filter(|s| !s.is_empty()).collect();
+    let all = ignore.iter().any(|i| i == "all");
+    let unknown_ignores =
+        ignore.iter().filter(|i| *i != "all" && !table.iter().any(|c| c.name.to_lowercase() == **i)).cloned().collect();
+    let rows = table
+        .iter()
+        .map(|c| {
+            let t = Instant::now();
+            let probe = (c.probe)(host);
+            let duration_us = t.elapsed().as_micros() as u64;
+            let (mut result, message) = match probe {
+                Probe::Pass(m) => (Outcome::Pass, m),
+                Probe::Skip(m) => (Outcome::Skipped, m),
+                Probe::Warn(m) => (Outcome::Warning, m),
+                Probe::Fail(m) if c.severity == Severity::Error => (Outcome::Error, m),
+                Probe::Fail(m) => (Outcome::Warning, m),
+            };
+            let mut ignored = false;
+            if result == Outcome::Error && (all || ignore.contains(&c.name.to_lowercase())) {
+                result = Outcome::Warning;
+                ignored = true;
+            }
+            let hint =
+                if matches!(result, Outcome::Warning | Outcome::Error) { c.hint.to_string() } else { String::new() };
+            Row { name: c.name.clone(), result, message, hint, ignored, duration_us }
+        })
+        .collect();
+    let role = match input.role {
+        Role::ControlPlane => "control-plane",
+        Role::Worker => "worker",
+    };
+    Report { role: role.into(), rows, unknown_ignores, duration_us: start.elapsed().as_micros() as u64 }
+}
+
+/// The check names for a role, for help output and validation.
+pub fn names(input: &Input) -> Vec<String> {
+    checks::table(input).into_iter().filter(|c| c.roles.contains(&input.role)).map(|c| c.name).collect()
+}
+
+/// kubeadm's name for a path-based check: `/` becomes `-`.
+pub fn path_name(prefix: &str, path: &str) -> String {
+    format!("{prefix}-{}", path.replace('/', "-"))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,371 @@
+//! Each check against a plain-field fake machine.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::*;
+use crate::config::values::{Cidr, Version};
+
+/// A machine made of fields: every probe answer is set by the test.
+struct Fake {
+    euid: u32,
+    cpus: usize,
+    mem: u64,
+    kernel: String,
+    files: BTreeMap<PathBuf, String>,
+    cgroup2: bool,
+    busy_ports: Vec<u16>,
+    path_cmds: Vec<&'static str>,
+    cri: Result<String, String>,
+    kubelet: Option<String>,
+    resolves: bool,
+    env: BTreeMap<&'static str, &'static str>,
+    firewalld: bool,
+    free: u64,
+    entropy: bool,
+    now: time::OffsetDateTime,
+}
+
+impl Fake {
+    /// A healthy control-plane machine.
+    fn good() -> Fake {
+        let mut files = BTreeMap::new();
+        files.insert(PathBuf::from("/proc/swaps"), "Filename Type Size Used Priority\n".into());
+        files.insert(
+            PathBuf::from("/sys/fs/cgroup/cgroup.controllers"),
+            "cpuset cpu io memory hugetlb pids rdma misc\n".into(),
+        );
+        files.insert(PathBuf::from("/proc/sys/net/ipv4/ip_forward"), "1\n".into());
+        files.insert(PathBuf::from("/lib/systemd/system/kubelet.service"), String::new());
+        files.insert(PathBuf::from("/etc/systemd/system/multi-user.target.wants/kubelet.service"), String::new());
+        Fake {
+            euid: 0,
+            cpus: 2,
+            mem: 4 << 30,
+            kernel: "6.1.0-26-amd64".into(),
+            files,
+            cgroup2: true,
+            busy_ports: vec![],
+            path_cmds: vec![
+                "ip", "iptables", "mount", "nsenter", "ebtables", "ethtool", "socat", "tc", "touch", "kubelet",
+            ],
+            cri: Ok("containerd 1.7.24".into()),
+            kubelet: Some("Kubernetes v1.37.0".into()),
+            resolves: true,
+            env: BTreeMap::new(),
+            firewalld: false,
+            free: 50 << 30,
+            entropy: true,
+            now: time::OffsetDateTime::now_utc(),
+        }
+    }
+}
+
+impl Host for Fake {
+    fn euid(&self) -> u32 {
+        self.euid
+    }
+    fn num_cpus(&self) -> usize {
+        self.cpus
+    }
+    fn total_memory(&self) -> u64 {
+        self.mem
+    }
+    fn kernel_release(&self) -> String {
+        self.kernel.clone()
+    }
+    fn hostname(&self) -> String {
+        "cp-1".into()
+    }
+    fn read_file(&self, path: &Path) -> Option<String> {
+        self.files.get(path).cloned()
+    }
+    fn exists(&self, path: &Path) -> bool {
+        self.files.keys().any(|f| f.starts_with(path))
+    }
+    fn list_dir(&self, path: &Path) -> Option<Vec<String>> {
+        let v: Vec<String> = self
+            .files
+            .keys()
+            .filter_map(|f| f.strip_prefix(path).ok())
+            .filter_map(|rest| rest.components().next().map(|c| c.as_os_str().to_string_lossy().into_owned()))
+            .collect();
+        (!v.is_empty()).then_some(v)
+    }
+    fn is_cgroup2(&self, _: &Path) -> bool {
+        self.cgroup2
+    }
+    fn can_listen(&self, port: u16) -> Result<(), String> {
+        if self.busy_ports.contains(&port) { Err(format!("port {port} is in use")) } else { Ok(()) }
+    }
+    fn find_in_path(&self, name: &str) -> Option<PathBuf> {
+        self.path_cmds.contains(&name).then(|| PathBuf::from("/usr/bin").join(name))
+    }
+    fn cri_version(&self, _: &Path, _: Duration) -> Result<String, String> {
+        self.cri.clone()
+    }
+    fn kubelet_version(&self, _: &Path) -> Result<String, String> {
+        self.kubelet.clone().ok_or_else(|| "exec failed".into())
+    }
+    fn resolves(&self, _: &str) -> bool {
+        self.resolves
+    }
+    fn env(&self, name: &str) -> Option<String> {
+        self.env.get(name).map(|s| s.to_string())
+    }
+    fn process_running(&self, comm: &str) -> bool {
+        comm == "firewalld" && self.firewalld
+    }
+    fn free_space(&self, _: &Path) -> Option<u64> {
+        Some(self.free)
+    }
+    fn entropy_ready(&self) -> bool {
+        self.entropy
+    }
+    fn now(&self) -> time::OffsetDateTime {
+        self.now
+    }
+    fn own_mtime(&self) -> Option<time::OffsetDateTime> {
+        Some(time::macros::datetime!(2026-01-01 0:00 UTC))
+    }
+}
+
+fn input(role: Role) -> Input {
+    Input {
+        role,
+        root: PathBuf::from("/"),
+        node_name: "cp-1".into(),
+        cri_socket: DEFAULT_CRI.into(),
+        kubernetes_version: Version::parse("v1.37.0").unwrap(),
+        bind_port: 6443,
+        advertise_address: Some("10.0.0.10".parse::<IpAddr>().unwrap()),
+        service_subnets: vec![Cidr::parse("10.96.0.0/12").unwrap()],
+        pod_subnets: vec![],
+        etcd_data_dir: Some("/var/lib/etcd".into()),
+        discovery_host: None,
+        ca_cert_path: "/etc/kubernetes/pki/ca.crt".into(),
+        certs_dir: "/etc/kubernetes/pki".into(),
+        resuming: false,
+    }
+}
+
+const DEFAULT_CRI: &str = "unix:///var/run/containerd/containerd.sock";
+
+fn row<'a>(r: &'a Report, name: &str) -> &'a Row {
+    r.rows
+        .iter()
+        .find(|x| x.name == name)
+        .unwrap_or_else(|| panic!("no check {name}: {:?}", r.rows.iter().map(|x| &x.name).collect::<Vec<_>>()))
+}
+
+fn outcome(h: &Fake, role: Role, name: &str) -> Outcome {
+    row(&run(h, &input(role), &[]), name).result
+}
+
+#[test]
+fn a_good_machine_passes_everything() {
+    let r = run(&Fake::good(), &input(Role::ControlPlane), &[]);
+    let bad: Vec<_> = r.rows.iter().filter(|x| !matches!(x.result, Outcome::Pass)).collect();
+    assert!(bad.is_empty(), "{bad:#?}");
+    for name in
+        ["Port-6443", "Port-10259", "Port-10257", "Port-10250", "Port-2379", "Port-2380", "DirAvailable--var-lib-etcd"]
+    {
+        row(&r, name);
+    }
+    row(&r, "FileAvailable--etc-kubernetes-manifests-kube-apiserver.yaml");
+    row(&r, "FileContent--proc-sys-net-ipv4-ip_forward");
+}
+
+#[test]
+fn worker_gets_its_own_set() {
+    let r = run(&Fake::good(), &input(Role::Worker), &[]);
+    row(&r, "FileAvailable--etc-kubernetes-kubelet.conf");
+    row(&r, "FileAvailable--etc-kubernetes-bootstrap-kubelet.conf");
+    row(&r, "FileAvailable--etc-kubernetes-pki-ca.crt");
+    row(&r, "Port-10250");
+    for absent in ["NumCPU", "Mem", "Port-6443", "Port-2379", "Firewalld", "DirAvailable--var-lib-etcd"] {
+        assert!(r.rows.iter().all(|x| x.name != absent), "{absent} ran on a worker");
+    }
+}
+
+#[test]
+fn privileges_cpu_memory() {
+    let mut h = Fake::good();
+    h.euid = 1000;
+    h.cpus = 1;
+    h.mem = 1 << 30;
+    let r = run(&h, &input(Role::ControlPlane), &[]);
+    assert_eq!(row(&r, "IsPrivilegedUser").result, Outcome::Error);
+    assert_eq!(row(&r, "NumCPU").result, Outcome::Error);
+    assert!(row(&r, "Mem").message.contains("1024 MB"));
+}
+
+#[test]
+fn swap_on_and_off() {
+    let mut h = Fake::good();
+    assert_eq!(outcome(&h, Role::Worker, "Swap"), Outcome::Pass);
+    h.files.insert("/proc/swaps".into(), "Filename Type Size Used Priority\n/swapfile file 1048572 0 -2\n".into());
+    assert_eq!(outcome(&h, Role::Worker, "Swap"), Outcome::Warning);
+}
+
+#[test]
+fn cgroup_v1_old_kernel_and_missing_controllers() {
+    let mut h = Fake::good();
+    h.cgroup2 = false;
+    let r = run(&h, &input(Role::Worker), &[]);
+    assert_eq!(row(&r, "SystemVerification").result, Outcome::Error);
+    assert!(row(&r, "SystemVerification").message.contains("cgroup v1"));
+    let mut h = Fake::good();
+    h.kernel = "4.14.0-old".into();
+    assert!(
+        row(&run(&h, &input(Role::Worker), &[]), "SystemVerification").message.contains("older than the required 4.19")
+    );
+    let mut h = Fake::good();
+    h.files.insert("/sys/fs/cgroup/cgroup.controllers".into(), "cpu io memory\n".into());
+    let m = row(&run(&h, &input(Role::Worker), &[]), "SystemVerification").message.clone();
+    assert!(m.contains("cpuset") && m.contains("pids"), "{m}");
+    let mut h = Fake::good();
+    h.files.insert("/boot/config-6.1.0-26-amd64".into(), "CONFIG_NAMESPACES=y\n".into());
+    assert!(row(&run(&h, &input(Role::Worker), &[]), "SystemVerification").message.contains("CONFIG_NET_NS"));
+}
+
+#[test]
+fn ip_forward_zero_and_one() {
+    let mut h = Fake::good();
+    h.files.insert("/proc/sys/net/ipv4/ip_forward".into(), "0\n".into());
+    let r = run(&h, &input(Role::ControlPlane), &[]);
+    assert_eq!(row(&r, "FileContent--proc-sys-net-ipv4-ip_forward").result, Outcome::Error);
+    // An IPv6 service range adds the IPv6 forwarding check.
+    let mut i = input(Role::ControlPlane);
+    i.service_subnets.push(Cidr::parse("fd00::/108").unwrap());
+    let r = run(&Fake::good(), &i, &[]);
+    assert_eq!(row(&r, "FileContent--proc-sys-net-ipv6-conf-default-forwarding").result, Outcome::Error);
+}
+
+#[test]
+fn missing_commands_are_errors_or_warnings() {
+    let mut h = Fake::good();
+    h.path_cmds.retain(|c| *c != "iptables" && *c != "socat");
+    let r = run(&h, &input(Role::Worker), &[]);
+    assert_eq!(row(&r, "FileExisting-iptables").result, Outcome::Error);
+    assert_eq!(row(&r, "FileExisting-socat").result, Outcome::Warning);
+    assert!(r.rows.iter().all(|x| x.name != "FileExisting-conntrack"), "conntrack is only checked before 1.32");
+}
+
+#[test]
+fn non_empty_etcd_dir_and_existing_manifests() {
+    let mut h = Fake::good();
+    h.files.insert("/var/lib/etcd/member/snap/db".into(), String::new());
+    h.files.insert("/etc/kubernetes/manifests/etcd.yaml".into(), String::new());
+    let r = run(&h, &input(Role::ControlPlane), &[]);
+    assert_eq!(row(&r, "DirAvailable--var-lib-etcd").result, Outcome::Error);
+    assert_eq!(row(&r, "FileAvailable--etc-kubernetes-manifests-etcd.yaml").result, Outcome::Error);
+    assert_eq!(row(&r, "FileAvailable--etc-kubernetes-manifests-kube-apiserver.yaml").result, Outcome::Pass);
+}
+
+#[test]
+fn bad_hostname_and_unresolvable_hostname_warn() {
+    let mut i = input(Role::Worker);
+    i.node_name = "Bad_Name".into();
+    assert_eq!(row(&run(&Fake::good(), &i, &[]), "Hostname").result, Outcome::Warning);
+    let mut h = Fake::good();
+    h.resolves = false;
+    assert!(row(&run(&h, &input(Role::Worker), &[]), "Hostname").message.contains("lookup failed"));
+}
+
+#[test]
+fn busy_port_cri_down_kubelet_skew() {
+    let mut h = Fake::good();
+    h.busy_ports = vec![6443];
+    h.cri = Err("cannot connect".into());
+    h.kubelet = Some("Kubernetes v1.33.1".into());
+    let r = run(&h, &input(Role::ControlPlane), &[]);
+    assert_eq!(row(&r, "Port-6443").result, Outcome::Error);
+    assert_eq!(row(&r, "CRI").result, Outcome::Error);
+    assert!(row(&r, "KubeletVersion").message.contains("lower than the supported minimum v1.34"));
+    h.kubelet = Some("Kubernetes v1.38.0".into());
+    assert!(row(&run(&h, &input(Role::ControlPlane), &[]), "KubeletVersion").message.contains("higher"));
+    h.path_cmds.retain(|c| *c != "kubelet");
+    assert!(row(&run(&h, &input(Role::ControlPlane), &[]), "KubeletVersion").message.contains("not found"));
+}
+
+#[test]
+fn proxies_and_no_proxy_cidrs() {
+    let mut h = Fake::good();
+    h.env.insert("HTTPS_PROXY", "http://proxy:3128");
+    let r = run(&h, &input(Role::ControlPlane), &[]);
+    assert_eq!(row(&r, "HTTPProxy").result, Outcome::Warning);
+    assert_eq!(row(&r, "HTTPProxyCIDR").result, Outcome::Warning);
+    h.env.insert("no_proxy", "10.0.0.0/8,.svc");
+    let r = run(&h, &input(Role::ControlPlane), &[]);
+    assert_eq!(row(&r, "HTTPProxy").result, Outcome::Pass);
+    assert_eq!(row(&r, "HTTPProxyCIDR").result, Outcome::Pass);
+}
+
+#[test]
+fn firewalld_service_clock_disk_entropy() {
+    let mut h = Fake::good();
+    h.firewalld = true;
+    h.files.retain(|p, _| !p.to_string_lossy().contains("kubelet.service"));
+    h.free = 2 << 30;
+    h.entropy = false;
+    h.now = time::macros::datetime!(2020-01-01 0:00 UTC);
+    let r = run(&h, &input(Role::ControlPlane), &[]);
+    assert_eq!(row(&r, "Firewalld").result, Outcome::Warning);
+    assert_eq!(row(&r, "Service-Kubelet").result, Outcome::Warning);
+    assert_eq!(row(&r, "DiskSpace--var-lib").result, Outcome::Warning);
+    assert_eq!(row(&r, "Entropy").result, Outcome::Error);
+    assert!(row(&r, "ClockSanity").message.contains("image was built"));
+    h.free = 100 << 20;
+    assert_eq!(row(&run(&h, &input(Role::ControlPlane), &[]), "DiskSpace--var-lib").result, Outcome::Error);
+}
+
+#[test]
+fn kubelet_unit_enabled() {
+    let mut h = Fake::good();
+    h.files.retain(|p, _| !p.to_string_lossy().contains("kubelet.service"));
+    assert!(row(&run(&h, &input(Role::Worker), &[]), "Service-Kubelet").message.contains("does not exist"));
+    h.files.insert("/lib/systemd/system/kubelet.service".into(), String::new());
+    assert!(row(&run(&h, &input(Role::Worker), &[]), "Service-Kubelet").message.contains("not enabled"));
+    h.files.insert("/etc/systemd/system/multi-user.target.wants/kubelet.service".into(), String::new());
+    assert_eq!(outcome(&h, Role::Worker, "Service-Kubelet"), Outcome::Pass);
+}
+
+#[test]
+fn ignoring_turns_errors_into_warnings_case_insensitively() {
+    let mut h = Fake::good();
+    h.euid = 1000;
+    h.cpus = 1;
+    let r = run(&h, &input(Role::ControlPlane), &["numcpu".into(), "NoSuchCheck".into()]);
+    assert_eq!(row(&r, "NumCPU").result, Outcome::Warning);
+    assert!(row(&r, "NumCPU").ignored);
+    assert_eq!(row(&r, "IsPrivilegedUser").result, Outcome::Error);
+    assert_eq!(r.unknown_ignores, ["nosuchcheck"]);
+    assert!(r.lines().iter().any(|l| l.contains("nosuchcheck")));
+    let r = run(&h, &input(Role::ControlPlane), &["all".into()]);
+    assert!(r.errors().is_empty());
+    assert!(r.unknown_ignores.is_empty());
+}
+
+#[test]
+fn report_lines_use_kubeadm_format() {
+    let mut h = Fake::good();
+    h.busy_ports = vec![10250];
+    let r = run(&h, &input(Role::Worker), &[]);
+    let lines = r.lines();
+    assert!(lines.iter().any(|l| l.starts_with("[ERROR Port-10250]: ")), "{lines:?}");
+}
+
+#[test]
+fn a_resumed_run_accepts_its_own_files() {
+    let mut h = Fake::good();
+    h.files.insert("/var/lib/etcd/member/snap/db".into(), String::new());
+    h.files.insert("/etc/kubernetes/manifests/etcd.yaml".into(), String::new());
+    let mut i = input(Role::ControlPlane);
+    i.resuming = true;
+    let r = run(&h, &i, &[]);
+    assert_eq!(row(&r, "DirAvailable--var-lib-etcd").result, Outcome::Pass);
+    assert!(row(&r, "FileAvailable--etc-kubernetes-manifests-etcd.yaml").message.contains("resumed"));
+}
