@@ -17,6 +17,8 @@ pub struct Cli {
 #[argh(subcommand)]
 pub enum Command {
     Init(Init),
+    Join(Join),
+    Token(Token),
     Preflight(Preflight),
     Phases(Phases),
     Certs(Certs),
@@ -39,6 +41,9 @@ pub struct Init {
     #[argh(option)]
     /// comma-separated phases to skip
     pub skip_phases: Option<String>,
+    #[argh(switch)]
+    /// run only the phases that write files before the kubelet runs (preflight .. kubelet-start)
+    pub on_disk_only: bool,
     #[argh(option)]
     /// preflight checks whose errors become warnings (comma-separated names, or "all")
     pub ignore_preflight_errors: Option<String>,
@@ -142,4 +147,128 @@ pub struct Version {}
 /// Splits a comma-separated flag value, dropping empty items.
 pub fn split_list(s: Option<&str>) -> Vec<String> {
     s.map(|s| s.split(',').map(str::trim).filter(|x| !x.is_empty()).map(str::to_string).collect()).unwrap_or_default()
+}
+
+/// Join this machine to a cluster as a worker node (token discovery + TLS bootstrap).
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "join")]
+pub struct Join {
+    #[argh(positional)]
+    /// the API server endpoint, HOST:PORT (token discovery)
+    pub endpoint: Option<String>,
+    #[argh(option)]
+    /// bootstrap token for both discovery and TLS bootstrap
+    pub token: Option<String>,
+    #[argh(option)]
+    /// bootstrap token for discovery only
+    pub discovery_token: Option<String>,
+    #[argh(option)]
+    /// bootstrap token for the TLS bootstrap only
+    pub tls_bootstrap_token: Option<String>,
+    #[argh(option)]
+    /// sha256:<hex> pin of the cluster CA's public key (repeatable; any may match)
+    pub discovery_token_ca_cert_hash: Vec<String>,
+    #[argh(switch)]
+    /// trust the cluster CA without a pin (unsafe)
+    pub discovery_token_unsafe_skip_ca_verification: bool,
+    #[argh(option)]
+    /// kubeconfig to discover the cluster from: a path or an https:// URL
+    pub discovery_file: Option<String>,
+    #[argh(option)]
+    /// keep retrying discovery this long (Go duration; default 5m, or timeouts.discovery)
+    pub discovery_timeout: Option<String>,
+    #[argh(option)]
+    /// kubeadm v1beta4 JoinConfiguration file
+    pub config: Option<PathBuf>,
+    #[argh(option)]
+    /// node name (default: the hostname)
+    pub node_name: Option<String>,
+    #[argh(option)]
+    /// CRI socket (default containerd's)
+    pub cri_socket: Option<String>,
+    #[argh(option, default = "PathBuf::from(\"/\")")]
+    /// write all node state under this directory (default /)
+    pub root: PathBuf,
+    #[argh(option)]
+    /// preflight checks whose errors become warnings (comma-separated names, or "all")
+    pub ignore_preflight_errors: Option<String>,
+}
+
+/// Manage bootstrap tokens.
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "token")]
+pub struct Token {
+    #[argh(subcommand)]
+    pub command: TokenCommand,
+}
+
+#[derive(FromArgs, Debug)]
+#[argh(subcommand)]
+pub enum TokenCommand {
+    Generate(TokenGenerate),
+    Create(TokenCreate),
+    List(TokenList),
+    Delete(TokenDelete),
+}
+
+/// Print a new random token (nothing is sent to the cluster).
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "generate")]
+pub struct TokenGenerate {}
+
+/// Create a bootstrap token on the cluster and print it.
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "create")]
+pub struct TokenCreate {
+    #[argh(positional)]
+    /// the token to create (default: a new random one)
+    pub token: Option<String>,
+    #[argh(option, default = "String::from(\"24h\")")]
+    /// lifetime (Go duration; 0 = never expires)
+    pub ttl: String,
+    #[argh(option)]
+    /// a human-readable description
+    pub description: Option<String>,
+    #[argh(option)]
+    /// comma-separated usages (default signing,authentication)
+    pub usages: Option<String>,
+    #[argh(option)]
+    /// comma-separated extra groups (default system:bootstrappers:kubeadm:default-node-token)
+    pub groups: Option<String>,
+    #[argh(switch)]
+    /// print the full join command instead of just the token
+    pub print_join_command: bool,
+    #[argh(option)]
+    /// admin kubeconfig (default <root>/etc/kubernetes/admin.conf)
+    pub kubeconfig: Option<PathBuf>,
+    #[argh(option, default = "PathBuf::from(\"/\")")]
+    /// node root for the default kubeconfig
+    pub root: PathBuf,
+}
+
+/// List bootstrap tokens (id, TTL, expiry, usages, groups; never the secret).
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "list")]
+pub struct TokenList {
+    #[argh(option)]
+    /// admin kubeconfig (default <root>/etc/kubernetes/admin.conf)
+    pub kubeconfig: Option<PathBuf>,
+    #[argh(option, default = "PathBuf::from(\"/\")")]
+    /// node root for the default kubeconfig
+    pub root: PathBuf,
+}
+
+/// Delete bootstrap tokens by id or full token.
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "delete")]
+pub struct TokenDelete {
+    #[argh(positional)]
+    /// token ids or tokens
+    pub tokens: Vec<String>,
+    #[argh(option)]
+    /// admin kubeconfig (default <root>/etc/kubernetes/admin.conf)
+    pub kubeconfig: Option<PathBuf>,
+    #[argh(option, default = "PathBuf::from(\"/\")")]
+    /// node root for the default kubeconfig
+    pub root: PathBuf,
 }

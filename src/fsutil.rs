@@ -140,6 +140,47 @@ impl NodeFs {
         Ok(())
     }
 
+    /// Stages a symlink `host_link` → `target` (target is written as given: a host path).
+    pub fn symlink(&self, host_link: &str, target: &str) -> Result<()> {
+        if let Some(plan) = &self.plan {
+            let f = PlannedFile {
+                path: host_link.to_string(),
+                mode: "symlink".into(),
+                sha256: hex(&Sha256::digest(target.as_bytes())),
+                size: target.len(),
+                data: target.as_bytes().to_vec(),
+            };
+            plan.borrow_mut().insert(host_link.to_string(), f);
+            return Ok(());
+        }
+        let real = self.real(host_link);
+        if let Some(parent) = real.parent() {
+            mkdir_p(parent, 0o755)?;
+        }
+        if fs::read_link(&real).ok().as_deref() == Some(Path::new(target)) {
+            return Ok(());
+        }
+        let tmp = temp_name(&real);
+        let _ = fs::remove_file(&tmp);
+        std::os::unix::fs::symlink(target, &tmp).ctx(format_args!("linking {}", real.display()))?;
+        self.staged.borrow_mut().push(Staged { tmp, target: real });
+        Ok(())
+    }
+
+    /// Removes a file now, durably; absent is fine. A no-op in dry-run mode.
+    pub fn remove(&self, host_path: &str) -> Result<()> {
+        self.overlay.borrow_mut().remove(host_path);
+        if self.is_dry_run() {
+            return Ok(());
+        }
+        let real = self.real(host_path);
+        match fs::remove_file(&real) {
+            Ok(()) => sync_filesystems(&[real.parent().unwrap_or(Path::new("/"))]),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(Error::runtime(format!("removing {}: {e}", real.display()))),
+        }
+    }
+
     /// Makes every staged write durable and visible, in order. A no-op when nothing is staged.
     pub fn commit(&self) -> Result<()> {
         let staged = std::mem::take(&mut *self.staged.borrow_mut());

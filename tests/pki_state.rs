@@ -212,7 +212,11 @@ fn dry_run_writes_nothing_and_plans_every_file() {
     assert_eq!(find("/etc/kubernetes/pki/ca.crt")["mode"], "0644");
     assert_eq!(find("/etc/kubernetes/admin.conf")["mode"], "0600");
     assert_eq!(find("/etc/kubernetes/manifests/etcd.yaml")["mode"], "0600");
-    assert_eq!(files.len(), 10 * 2 + 2 + 5 + 4, "10 cert+key pairs, sa pair, 5 kubeconfigs, 4 manifests");
+    assert_eq!(
+        files.len(),
+        10 * 2 + 2 + 5 + 4 + 2,
+        "10 cert+key pairs, sa pair, 5 kubeconfigs, 4 manifests, kubelet config + flags"
+    );
     for f in files {
         assert_eq!(f["sha256"].as_str().unwrap().len(), 64);
     }

@@ -6,7 +6,7 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
 use super::ConfigError;
-use super::types::{ClusterConfiguration, InitConfiguration};
+use super::types::{ClusterConfiguration, InitConfiguration, JoinConfiguration};
 use crate::constants::{KUBEADM_API_VERSION, KUBELET_API_VERSION, KUBEPROXY_API_VERSION};
 
 /// A config file's documents, decoded.
@@ -18,8 +18,7 @@ pub struct Documents {
     pub kubelet: Option<serde_yaml::Mapping>,
     /// KubeProxyConfiguration, kept as given and passed through.
     pub kube_proxy: Option<serde_yaml::Mapping>,
-    /// kubeadm JoinConfiguration, kept for `join`.
-    pub join: Option<serde_yaml::Mapping>,
+    pub join: Option<JoinConfiguration>,
     pub warnings: Vec<String>,
 }
 

@@ -303,3 +303,57 @@ pub struct EnvVar {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value_from: Option<serde_json::Value>,
 }
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct JoinConfiguration {
+    pub api_version: String,
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub dry_run: bool,
+    #[serde(default)]
+    pub node_registration: NodeRegistrationOptions,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub ca_cert_path: String,
+    #[serde(default)]
+    pub discovery: Discovery,
+    /// A control-plane join; kubestrap joins workers only, so this must be absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control_plane: Option<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skip_phases: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patches: Option<Patches>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeouts: Option<Timeouts>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Discovery {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bootstrap_token: Option<BootstrapTokenDiscovery>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<FileDiscovery>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub tls_bootstrap_token: String,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct BootstrapTokenDiscovery {
+    #[serde(default)]
+    pub token: String,
+    #[serde(default)]
+    pub api_server_endpoint: String,
+    #[serde(default)]
+    pub ca_cert_hashes: Vec<String>,
+    #[serde(default, rename = "unsafeSkipCAVerification")]
+    pub unsafe_skip_ca_verification: bool,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct FileDiscovery {
+    pub kube_config_path: String,
+}

@@ -1,10 +1,12 @@
 //! The init phases as data: a name, a one-line description and a function. `kubestrap phases`
 //! prints this table; `init` runs it in order; `init phase <name>` runs one entry.
 
+mod api;
 mod certs;
 mod control_plane;
 mod etcd;
 mod kubeconfig;
+mod kubelet_start;
 mod preflight;
 
 use log::info;
@@ -34,30 +36,26 @@ pub struct Phase {
     pub run: fn(&InitContext) -> Result<()>,
 }
 
-/// `kubeadm init`'s on-disk phases, in kubeadm's order.
+/// `kubeadm init`'s phases, in kubeadm's order (upload-certs, kubelet-finalize are not ours:
+/// no control-plane joins, and kubelet.conf already uses an embedded certificate).
+#[rustfmt::skip]
 pub const INIT_PHASES: &[Phase] = &[
-    Phase {
-        name: "preflight",
-        description: "Check that this machine can become a control-plane node",
-        run: preflight::run,
-    },
-    Phase {
-        name: "certs",
-        description: "Generate the CAs, leaf certificates and the service-account key pair",
-        run: certs::run,
-    },
-    Phase {
-        name: "kubeconfig",
-        description: "Write admin, super-admin, kubelet, controller-manager and scheduler kubeconfigs",
-        run: kubeconfig::run,
-    },
+    Phase { name: "preflight", description: "Check that this machine can become a control-plane node", run: preflight::run },
+    Phase { name: "certs", description: "Generate the CAs, leaf certificates and the service-account key pair", run: certs::run },
+    Phase { name: "kubeconfig", description: "Write admin, super-admin, kubelet, controller-manager and scheduler kubeconfigs", run: kubeconfig::run },
     Phase { name: "etcd", description: "Write the static Pod manifest for local etcd", run: etcd::run },
-    Phase {
-        name: "control-plane",
-        description: "Write the static Pod manifests for the API server, controller-manager and scheduler",
-        run: control_plane::run,
-    },
+    Phase { name: "control-plane", description: "Write the static Pod manifests for the API server, controller-manager and scheduler", run: control_plane::run },
+    Phase { name: "kubelet-start", description: "Write the kubelet's config.yaml and flags, and (re)start the kubelet", run: kubelet_start::run },
+    Phase { name: "wait-control-plane", description: "Wait for the kubelet, then for the API server's /livez", run: api::wait_control_plane },
+    Phase { name: "upload-config", description: "Upload the kubeadm-config and kubelet-config ConfigMaps and their RBAC", run: api::upload_config },
+    Phase { name: "mark-control-plane", description: "Wait for the Node, then label and taint it as control-plane", run: api::mark_control_plane },
+    Phase { name: "bootstrap-token", description: "Create bootstrap tokens, their RBAC, and the signed cluster-info ConfigMap", run: api::bootstrap_token },
+    Phase { name: "addon", description: "Install CoreDNS and kube-proxy", run: api::addons },
+    Phase { name: "show-join-command", description: "Print how to use admin.conf and the join command", run: api::show_join_command },
 ];
+
+/// The phases that write the node's files before any kubelet runs (`--on-disk-only`).
+pub const ON_DISK_PHASES: &[&str] = &["preflight", "certs", "kubeconfig", "etcd", "control-plane", "kubelet-start"];
 
 pub fn find(name: &str) -> Option<&'static Phase> {
     INIT_PHASES.iter().find(|p| p.name == name)
@@ -79,7 +77,7 @@ pub fn run_init(ctx: &InitContext, skip: &[String]) -> Result<()> {
     check_skip(skip)?;
     for p in INIT_PHASES {
         if skip.iter().any(|s| s == p.name) {
-            info!("[{}] Skipped", p.name);
+            log::debug!("[{}] Skipped", p.name);
             continue;
         }
         run_one(ctx, p)?;

@@ -437,30 +437,25 @@ fn kubelet_service(h: &dyn Host, input: &Input) -> Probe {
 
 fn clock(h: &dyn Host, input: &Input) -> Probe {
     let now = h.now();
-    if let Some(built) = h.own_mtime() {
-        if now < built {
-            return Probe::Fail(format!(
-                "the clock says {} but this image was built at {}",
-                rfc3339(now),
-                rfc3339(built)
-            ));
-        }
+    if let Some(built) = h.own_mtime()
+        && now < built
+    {
+        return Probe::Fail(format!("the clock says {} but this image was built at {}", rfc3339(now), rfc3339(built)));
     }
     let ca = under(input, &format!("{}/ca.crt", input.certs_dir));
-    if let Some(pem) = h.read_file(&ca) {
-        if let Ok(c) = crate::pki::check::CertFile::parse(pem.as_bytes()) {
-            if let Ok(x) = c.x509() {
-                let v = x.validity();
-                let (nb, na) = (v.not_before.to_datetime(), v.not_after.to_datetime());
-                if now < nb || now > na {
-                    return Probe::Fail(format!(
-                        "the clock says {} but the cluster CA is valid from {} to {}",
-                        rfc3339(now),
-                        rfc3339(nb),
-                        rfc3339(na)
-                    ));
-                }
-            }
+    if let Some(pem) = h.read_file(&ca)
+        && let Ok(c) = crate::pki::check::CertFile::parse(pem.as_bytes())
+        && let Ok(x) = c.x509()
+    {
+        let v = x.validity();
+        let (nb, na) = (v.not_before.to_datetime(), v.not_after.to_datetime());
+        if now < nb || now > na {
+            return Probe::Fail(format!(
+                "the clock says {} but the cluster CA is valid from {} to {}",
+                rfc3339(now),
+                rfc3339(nb),
+                rfc3339(na)
+            ));
         }
     }
     Probe::Pass(format!("now is {}", rfc3339(now)))

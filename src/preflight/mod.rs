@@ -75,6 +75,9 @@ pub struct Input {
     pub resuming: bool,
 }
 
+/// A check's probe: asks the machine, says what it found.
+pub type ProbeFn<'a> = Box<dyn Fn(&dyn Host) -> Probe + 'a>;
+
 /// One check: kubeadm's name, what a failure is, the roles it applies to, what to do when it
 /// fails, and the probe.
 pub struct Check<'a> {
@@ -82,7 +85,7 @@ pub struct Check<'a> {
     pub severity: Severity,
     pub roles: &'static [Role],
     pub hint: &'static str,
-    pub probe: Box<dyn Fn(&dyn Host) -> Probe + 'a>,
+    pub probe: ProbeFn<'a>,
 }
 
 pub const BOTH: &[Role] = &[Role::ControlPlane, Role::Worker];

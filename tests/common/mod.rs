@@ -84,13 +84,23 @@ impl Scratch {
     pub fn pki(&self, name: &str) -> PathBuf {
         self.path(&format!("/etc/kubernetes/pki/{name}"))
     }
+    /// `init --on-disk-only`: everything before the kubelet runs.
     pub fn init(&self, extra: &[&str]) -> Run {
+        let config = self.config();
+        let root = self.root_str();
+        let mut args = vec!["init", "--on-disk-only", "--config", config.as_str(), "--root", root.as_str()];
+        args.extend_from_slice(extra);
+        kubestrap(&args)
+    }
+    /// A full `init`, API phases included.
+    pub fn init_full(&self, extra: &[&str]) -> Run {
         let config = self.config();
         let root = self.root_str();
         let mut args = vec!["init", "--config", config.as_str(), "--root", root.as_str()];
         args.extend_from_slice(extra);
         kubestrap(&args)
     }
+
     pub fn phase(&self, name: &str) -> Run {
         let config = self.config();
         let root = self.root_str();

@@ -1,5 +1,8 @@
 //! One function per CLI command: turns parsed arguments into library calls and output.
 
+mod join;
+mod token;
+
 use std::io::Write;
 use std::path::Path;
 
@@ -25,6 +28,14 @@ pub fn run(cli: cli::Cli) -> Result<()> {
             None => {
                 let mut skip = cli::split_list(i.skip_phases.as_deref());
                 phases::check_skip(&skip)?;
+                if i.on_disk_only {
+                    skip.extend(
+                        INIT_PHASES
+                            .iter()
+                            .filter(|p| !phases::ON_DISK_PHASES.contains(&p.name))
+                            .map(|p| p.name.to_string()),
+                    );
+                }
                 let ignore = cli::split_list(i.ignore_preflight_errors.as_deref());
                 init(i.config.as_deref(), &i.root, i.dry_run, ignore, |ctx| {
                     skip.extend(ctx.cfg.init.skip_phases.iter().cloned());
@@ -33,6 +44,8 @@ pub fn run(cli: cli::Cli) -> Result<()> {
             }
         },
         Command::Preflight(p) => preflight(p),
+        Command::Join(j) => join::run(j),
+        Command::Token(t) => token::run(t),
         Command::Phases(_) => {
             let mut out = std::io::stdout().lock();
             for p in INIT_PHASES {

@@ -1,0 +1,199 @@
+//! Finding and trusting the cluster, exactly as kubeadm's token discovery (unverified fetch, JWS
+//! for our token id, CA pin, pinned re-fetch, byte-identical comparison), or from a kubeconfig
+//! file/HTTPS URL. Workers often boot before the control plane: keep trying until the deadline,
+//! and say why on every attempt.
+
+use std::time::{Duration, Instant};
+
+use log::info;
+use serde_json::Value;
+
+use super::REQUEST_TIMEOUT;
+use crate::discovery::{self, CaPin, ClusterInfo, DiscoveryProblem, Token};
+use crate::error::{Error, Result};
+use crate::kube::retry::{Attempt, Backoff, until};
+use crate::kube::{ApiError, Auth, Client, Trust};
+use crate::kubeconfig::Kubeconfig;
+
+const CLUSTER_INFO: &str = "/api/v1/namespaces/kube-public/configmaps/cluster-info";
+/// kubeadm polls every 5 s; we start faster and back off to that.
+const DISCOVERY_BACKOFF: Backoff = Backoff { initial: Duration::from_secs(1), max: Duration::from_secs(5) };
+
+pub enum Discovery {
+    Token {
+        endpoint: String,
+        token: Token,
+        pins: Vec<CaPin>,
+        unsafe_skip_ca: bool,
+        tls_bootstrap_token: Option<Token>,
+    },
+    /// A kubeconfig at a path or an https:// URL (read with the system CA roots).
+    File {
+        location: String,
+        tls_bootstrap_token: Option<Token>,
+    },
+}
+
+impl Discovery {
+    /// The API server host, for the proxy and forwarding checks.
+    pub fn endpoint_host(&self) -> Option<String> {
+        match self {
+            Discovery::Token { endpoint, .. } => Some(
+                endpoint.rsplit_once(':').map_or(endpoint.as_str(), |(h, _)| h).trim_matches(['[', ']']).to_string(),
+            ),
+            Discovery::File { .. } => None,
+        }
+    }
+}
+
+/// A verified cluster: where it is, its CA, and the token the TLS bootstrap uses.
+pub struct Found {
+    pub server: String,
+    pub ca_pem: Vec<u8>,
+    pub ca_pin: String,
+    pub tls_token: String,
+}
+
+pub fn discover(d: &Discovery, timeout: Duration) -> Result<Found> {
+    let deadline = Instant::now() + timeout;
+    match d {
+        Discovery::Token { endpoint, token, pins, unsafe_skip_ca, tls_bootstrap_token } => {
+            if pins.is_empty() && !unsafe_skip_ca {
+                return Err(Error::usage(
+                    "token discovery needs --discovery-token-ca-cert-hash sha256:<hex> (from `kubestrap certs ca-hash` on a control-plane node), or --discovery-token-unsafe-skip-ca-verification",
+                ));
+            }
+            let base = format!("https://{endpoint}");
+            info!(
+                "[discovery] Fetching cluster-info from {base} (token id {}), retrying until {timeout:?} have passed",
+                token.id()
+            );
+            let info = until("discovering the cluster", "discovery", deadline, &DISCOVERY_BACKOFF, || {
+                token_attempt(&base, token, pins, *unsafe_skip_ca)
+            })?;
+            let tls = tls_bootstrap_token.as_ref().unwrap_or(token);
+            Ok(found(info.server, info.ca_pem, tls.bearer()))
+        }
+        Discovery::File { location, tls_bootstrap_token } => {
+            let text = until("reading the discovery file", "discovery", deadline, &DISCOVERY_BACKOFF, || {
+                read_location(location)
+            })?;
+            let kc = Kubeconfig::parse(text.as_bytes())
+                .map_err(|m| Error::config(format!("discovery file {location} {m}")))?;
+            let (cluster, user) = kc.current().map_err(|m| Error::config(format!("discovery file {location} {m}")))?;
+            let ca_pem = crate::kubeconfig::decode_b64(&cluster.certificate_authority_data)
+                .map_err(|m| Error::config(format!("discovery file {location}: certificate-authority-data: {m}")))?;
+            let tls = match (tls_bootstrap_token, user.map(|u| u.token.as_str()).filter(|t| !t.is_empty())) {
+                (Some(t), _) => t.bearer(),
+                (None, Some(t)) => t.to_string(),
+                (None, None) => {
+                    return Err(Error::config(format!(
+                        "discovery file {location} holds no token for the TLS bootstrap; add a user token or pass --tls-bootstrap-token"
+                    )));
+                }
+            };
+            Ok(found(cluster.server.clone(), ca_pem, tls))
+        }
+    }
+}
+
+fn found(server: String, ca_pem: Vec<u8>, tls_token: String) -> Found {
+    let ca_pin = crate::pki::ca_hash(&ca_pem).unwrap_or_else(|_| "(unreadable CA)".into());
+    Found { server, ca_pem, ca_pin, tls_token }
+}
+
+fn client(base: &str, trust: Trust, auth: Auth) -> std::result::Result<Client, Attempt<ClusterInfo>> {
+    Client::new(base, trust, auth, REQUEST_TIMEOUT).map_err(|e| Attempt::Fail(e.into()))
+}
+
+/// One discovery attempt: each way it can fall short becomes a reason to wait, with the words an
+/// operator needs.
+fn token_attempt(base: &str, token: &Token, pins: &[CaPin], skip_ca: bool) -> Attempt<ClusterInfo> {
+    let insecure = match client(base, Trust::InsecureForDiscovery, Auth::Anonymous) {
+        Ok(c) => c,
+        Err(a) => return a,
+    };
+    let cm = match fetch(&insecure) {
+        Ok(cm) => cm,
+        Err(reason) => return Attempt::Wait(reason),
+    };
+    let info = match discovery::validate_cluster_info(&cm, token, pins, skip_ca) {
+        Ok(i) => i,
+        Err(DiscoveryProblem::NotSignedYet { token_id }) => {
+            return Attempt::Wait(format!(
+                "{}{}",
+                DiscoveryProblem::NotSignedYet { token_id },
+                token_verdict(base, token)
+            ));
+        }
+        // Waiting cannot fix a wrong secret or a forged ConfigMap: stop now, loudly.
+        Err(p @ DiscoveryProblem::BadSignature { .. }) => return Attempt::Fail(Error::runtime(p.to_string())),
+        Err(p) => return Attempt::Wait(p.to_string()),
+    };
+    if pins.is_empty() {
+        // Explicitly unsafe: nothing to re-check the answer against.
+        return Attempt::Done(info);
+    }
+    let pinned = match client(base, Trust::Ca(info.ca_pem.clone()), Auth::Anonymous) {
+        Ok(c) => c,
+        Err(a) => return a,
+    };
+    match fetch(&pinned) {
+        Ok(second) => match discovery::same_kubeconfig(&info, &second) {
+            Ok(()) => Attempt::Done(info),
+            Err(p) => Attempt::Wait(p.to_string()),
+        },
+        Err(reason) => Attempt::Wait(format!("the CA-verified fetch failed: {reason}")),
+    }
+}
+
+fn fetch(c: &Client) -> std::result::Result<Value, String> {
+    match c.get(CLUSTER_INFO) {
+        Ok(Some(cm)) => Ok(cm),
+        Ok(None) => Err(DiscoveryProblem::NoClusterInfo.to_string()),
+        Err(ApiError::Status { code: 403, .. }) => Err(DiscoveryProblem::NoClusterInfo.to_string()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// Asks the API server whether it accepts the token at all: an unknown or expired token is
+/// rejected (401), which tells "token problem" from "signer not run yet".
+fn token_verdict(base: &str, token: &Token) -> String {
+    let Ok(c) = Client::new(base, Trust::InsecureForDiscovery, Auth::Token(token.bearer()), REQUEST_TIMEOUT) else {
+        return String::new();
+    };
+    match c.get("/version") {
+        Err(ApiError::Status { code: 401, message, .. }) => {
+            format!(" — the API server rejects this token (unknown or expired){}", if message.is_empty() { String::new() } else { format!(": {message}") })
+        }
+        Ok(_) => " — the API server accepts the token, so the signer has not signed cluster-info for it yet (is the token allowed to sign?)".into(),
+        Err(_) => String::new(),
+    }
+}
+
+fn read_location(location: &str) -> Attempt<String> {
+    let path = location.strip_prefix("file://").unwrap_or(location);
+    if let Some(rest) = path.strip_prefix("https://") {
+        let (host, p) = rest.split_once('/').map_or((rest, String::new()), |(h, p)| (h, format!("/{p}")));
+        let c = match Client::new(&format!("https://{host}"), Trust::SystemRoots, Auth::Anonymous, REQUEST_TIMEOUT) {
+            Ok(c) => c,
+            Err(e) => return Attempt::Fail(e.into()),
+        };
+        return match c.request("GET", &p, None) {
+            Ok((200, Value::String(s))) => Attempt::Done(s),
+            Ok((200, v)) => Attempt::Done(v.to_string()),
+            Ok((code, _)) => Attempt::Wait(format!("{location}: HTTP {code}")),
+            Err(e) => Attempt::Wait(e.to_string()),
+        };
+    }
+    if path.starts_with("http://") {
+        return Attempt::Fail(Error::usage(format!(
+            "--discovery-file {location}: plain http is not trusted; use https:// or a local path"
+        )));
+    }
+    match std::fs::read_to_string(path) {
+        Ok(s) => Attempt::Done(s),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Attempt::Wait(format!("{path} does not exist yet")),
+        Err(e) => Attempt::Fail(Error::config(format!("reading discovery file {path}: {e}"))),
+    }
+}

@@ -1,0 +1,355 @@
+//! The kubelet's files: config.yaml (the KubeletConfiguration kubeadm computes, §6),
+//! kubeadm-flags.env (§9 step 8), bootstrap-kubelet.conf and the kubeconfig the kubelet writes
+//! for itself after TLS bootstrap (§9).
+
+use serde_yaml::{Mapping, Value as Y};
+
+use super::{default_at, mapping_yaml};
+use crate::config::InitConfig;
+use crate::config::types::{Arg, Taint};
+use crate::constants::{KUBELET_API_VERSION, MANIFESTS_DIR};
+use crate::kubeconfig::{self, Cluster, Context, Credentials, Kubeconfig, NamedCluster, NamedContext, NamedUser, User};
+
+/// kubeadm's PauseVersion for the Kubernetes minors kubestrap supports (1.35+).
+pub const PAUSE_VERSION: &str = "3.10.1";
+/// The kubelet's healthz endpoint kubeadm waits on.
+pub const HEALTHZ_BIND_ADDRESS: &str = "127.0.0.1";
+pub const HEALTHZ_PORT: u16 = 10248;
+/// Where kubeadm points resolvConf when systemd-resolved is active on the node.
+pub const SYSTEMD_RESOLVED_RESOLV_CONF: &str = "/run/systemd/resolve/resolv.conf";
+/// The kubelet's rotating client certificate+key (one file; a symlink to the newest).
+pub const KUBELET_CLIENT_CURRENT: &str = "/var/lib/kubelet/pki/kubelet-client-current.pem";
+/// The variable the kubelet drop-in expands.
+pub const FLAGS_ENV_VAR: &str = "KUBELET_KUBEADM_ARGS";
+
+/// The effective KubeletConfiguration, as if systemd-resolved were not active.
+pub fn kubelet_configuration(cfg: &InitConfig) -> Mapping {
+    kubelet_configuration_with(cfg, false)
+}
+
+/// The user's KubeletConfiguration (if any) with kubeadm's defaults (componentconfigs/kubelet.go
+/// Default): each set only where the user left the field empty, except rotateCertificates, which
+/// kubeadm always forces to true. `systemd_resolved` is whether systemd-resolved is active on this
+/// machine (a host fact the caller supplies); kubeadm then defaults resolvConf to its resolv.conf.
+pub fn kubelet_configuration_with(cfg: &InitConfig, systemd_resolved: bool) -> Mapping {
+    let mut m = cfg.kubelet.clone().unwrap_or_default();
+    m.insert("apiVersion".into(), KUBELET_API_VERSION.into());
+    m.insert("kind".into(), "KubeletConfiguration".into());
+    default_at(&mut m, &["staticPodPath"], MANIFESTS_DIR.into());
+    default_at(&mut m, &["clusterDNS"], Y::Sequence(vec![cfg.dns_ip.to_string().into()]));
+    default_at(&mut m, &["clusterDomain"], cfg.cluster.networking.dns_domain.clone().into());
+    default_at(&mut m, &["authentication", "x509", "clientCAFile"], format!("{}/ca.crt", cfg.certs_dir()).into());
+    default_at(&mut m, &["authentication", "anonymous", "enabled"], false.into());
+    default_at(&mut m, &["authorization", "mode"], "Webhook".into());
+    default_at(&mut m, &["authentication", "webhook", "enabled"], true.into());
+    default_at(&mut m, &["healthzBindAddress"], HEALTHZ_BIND_ADDRESS.into());
+    default_at(&mut m, &["healthzPort"], HEALTHZ_PORT.into());
+    // kubeadm cannot tell "unset" from false for this non-pointer field, so it always forces it.
+    m.insert("rotateCertificates".into(), true.into());
+    default_at(&mut m, &["cgroupDriver"], "systemd".into());
+    if systemd_resolved {
+        default_at(&mut m, &["resolvConf"], SYSTEMD_RESOLVED_RESOLV_CONF.into());
+    }
+    m
+}
+
+/// /var/lib/kubelet/config.yaml; also the `kubelet` key of the kubelet-config ConfigMap.
+pub fn config_yaml(cfg: &InitConfig) -> String {
+    mapping_yaml(&kubelet_configuration(cfg))
+}
+
+/// Like [`config_yaml`], for a node where systemd-resolved may be active.
+pub fn config_yaml_with(cfg: &InitConfig, systemd_resolved: bool) -> String {
+    mapping_yaml(&kubelet_configuration_with(cfg, systemd_resolved))
+}
+
+/// `<imageRepository>/pause:<PauseVersion>` (kubeadm's GetPauseImage).
+pub fn pause_image(cfg: &InitConfig) -> String {
+    format!("{}/pause:{PAUSE_VERSION}", cfg.cluster.image_repository)
+}
+
+/// core/v1 Taint.ToString: `key[=value]:effect`.
+fn taint_string(t: &Taint) -> String {
+    match (t.value.is_empty(), t.effect.is_empty()) {
+        (true, true) => t.key.clone(),
+        (false, true) => format!("{}={}:", t.key, t.value),
+        (true, false) => format!("{}:{}", t.key, t.effect),
+        (false, false) => format!("{}={}:{}", t.key, t.value, t.effect),
+    }
+}
+
+/// The `--register-with-taints` value for a worker, None when there are no taints.
+pub fn taints_flag(taints: &[Taint]) -> Option<String> {
+    (!taints.is_empty()).then(|| taints.iter().map(taint_string).collect::<Vec<_>>().join(","))
+}
+
+/// Go's `%q` (strconv.Quote): double quotes, with `"` and `\` escaped, C escapes for common
+/// control characters, `\xNN` for other ASCII controls and `\uNNNN`/`\UNNNNNNNN` for non-printable
+/// Unicode; printable Unicode is kept as is.
+pub fn go_quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\u{7}' => out.push_str("\\a"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{b}' => out.push_str("\\v"),
+            c if (c as u32) < 0x20 || c == '\u{7f}' => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c if c.is_control() || c == '\u{feff}' => {
+                if (c as u32) < 0x10000 {
+                    out.push_str(&format!("\\u{:04x}", c as u32));
+                } else {
+                    out.push_str(&format!("\\U{:08x}", c as u32));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// /var/lib/kubelet/kubeadm-flags.env: `KUBELET_KUBEADM_ARGS="..."` and a newline, as kubeadm's
+/// WriteKubeletDynamicEnvFile writes it. Defaults: --container-runtime-endpoint (when a socket is
+/// given), --pod-infra-container-image (when given), --register-with-taints (workers only: the
+/// caller passes [`taints_flag`]), --hostname-override when the node name differs from the
+/// (lowercased) hostname. `extra` (kubeletExtraArgs) replace every default of the same name and
+/// may repeat; the flags are sorted by name, then value (kubeadm's ArgumentsToCommand).
+pub fn kubeadm_flags_env(
+    cri_socket: &str,
+    pause_image: &str,
+    node_name: &str,
+    hostname: &str,
+    taints_flag: Option<String>,
+    extra: &[Arg],
+) -> String {
+    let mut defaults: Vec<(String, String)> = Vec::new();
+    if !cri_socket.is_empty() {
+        defaults.push(("container-runtime-endpoint".into(), cri_socket.into()));
+    }
+    if !pause_image.is_empty() {
+        defaults.push(("pod-infra-container-image".into(), pause_image.into()));
+    }
+    if let Some(t) = taints_flag.filter(|t| !t.is_empty()) {
+        defaults.push(("register-with-taints".into(), t));
+    }
+    // kubeadm compares against nodeutil.GetHostname, which trims and lowercases.
+    if node_name != hostname.trim().to_lowercase() {
+        defaults.push(("hostname-override".into(), node_name.into()));
+    }
+    let mut flags: Vec<(String, String)> =
+        defaults.into_iter().filter(|(n, _)| !extra.iter().any(|a| &a.name == n)).collect();
+    flags.extend(extra.iter().map(|a| (a.name.clone(), a.value.clone())));
+    flags.sort();
+    let args: Vec<String> = flags.into_iter().map(|(n, v)| format!("--{n}={v}")).collect();
+    format!("{FLAGS_ENV_VAR}={}\n", go_quote(&args.join(" ")))
+}
+
+/// /etc/kubernetes/bootstrap-kubelet.conf: cluster `kubernetes`, user `tls-bootstrap-token-user`
+/// with the bootstrap token, context `tls-bootstrap-token-user@kubernetes`.
+pub fn bootstrap_kubelet_conf(server: &str, ca_pem: &[u8], token: &str) -> Kubeconfig {
+    kubeconfig::build("kubernetes", server, ca_pem, "tls-bootstrap-token-user", Credentials::Token(token.into()))
+}
+
+/// /etc/kubernetes/kubelet.conf as the kubelet writes it after TLS bootstrap (and as kubeadm's
+/// kubelet-finalize rewrites it): the client cert and key both come from the rotating
+/// kubelet-client-current.pem, so rotation never needs the file rewritten.
+pub fn kubelet_conf_for_rotation(server: &str, ca_pem: &[u8]) -> Kubeconfig {
+    Kubeconfig {
+        api_version: "v1".into(),
+        clusters: vec![NamedCluster {
+            cluster: Cluster { certificate_authority_data: super::b64(ca_pem), server: server.into() },
+            name: "default-cluster".into(),
+        }],
+        contexts: vec![NamedContext {
+            context: Context {
+                cluster: "default-cluster".into(),
+                namespace: "default".into(),
+                user: "default-auth".into(),
+            },
+            name: "default-context".into(),
+        }],
+        current_context: "default-context".into(),
+        kind: "Config".into(),
+        preferences: Default::default(),
+        users: vec![NamedUser {
+            name: "default-auth".into(),
+            user: User {
+                client_certificate: KUBELET_CLIENT_CURRENT.into(),
+                client_key: KUBELET_CLIENT_CURRENT.into(),
+                ..Default::default()
+            },
+        }],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::objects::test_support::cfg;
+
+    fn arg(n: &str, v: &str) -> Arg {
+        Arg { name: n.into(), value: v.into() }
+    }
+
+    #[test]
+    fn kubelet_defaults_match_kubeadm() {
+        let m = kubelet_configuration(&cfg(""));
+        let y = Y::Mapping(m);
+        assert_eq!(y["apiVersion"], "kubelet.config.k8s.io/v1beta1");
+        assert_eq!(y["kind"], "KubeletConfiguration");
+        assert_eq!(y["staticPodPath"], "/etc/kubernetes/manifests");
+        assert_eq!(y["clusterDNS"], Y::Sequence(vec!["10.96.0.10".into()]));
+        assert_eq!(y["clusterDomain"], "cluster.local");
+        assert_eq!(y["authentication"]["x509"]["clientCAFile"], "/etc/kubernetes/pki/ca.crt");
+        assert_eq!(y["authentication"]["anonymous"]["enabled"], false);
+        assert_eq!(y["authentication"]["webhook"]["enabled"], true);
+        assert_eq!(y["authorization"]["mode"], "Webhook");
+        assert_eq!(y["healthzBindAddress"], "127.0.0.1");
+        assert_eq!(y["healthzPort"], 10248);
+        assert_eq!(y["rotateCertificates"], true);
+        assert_eq!(y["cgroupDriver"], "systemd");
+        assert!(y.get("resolvConf").is_none());
+        assert!(y.get("readOnlyPort").is_none(), "0 is the kubelet's own default; kubeadm does not write it");
+    }
+
+    #[test]
+    fn user_values_win_except_rotate_certificates() {
+        let c = cfg("\
+networking:
+  dnsDomain: example.internal
+  serviceSubnet: 10.100.0.0/16
+certificatesDir: /srv/pki
+---
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+cgroupDriver: cgroupfs
+clusterDNS: [10.96.0.53]
+rotateCertificates: false
+maxPods: 50
+authentication:
+  anonymous:
+    enabled: true
+");
+        let y = Y::Mapping(kubelet_configuration_with(&c, true));
+        assert_eq!(y["cgroupDriver"], "cgroupfs");
+        assert_eq!(y["clusterDNS"], Y::Sequence(vec!["10.96.0.53".into()]));
+        assert_eq!(y["rotateCertificates"], true, "forced, as kubeadm does");
+        assert_eq!(y["maxPods"], 50, "unknown fields pass through");
+        assert_eq!(y["authentication"]["anonymous"]["enabled"], true);
+        assert_eq!(y["authentication"]["webhook"]["enabled"], true, "sibling defaults still filled");
+        assert_eq!(y["clusterDomain"], "example.internal");
+        assert_eq!(y["authentication"]["x509"]["clientCAFile"], "/srv/pki/ca.crt");
+        assert_eq!(y["resolvConf"], "/run/systemd/resolve/resolv.conf");
+    }
+
+    #[test]
+    fn config_yaml_is_sorted_and_parses() {
+        let text = config_yaml(&cfg(""));
+        assert!(text.starts_with("apiVersion: kubelet.config.k8s.io/v1beta1\nauthentication:\n"), "{text}");
+        let keys: Vec<String> =
+            serde_yaml::from_str::<Mapping>(&text).unwrap().keys().map(|k| k.as_str().unwrap().to_string()).collect();
+        let mut sorted = keys.clone();
+        sorted.sort();
+        assert_eq!(keys, sorted);
+    }
+
+    #[test]
+    fn pause_image_honours_repository() {
+        assert_eq!(pause_image(&cfg("")), "registry.k8s.io/pause:3.10.1");
+        let c = cfg("imageRepository: my.registry.example/k8s\n");
+        assert_eq!(pause_image(&c), "my.registry.example/k8s/pause:3.10.1");
+    }
+
+    #[test]
+    fn flags_env_defaults_sorted_and_quoted() {
+        let env = kubeadm_flags_env(
+            "unix:///var/run/containerd/containerd.sock",
+            "registry.k8s.io/pause:3.10.1",
+            "cp-1",
+            "cp-1",
+            None,
+            &[],
+        );
+        assert_eq!(
+            env,
+            "KUBELET_KUBEADM_ARGS=\"--container-runtime-endpoint=unix:///var/run/containerd/containerd.sock \
+             --pod-infra-container-image=registry.k8s.io/pause:3.10.1\"\n"
+        );
+        assert_eq!(env.lines().count(), 1);
+    }
+
+    #[test]
+    fn flags_env_hostname_override_taints_and_extra_args() {
+        // Hostname comparison is case-insensitive (GetHostname lowercases).
+        let same = kubeadm_flags_env("unix:///run/c.sock", "p:1", "node-a", " Node-A\n", None, &[]);
+        assert!(!same.contains("hostname-override"), "{same}");
+
+        let taints = vec![
+            Taint { key: "dedicated".into(), value: "gpu".into(), effect: "NoSchedule".into(), time_added: None },
+            Taint { key: "spot".into(), value: String::new(), effect: "PreferNoSchedule".into(), time_added: None },
+        ];
+        let env = kubeadm_flags_env(
+            "unix:///run/c.sock",
+            "p:1",
+            "worker-1",
+            "ip-10-0-0-5",
+            taints_flag(&taints),
+            &[arg("v", "2"), arg("pod-infra-container-image", "mine:2"), arg("node-labels", "a=b"), arg("v", "1")],
+        );
+        assert_eq!(
+            env,
+            "KUBELET_KUBEADM_ARGS=\"--container-runtime-endpoint=unix:///run/c.sock --hostname-override=worker-1 \
+             --node-labels=a=b --pod-infra-container-image=mine:2 \
+             --register-with-taints=dedicated=gpu:NoSchedule,spot:PreferNoSchedule --v=1 --v=2\"\n"
+        );
+        assert_eq!(taints_flag(&[]), None);
+    }
+
+    #[test]
+    fn go_quote_escapes_like_strconv_quote() {
+        assert_eq!(go_quote("a b"), "\"a b\"");
+        assert_eq!(go_quote("say \"hi\" \\ ok"), "\"say \\\"hi\\\" \\\\ ok\"");
+        assert_eq!(go_quote("a\tb\nc\u{1}\u{7f}"), "\"a\\tb\\nc\\x01\\x7f\"");
+        assert_eq!(go_quote("é\u{85}"), "\"é\\u0085\"");
+        let env = kubeadm_flags_env("", "", "n", "n", None, &[arg("node-labels", "x=\"y\"")]);
+        assert_eq!(env, "KUBELET_KUBEADM_ARGS=\"--node-labels=x=\\\"y\\\"\"\n");
+    }
+
+    #[test]
+    fn bootstrap_kubeconfig_names() {
+        let k = bootstrap_kubelet_conf("https://10.0.0.10:6443", b"CA", "abcdef.0123456789abcdef");
+        assert_eq!(k.clusters[0].name, "kubernetes");
+        assert_eq!(k.clusters[0].cluster.server, "https://10.0.0.10:6443");
+        assert_eq!(k.clusters[0].cluster.certificate_authority_data, "Q0E=");
+        assert_eq!(k.users[0].name, "tls-bootstrap-token-user");
+        assert_eq!(k.users[0].user.token, "abcdef.0123456789abcdef");
+        assert_eq!(k.current_context, "tls-bootstrap-token-user@kubernetes");
+        assert_eq!(k.contexts[0].context.cluster, "kubernetes");
+        assert_eq!(k.contexts[0].context.user, "tls-bootstrap-token-user");
+    }
+
+    #[test]
+    fn rotation_kubeconfig_points_at_current_pem() {
+        let k = kubelet_conf_for_rotation("https://10.0.0.10:6443", b"CA");
+        let (cluster, user) = k.current().unwrap();
+        assert_eq!(cluster.server, "https://10.0.0.10:6443");
+        assert_eq!(cluster.certificate_authority_data, "Q0E=");
+        let user = user.unwrap();
+        assert_eq!(user.client_certificate, "/var/lib/kubelet/pki/kubelet-client-current.pem");
+        assert_eq!(user.client_key, "/var/lib/kubelet/pki/kubelet-client-current.pem");
+        assert!(user.client_certificate_data.is_empty() && user.token.is_empty());
+        assert_eq!(k.clusters[0].name, "default-cluster");
+        assert_eq!(k.users[0].name, "default-auth");
+        assert_eq!(k.contexts[0].name, "default-context");
+        assert_eq!(k.contexts[0].context.namespace, "default");
+        // Round-trips through the loader.
+        assert_eq!(Kubeconfig::parse(k.to_yaml().as_bytes()).unwrap(), k);
+    }
+}

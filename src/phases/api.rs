@@ -1,0 +1,215 @@
+//! The init phases that need the running control plane: they talk to the API server through
+//! admin.conf and create-or-update kubeadm's objects (409 means done, so reruns converge).
+
+use std::time::{Duration, Instant};
+
+use log::info;
+use serde_json::Value;
+
+use super::InitContext;
+use crate::config::types::BootstrapToken;
+use crate::constants::{ADMIN_CONF, KUBERNETES_DIR, SUPER_ADMIN_CONF};
+use crate::error::{Error, Result};
+use crate::kube::Client;
+use crate::kube::retry::{Attempt, Backoff, until};
+use crate::kubeconfig::Kubeconfig;
+use crate::objects;
+
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+/// kubeadm's KubernetesAPICallTimeout.
+const API_CALL_TIMEOUT: Duration = Duration::from_secs(60);
+/// Where a token kubestrap generated is kept, so a rerun prints and uses the same one.
+pub const GENERATED_TOKEN: &str = "/var/lib/kubestrap/bootstrap-token";
+
+fn client_for(ctx: &InitContext, file: &str) -> Result<Client> {
+    let path = format!("{KUBERNETES_DIR}/{file}");
+    let bytes = ctx
+        .fs
+        .read(&path)?
+        .ok_or_else(|| Error::state(format!("{path} is missing; run `kubestrap init phase kubeconfig` first")))?;
+    let kc = Kubeconfig::parse(&bytes).map_err(|m| Error::state(format!("{path} {m}")))?;
+    Client::from_kubeconfig(&kc, &|p| ctx.fs.read(p).ok().flatten(), REQUEST_TIMEOUT)
+        .map_err(|m| Error::state(format!("{path}: {m}")))
+}
+
+/// The admin client. admin.conf's group (kubeadm:cluster-admins) has no rights until its
+/// ClusterRoleBinding exists; kubeadm creates that with super-admin.conf when admin.conf is
+/// refused, and so do we.
+fn admin(ctx: &InitContext) -> Result<Client> {
+    let admin = client_for(ctx, ADMIN_CONF)?;
+    let binding = objects::rbac::cluster_admins_binding();
+    match admin.create(&binding) {
+        Ok(_) => Ok(admin),
+        Err(e) if e.code() == Some(403) => {
+            info!("[kubeconfig] Creating the kubeadm:cluster-admins ClusterRoleBinding with {SUPER_ADMIN_CONF}");
+            client_for(ctx, SUPER_ADMIN_CONF)?.create(&binding)?;
+            Ok(admin)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn apply_all(client: &Client, tag: &str, objs: &[Value]) -> Result<()> {
+    for o in objs {
+        client.apply(o)?;
+        info!("[{tag}] Applied {}", crate::kube::paths::describe(o));
+    }
+    Ok(())
+}
+
+/// Waits for the kubelet's healthz, then the API server's /livez, each bounded.
+pub fn wait_control_plane(ctx: &InitContext) -> Result<()> {
+    let kc = objects::kubelet::kubelet_configuration(ctx.cfg);
+    let port = kc.get("healthzPort").and_then(serde_yaml::Value::as_u64).unwrap_or(10248);
+    let addr = kc.get("healthzBindAddress").and_then(serde_yaml::Value::as_str).unwrap_or("127.0.0.1").to_string();
+    let timeout = ctx.cfg.control_plane_health_timeout;
+    if port != 0 {
+        let url = format!("http://{addr}:{port}/healthz");
+        info!("[wait-control-plane] Waiting for a healthy kubelet at {url}. This can take up to {timeout:?}");
+        let t = Instant::now();
+        until("waiting for the kubelet", "wait-control-plane", Instant::now() + timeout, &Backoff::API, || {
+            match crate::kube::http_ok(&url, REQUEST_TIMEOUT) {
+                Ok(()) => Attempt::Done(()),
+                Err(e) => Attempt::Wait(e),
+            }
+        })?;
+        info!("[wait-control-plane] The kubelet is healthy after {:.3?}", t.elapsed());
+    }
+    let client = client_for(ctx, ADMIN_CONF)?;
+    info!("[api-check] Waiting for a healthy API server at {}. This can take up to {timeout:?}", client.base());
+    let t = Instant::now();
+    until("waiting for the API server", "api-check", Instant::now() + timeout, &Backoff::API, || {
+        match client.request("GET", "/livez", None) {
+            Ok((200, _)) => Attempt::Done(()),
+            Ok((code, body)) => Attempt::Wait(format!("/livez answered HTTP {code}: {body}")),
+            Err(e) => Attempt::Wait(e.to_string()),
+        }
+    })?;
+    info!("[api-check] The API server is healthy after {:.3?}", t.elapsed());
+    Ok(())
+}
+
+pub fn upload_config(ctx: &InitContext) -> Result<()> {
+    let client = admin(ctx)?;
+    info!(
+        "[upload-config] Storing the configuration used in ConfigMap \"kubeadm-config\" in the \"kube-system\" Namespace"
+    );
+    let mut objs = vec![objects::configmaps::kubeadm_config(ctx.cfg)];
+    objs.extend(objects::rbac::upload_config_rbac());
+    objs.push(objects::configmaps::kubelet_config_map(ctx.cfg));
+    apply_all(&client, "upload-config", &objs)
+}
+
+pub fn mark_control_plane(ctx: &InitContext) -> Result<()> {
+    let client = admin(ctx)?;
+    let path = format!("/api/v1/nodes/{}", ctx.cfg.node_name);
+    info!("[mark-control-plane] Waiting for the Node {:?} to register", ctx.cfg.node_name);
+    let node = until(
+        "waiting for the Node to register",
+        "mark-control-plane",
+        Instant::now() + ctx.cfg.control_plane_health_timeout,
+        &Backoff::API,
+        || match client.get(&path) {
+            Ok(Some(n)) => Attempt::Done(n),
+            Ok(None) => {
+                Attempt::Wait(format!("Node {:?} does not exist yet (the kubelet registers it)", ctx.cfg.node_name))
+            }
+            Err(e) => Attempt::Wait(e.to_string()),
+        },
+    )?;
+    client.merge_patch(&path, &objects::node::control_plane_patch_for_node(ctx.cfg, &node))?;
+    info!("[mark-control-plane] Marked the node {} as control-plane (labels and taints)", ctx.cfg.node_name);
+    Ok(())
+}
+
+/// The tokens init creates: the configured ones, or one generated and kept for reruns.
+pub fn tokens(ctx: &InitContext) -> Result<Vec<BootstrapToken>> {
+    if !ctx.cfg.init.bootstrap_tokens.is_empty() {
+        return Ok(ctx.cfg.init.bootstrap_tokens.clone());
+    }
+    let token = match ctx.fs.read(GENERATED_TOKEN)? {
+        Some(b) if crate::token::is_valid_token(String::from_utf8_lossy(&b).trim()) => {
+            String::from_utf8_lossy(&b).trim().to_string()
+        }
+        _ => {
+            let t = crate::token::generate()?;
+            ctx.fs.write(GENERATED_TOKEN, t.as_bytes(), 0o600, 0o700)?;
+            ctx.fs.commit()?;
+            t
+        }
+    };
+    Ok(vec![BootstrapToken {
+        token,
+        description: String::new(),
+        ttl: Some("24h0m0s".into()),
+        expires: None,
+        usages: vec!["signing".into(), "authentication".into()],
+        groups: vec![objects::BOOTSTRAP_GROUP.into()],
+    }])
+}
+
+pub fn bootstrap_token(ctx: &InitContext) -> Result<()> {
+    let client = admin(ctx)?;
+    let now = time::OffsetDateTime::now_utc();
+    for t in tokens(ctx)? {
+        let secret = objects::tokens::token_secret(&t, now).map_err(Error::config)?;
+        apply_with_retry(&client, &secret)?;
+        info!(
+            "[bootstrap-token] Stored bootstrap token {} (secret not shown)",
+            t.token.split('.').next().unwrap_or_default()
+        );
+    }
+    apply_all(&client, "bootstrap-token", &objects::rbac::bootstrap_token_rbac())?;
+    let ca =
+        ctx.fs.read(&format!("{}/ca.crt", ctx.cfg.certs_dir()))?.ok_or_else(|| Error::state("ca.crt is missing"))?;
+    let (cluster_info, _) = objects::configmaps::cluster_info(ctx.cfg, &ca);
+    info!("[bootstrap-token] Creating the \"cluster-info\" ConfigMap in the \"kube-public\" namespace");
+    apply_all(&client, "bootstrap-token", &[cluster_info])?;
+    apply_all(&client, "bootstrap-token", &objects::rbac::cluster_info_rbac())
+}
+
+/// kubeadm retries token writes (up to 5 times) within the API call timeout.
+fn apply_with_retry(client: &Client, obj: &Value) -> Result<()> {
+    until("storing a bootstrap token", "bootstrap-token", Instant::now() + API_CALL_TIMEOUT, &Backoff::API, || {
+        match client.apply(obj) {
+            Ok(()) => Attempt::Done(()),
+            Err(e) if e.is_transient() => Attempt::Wait(e.to_string()),
+            Err(e) => Attempt::Fail(e.into()),
+        }
+    })
+}
+
+pub fn addons(ctx: &InitContext) -> Result<()> {
+    let client = admin(ctx)?;
+    let dns = objects::coredns::coredns_objects(ctx.cfg);
+    if dns.is_empty() {
+        info!("[addons] CoreDNS is disabled");
+    }
+    apply_all(&client, "addons", &dns)?;
+    let proxy = objects::proxy::kube_proxy_objects_with_env(ctx.cfg, &ctx.env.proxy_env);
+    if proxy.is_empty() {
+        info!("[addons] kube-proxy is disabled");
+    }
+    apply_all(&client, "addons", &proxy)
+}
+
+/// What kubeadm prints at the end: how to use admin.conf and the exact join command. The token
+/// goes to stdout because the user asked for it; it is never logged.
+pub fn show_join_command(ctx: &InitContext) -> Result<()> {
+    let ca =
+        ctx.fs.read(&format!("{}/ca.crt", ctx.cfg.certs_dir()))?.ok_or_else(|| Error::state("ca.crt is missing"))?;
+    let hash = crate::pki::ca_hash(&ca).map_err(Error::state)?;
+    let token = tokens(ctx)?.into_iter().next().map(|t| t.token).unwrap_or_default();
+    let ep = &ctx.cfg.endpoint;
+    let endpoint =
+        if ep.host.contains(':') { format!("[{}]:{}", ep.host, ep.port) } else { format!("{}:{}", ep.host, ep.port) };
+    println!(
+        "\nYour Kubernetes control-plane has initialized successfully!\n\n\
+         To start using your cluster, you need to run the following as a regular user:\n\n  \
+         mkdir -p $HOME/.kube\n  sudo cp -i /etc/kubernetes/admin.conf $HOME/.kube/config\n  sudo chown $(id -u):$(id -g) $HOME/.kube/config\n\n\
+         Alternatively, if you are the root user, you can run:\n\n  export KUBECONFIG=/etc/kubernetes/admin.conf\n\n\
+         Then you can join any number of worker nodes by running the following on each as root:\n\n\
+         kubestrap join {endpoint} --token {token} \\\n\t--discovery-token-ca-cert-hash {hash}\n"
+    );
+    Ok(())
+}
