@@ -418,3 +418,63 @@ fn pipe(mut from: TcpStream, mut to: TcpStream) {
         let _ = to.shutdown(std::net::Shutdown::Write);
     });
 }
+
+#[test]
+fn join_from_a_join_configuration_and_from_a_discovery_file() {
+    let c = init_cluster(|_| {});
+    let hash = ca_hash(&c);
+    // A v1beta4 JoinConfiguration instead of flags.
+    let w = tempfile::tempdir().unwrap();
+    let cfg = w.path().join("join.yaml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "apiVersion: kubeadm.k8s.io/v1beta4\nkind: JoinConfiguration\nnodeRegistration:\n  name: worker-1\n  kubeletExtraArgs:\n  - name: node-labels\n    value: pool=a\ndiscovery:\n  bootstrapToken:\n    token: {TOKEN}\n    apiServerEndpoint: 127.0.0.1:{}\n    caCertHashes: [\"{hash}\"]\n",
+            c.port
+        ),
+    )
+    .unwrap();
+    let root = w.path().join("root");
+    let r = kubestrap(&["join", "--config", cfg.to_str().unwrap(), "--root", root.to_str().unwrap()]);
+    assert_eq!(r.code(), 0, "{}", r.stderr());
+    check_joined_node(&root, &c);
+    let flags = std::fs::read_to_string(root.join("var/lib/kubelet/kubeadm-flags.env")).unwrap();
+    assert!(flags.contains("--node-labels=pool=a"), "{flags}");
+
+    // File discovery: a kubeconfig with the cluster and a bootstrap token.
+    let kc = kubestrap::objects::kubelet::bootstrap_kubelet_conf(
+        &format!("https://127.0.0.1:{}", c.port),
+        &std::fs::read(c.scratch.pki("ca.crt")).unwrap(),
+        TOKEN,
+    );
+    let file = w.path().join("discovery.conf");
+    std::fs::write(&file, kc.to_yaml()).unwrap();
+    let root2 = w.path().join("root2");
+    let r = kubestrap(&[
+        "join",
+        "--discovery-file",
+        file.to_str().unwrap(),
+        "--root",
+        root2.to_str().unwrap(),
+        "--node-name",
+        "worker-2",
+    ]);
+    assert_eq!(r.code(), 0, "{}", r.stderr());
+    assert!(std::fs::read_link(root2.join("var/lib/kubelet/pki/kubelet-client-current.pem")).is_ok());
+    assert_no_secret(&r);
+}
+
+#[test]
+fn join_refuses_a_name_that_a_ready_node_has() {
+    let c = init_cluster(|_| {});
+    c.double.register_node("worker-1", &[]).unwrap();
+    let w = tempfile::tempdir().unwrap();
+    let r = join(
+        &format!("127.0.0.1:{}", c.port),
+        w.path(),
+        &["--token", TOKEN, "--discovery-token-ca-cert-hash", &ca_hash(&c)],
+    );
+    assert_eq!(r.code(), 2, "{}", r.stderr());
+    assert!(r.stderr().contains("already exists in the cluster and is Ready"), "{}", r.stderr());
+    assert_no_credentials(w.path());
+}
