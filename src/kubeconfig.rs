@@ -9,16 +9,22 @@ use serde::{Deserialize, Serialize};
 pub struct Kubeconfig {
     #[serde(rename = "apiVersion")]
     pub api_version: String,
+    #[serde(deserialize_with = "null_as_empty")]
     pub clusters: Vec<NamedCluster>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_empty")]
     pub contexts: Vec<NamedContext>,
     #[serde(rename = "current-context", default)]
     pub current_context: String,
     pub kind: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_empty")]
     pub preferences: serde_yaml::Mapping,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_empty")]
     pub users: Vec<NamedUser>,
+}
+
+/// clientcmd writes `contexts: null` (e.g. in cluster-info); read it as empty.
+fn null_as_empty<'de, D: serde::Deserializer<'de>, T: Default + Deserialize<'de>>(d: D) -> Result<T, D::Error> {
+    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -135,4 +141,17 @@ impl Kubeconfig {
 
 pub fn decode_b64(s: &str) -> Result<Vec<u8>, String> {
     B64.decode(s.trim()).map_err(|e| format!("bad base64: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_null_lists_as_written_by_clientcmd() {
+        let k = Kubeconfig::parse(b"apiVersion: v1\nclusters:\n- cluster:\n    server: https://x:6443\n  name: \"\"\ncontexts: null\ncurrent-context: \"\"\nkind: Config\npreferences: {}\nusers: null\n").unwrap();
+        assert!(k.contexts.is_empty() && k.users.is_empty());
+        assert_eq!(k.clusters[0].cluster.server, "https://x:6443");
+        assert!(Kubeconfig::parse(b"apiVersion: v1\nkind: Config\nclusters: null\n").unwrap().clusters.is_empty());
+    }
 }
