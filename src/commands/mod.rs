@@ -49,7 +49,7 @@ pub fn run(cli: cli::Cli) -> Result<()> {
         Command::Phases(_) => {
             let mut out = std::io::stdout().lock();
             for p in INIT_PHASES {
-                writeln!(out, "init  {:<14} {}", p.name, p.description).ctx("writing to stdout")?;
+                writeln!(out, "init  {:<19} {}", p.name, p.description).ctx("writing to stdout")?;
             }
             Ok(())
         }
@@ -101,7 +101,7 @@ fn init(
         // Invariant: the plan holds only strings and numbers.
         println!("{}", serde_json::to_string_pretty(&plan).unwrap_or_default());
     } else {
-        info!("[init] On-disk control plane ready under {}", root.display());
+        info!("[init] Done; node state is under {}", root.display());
     }
     Ok(())
 }
