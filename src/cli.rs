@@ -16,6 +16,8 @@ pub struct Cli {
 #[derive(FromArgs, Debug)]
 #[argh(subcommand)]
 pub enum Command {
+    Boot(Boot),
+    Status(Status),
     Init(Init),
     Join(Join),
     Token(Token),
@@ -270,5 +272,29 @@ pub struct TokenDelete {
     pub kubeconfig: Option<PathBuf>,
     #[argh(option, default = "PathBuf::from(\"/\")")]
     /// node root for the default kubeconfig
+    pub root: PathBuf,
+}
+
+/// The systemd entry point: read user-data, then init or join (one stage per unit).
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "boot")]
+pub struct Boot {
+    #[argh(option, default = "String::from(\"pre-kubelet\")")]
+    /// pre-kubelet (kubestrap.service) or post-kubelet (kubestrap-post.service)
+    pub stage: String,
+    #[argh(option, default = "PathBuf::from(\"/\")")]
+    /// node root (default /)
+    pub root: PathBuf,
+    #[argh(option, default = "String::from(\"5m\")")]
+    /// how long to wait for a datasource to appear (Go duration)
+    pub datasource_timeout: String,
+}
+
+/// Print the last boot run in words; exit non-zero if it failed.
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "status")]
+pub struct Status {
+    #[argh(option, default = "PathBuf::from(\"/\")")]
+    /// node root (default /)
     pub root: PathBuf,
 }

@@ -219,8 +219,16 @@ impl NodeFs {
         mkdir_p(&self.real(host_path), mode)
     }
 
-    /// Removes temp files that a killed run left in `host_dirs` (they are never trusted).
-    pub fn remove_stale_temps(&self, host_dirs: &[&str]) {
+    /// Removes temp files that a killed run left in any directory kubestrap writes to (they are
+    /// never trusted); `certs_dir` is the configured certificatesDir.
+    pub fn remove_stale_temps(&self, certs_dir: &str) {
+        let etcd = format!("{certs_dir}/etcd");
+        let mut dirs = vec![certs_dir, etcd.as_str()];
+        dirs.extend_from_slice(STATE_DIRS);
+        self.remove_stale_temps_in(&dirs);
+    }
+
+    fn remove_stale_temps_in(&self, host_dirs: &[&str]) {
         if self.is_dry_run() {
             return;
         }
@@ -238,6 +246,53 @@ impl NodeFs {
     /// The dry-run plan, sorted by path.
     pub fn planned(&self) -> Vec<PlannedFile> {
         self.plan.as_ref().map(|p| p.borrow().values().cloned().collect()).unwrap_or_default()
+    }
+}
+
+/// Held for the whole run so two kubestrap runs on one root never interleave their writes.
+/// Released by the kernel when the process exits, even on SIGKILL.
+pub struct RunLock {
+    _file: File,
+}
+
+pub const LOCK_FILE: &str = "/var/lib/kubestrap/lock";
+
+/// Every directory kubestrap writes into, besides the certificates dir.
+const STATE_DIRS: &[&str] = &[
+    "/etc/kubernetes",
+    "/etc/kubernetes/manifests",
+    "/var/lib/kubelet",
+    "/var/lib/kubelet/pki",
+    "/var/lib/kubestrap",
+    "/run/kubestrap",
+];
+
+impl NodeFs {
+    /// Takes the root's run lock; if another run holds it, says so and waits for it.
+    pub fn lock(&self) -> Result<Option<RunLock>> {
+        if self.is_dry_run() {
+            return Ok(None);
+        }
+        let path = self.real(LOCK_FILE);
+        if let Some(dir) = path.parent() {
+            mkdir_p(dir, 0o700)?;
+        }
+        let f = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(&path)
+            .ctx(format_args!("opening {}", path.display()))?;
+        use rustix::fs::{FlockOperation, flock};
+        if flock(&f, FlockOperation::NonBlockingLockExclusive).is_err() {
+            log::info!("[lock] another kubestrap run holds {}; waiting for it to finish", path.display());
+            flock(&f, FlockOperation::LockExclusive)
+                .map_err(|e| Error::runtime(format!("locking {}: {e}", path.display())))?;
+            log::info!("[lock] the other run finished; continuing from what it left");
+        }
+        Ok(Some(RunLock { _file: f }))
     }
 }
 
@@ -364,7 +419,7 @@ mod tests {
         fs::create_dir(t.path().join("d")).unwrap();
         fs::write(t.path().join("d/.ca.key.kubestrap-tmp.999"), b"half").unwrap();
         fs::write(t.path().join("d/keep"), b"k").unwrap();
-        NodeFs::new(t.path()).remove_stale_temps(&["/d"]);
+        NodeFs::new(t.path()).remove_stale_temps_in(&["/d"]);
         assert_eq!(names(&t.path().join("d")), ["keep"]);
         let dry = NodeFs::dry_run(t.path());
         dry.write("/d/new", b"n", 0o600, 0o700).unwrap();

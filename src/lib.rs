@@ -2,11 +2,13 @@
 //! `kubeadm init`/`join` would. `main.rs` only dispatches; everything lives here so tests can
 //! drive it.
 
+pub mod boot;
 pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod constants;
 pub mod csr;
+pub mod datasource;
 pub mod discovery;
 pub mod error;
 pub mod fsutil;
@@ -20,5 +22,6 @@ pub mod objects;
 pub mod phases;
 pub mod pki;
 pub mod preflight;
+pub mod status;
 pub mod systemd;
 pub mod token;

@@ -31,6 +31,7 @@ pub fn run(j: cli::Join) -> Result<()> {
     };
     let args = resolve(j, jc.unwrap_or_default())?;
     let fs = NodeFs::new(&args.1);
+    let _lock = fs.lock()?;
     crate::join::run(&fs, &args.0)
 }
 
@@ -124,4 +125,23 @@ pub fn resolve(j: cli::Join, jc: JoinConfiguration) -> Result<(JoinArgs, std::pa
         ignore_preflight: ignore,
     };
     Ok((args, j.root))
+}
+
+/// A `join` with no flags set, for callers that have a JoinConfiguration (boot).
+pub fn defaults(root: &std::path::Path) -> cli::Join {
+    cli::Join {
+        endpoint: None,
+        token: None,
+        discovery_token: None,
+        tls_bootstrap_token: None,
+        discovery_token_ca_cert_hash: Vec::new(),
+        discovery_token_unsafe_skip_ca_verification: false,
+        discovery_file: None,
+        discovery_timeout: None,
+        config: None,
+        node_name: None,
+        cri_socket: None,
+        root: root.to_path_buf(),
+        ignore_preflight_errors: None,
+    }
 }

@@ -3,6 +3,8 @@
 mod join;
 mod token;
 
+pub use join::{defaults as join_defaults, resolve as resolve_join};
+
 use std::io::Write;
 use std::path::Path;
 
@@ -44,6 +46,8 @@ pub fn run(cli: cli::Cli) -> Result<()> {
             }
         },
         Command::Preflight(p) => preflight(p),
+        Command::Boot(b) => boot(b),
+        Command::Status(s) => crate::boot::status(&s.root),
         Command::Join(j) => join::run(j),
         Command::Token(t) => token::run(t),
         Command::Phases(_) => {
@@ -80,21 +84,17 @@ fn init(
     config_path: Option<&Path>,
     root: &Path,
     dry_run: bool,
-    mut ignore_preflight: Vec<String>,
+    ignore_preflight: Vec<String>,
     body: impl FnOnce(&InitContext) -> Result<()>,
 ) -> Result<()> {
-    let start = time::OffsetDateTime::now_utc();
     let cfg = config::load_init(config_path, &crate::host::facts())?;
     for w in &cfg.warnings {
         warn!("[config] WARNING: {w}");
     }
     info!("[init] Using Kubernetes version: {}", cfg.version);
     let fs = if dry_run { NodeFs::dry_run(root) } else { NodeFs::new(root) };
-    let pki = cfg.certs_dir().to_string();
-    let etcd_pki = format!("{pki}/etcd");
-    fs.remove_stale_temps(&[crate::constants::KUBERNETES_DIR, crate::constants::MANIFESTS_DIR, &pki, &etcd_pki]);
-    ignore_preflight.extend(cfg.init.node_registration.ignore_preflight_errors.iter().cloned());
-    let ctx = InitContext { cfg: &cfg, env: phases::host_env(&fs), fs: &fs, start, ignore_preflight };
+    let _lock = fs.lock()?;
+    let ctx = phases::context(&cfg, &fs, ignore_preflight, None);
     body(&ctx)?;
     if dry_run {
         let plan = json!({ "dryRun": true, "root": root.display().to_string(), "files": fs.planned() });
@@ -146,4 +146,14 @@ fn preflight(p: cli::Preflight) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
     }
     crate::preflight::enforce(&report)
+}
+
+fn boot(b: cli::Boot) -> Result<()> {
+    let stage = crate::boot::Stage::parse(&b.stage)
+        .ok_or_else(|| Error::usage(format!("--stage {:?}: expected pre-kubelet or post-kubelet", b.stage)))?;
+    let datasource_timeout = config::values::parse_duration(&b.datasource_timeout)
+        .map_err(|m| Error::usage(format!("--datasource-timeout: {m}")))?;
+    let mut env = crate::datasource::Env::from_system();
+    env.root = b.root.clone();
+    crate::boot::run(crate::boot::BootArgs { stage, root: b.root, datasource_timeout, env })
 }

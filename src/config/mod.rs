@@ -4,6 +4,7 @@
 pub mod load;
 mod resolve;
 pub mod types;
+pub mod userdata;
 pub mod values;
 
 use std::fmt;

@@ -39,6 +39,7 @@ pub struct JoinArgs {
 }
 
 pub fn run(fs: &NodeFs, a: &JoinArgs) -> Result<()> {
+    fs.remove_stale_temps(DEFAULT_CERTS_DIR);
     if fs.root() == Path::new("/") {
         let host = a.discovery.endpoint_host();
         let input = crate::preflight::Input::worker(fs.root(), a.node_name.clone(), Some(a.cri_socket.clone()), host);

@@ -28,6 +28,21 @@ pub struct InitContext<'a> {
     pub env: HostEnv,
     /// `--ignore-preflight-errors` plus nodeRegistration.ignorePreflightErrors.
     pub ignore_preflight: Vec<String>,
+    /// Progress for the boot status file and console; `None` on the command line.
+    pub report: Option<&'a crate::status::Reporter<'a>>,
+}
+
+/// The context for a run: cleans what an interrupted run left (temp files, never trusted) and
+/// merges the config's ignorePreflightErrors.
+pub fn context<'a>(
+    cfg: &'a InitConfig,
+    fs: &'a NodeFs,
+    mut ignore_preflight: Vec<String>,
+    report: Option<&'a crate::status::Reporter<'a>>,
+) -> InitContext<'a> {
+    fs.remove_stale_temps(cfg.certs_dir());
+    ignore_preflight.extend(cfg.init.node_registration.ignore_preflight_errors.iter().cloned());
+    InitContext { cfg, env: host_env(fs), fs, start: OffsetDateTime::now_utc(), ignore_preflight, report }
 }
 
 pub struct Phase {
@@ -87,6 +102,9 @@ pub fn run_init(ctx: &InitContext, skip: &[String]) -> Result<()> {
 
 /// Runs one phase and commits its writes; a failed phase leaves no trace of its own writes.
 pub fn run_one(ctx: &InitContext, p: &Phase) -> Result<()> {
+    if let Some(r) = ctx.report {
+        r.phase(p.name);
+    }
     match (p.run)(ctx).and_then(|()| ctx.fs.commit()) {
         Ok(()) => Ok(()),
         Err(e) => {

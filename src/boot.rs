@@ -1,0 +1,155 @@
+//! `kubestrap boot`: the systemd entry point. gather → validate → preflight → init or join, split
+//! into the part that must finish before the kubelet starts (`pre-kubelet`) and the part that
+//! needs it running (`post-kubelet`, control planes only). A done stamp per stage makes later
+//! boots a fast no-op; a failed stage is simply retried at the next boot.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use log::info;
+
+use crate::config::userdata::{NodePlan, plan_detailed};
+use crate::error::{Error, Result};
+use crate::fsutil::NodeFs;
+use crate::phases::{self, INIT_PHASES, ON_DISK_PHASES};
+use crate::status::Reporter;
+
+pub const STATE_DIR: &str = "/var/lib/kubestrap";
+/// The plan the first stage worked from, for the second (0600: it holds the token).
+pub const PLAN_FILE: &str = "/var/lib/kubestrap/plan.yaml";
+/// Workers boot before the control plane: wait this long for it by default.
+pub const BOOT_DISCOVERY_TIMEOUT: Duration = Duration::from_secs(15 * 60);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    PreKubelet,
+    PostKubelet,
+}
+
+impl Stage {
+    pub fn parse(s: &str) -> Option<Stage> {
+        match s {
+            "pre-kubelet" => Some(Stage::PreKubelet),
+            "post-kubelet" => Some(Stage::PostKubelet),
+            _ => None,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Stage::PreKubelet => "pre-kubelet",
+            Stage::PostKubelet => "post-kubelet",
+        }
+    }
+}
+
+pub struct BootArgs {
+    pub stage: Stage,
+    pub root: PathBuf,
+    pub datasource_timeout: Duration,
+    pub env: crate::datasource::Env,
+}
+
+fn stamp(stage: Stage) -> String {
+    format!("{STATE_DIR}/done-{}", stage.name())
+}
+
+/// Runs one stage, reporting every step; the error (if any) is also in the status file.
+pub fn run(args: BootArgs) -> Result<()> {
+    let fs = NodeFs::new(&args.root);
+    let _lock = fs.lock()?;
+    let attempt = fs
+        .read(&format!("{STATE_DIR}/attempts-{}", args.stage.name()))?
+        .map_or(0, |b| String::from_utf8_lossy(&b).trim().parse().unwrap_or(0))
+        + 1;
+    let report = Reporter::new(&fs, args.stage.name(), attempt);
+    if fs.exists(&stamp(args.stage)) {
+        report.skipped("this node was bootstrapped by an earlier boot");
+        return Ok(());
+    }
+    fs.write(&format!("{STATE_DIR}/attempts-{}", args.stage.name()), attempt.to_string().as_bytes(), 0o600, 0o700)?;
+    fs.commit()?;
+    let result = stage(&fs, &args, &report);
+    match &result {
+        Ok(()) => {
+            fs.write(&stamp(args.stage), b"", 0o600, 0o700)?;
+            fs.commit()?;
+            report.done();
+        }
+        Err(e) => report.failed(e),
+    }
+    result
+}
+
+fn stage(fs: &NodeFs, args: &BootArgs, report: &Reporter) -> Result<()> {
+    let node_plan = match args.stage {
+        Stage::PreKubelet => {
+            report.phase("gather");
+            let g = crate::datasource::detect(&args.env, Instant::now() + args.datasource_timeout)?;
+            report.set(|s| s.datasource = g.source.clone());
+            for n in &g.notices {
+                info!("[gather] {n}");
+            }
+            let planned = plan_detailed(&g)?;
+            for n in &planned.notices {
+                log::warn!("[gather] {n}");
+            }
+            let p = planned.plan;
+            fs.write(PLAN_FILE, serde_yaml::to_string(&p).unwrap_or_default().as_bytes(), 0o600, 0o700)?;
+            fs.commit()?;
+            p
+        }
+        Stage::PostKubelet => {
+            let bytes = fs
+                .read(PLAN_FILE)?
+                .ok_or_else(|| Error::state(format!("{PLAN_FILE} is missing: the pre-kubelet stage has not run")))?;
+            serde_yaml::from_slice(&bytes).map_err(|e| Error::state(format!("{PLAN_FILE}: {e}")))?
+        }
+    };
+    match node_plan {
+        NodePlan::Init { config_text } => {
+            report.set(|s| s.role = "control-plane".into());
+            let docs = crate::config::parse_documents("user-data", &config_text)?;
+            let cfg = crate::config::resolve_init("user-data", docs, &crate::host::facts())?;
+            let ctx = phases::context(&cfg, fs, Vec::new(), Some(report));
+            let in_stage = |name: &str| ON_DISK_PHASES.contains(&name) == (args.stage == Stage::PreKubelet);
+            let skip: Vec<String> =
+                INIT_PHASES.iter().filter(|p| !in_stage(p.name)).map(|p| p.name.to_string()).collect();
+            phases::run_init(&ctx, &skip)
+        }
+        NodePlan::Join { join } => {
+            report.set(|s| s.role = "worker".into());
+            if args.stage == Stage::PostKubelet {
+                info!("[boot] worker: nothing to do after the kubelet starts");
+                return Ok(());
+            }
+            report.phase("join");
+            let mut j = crate::commands::join_defaults(&args.root);
+            if join.timeouts.as_ref().and_then(|t| t.discovery.as_ref()).is_none() {
+                j.discovery_timeout = Some(format!("{}s", BOOT_DISCOVERY_TIMEOUT.as_secs()));
+            }
+            let (ja, _) = crate::commands::resolve_join(j, join)?;
+            crate::join::run(fs, &ja)
+        }
+    }
+}
+
+/// `kubestrap status`: the last run in words; non-zero if it failed.
+pub fn status(root: &Path) -> Result<()> {
+    let fs = NodeFs::new(root);
+    match crate::status::read(&fs) {
+        Some(s) => {
+            print!("{}", crate::status::describe(&s));
+            if s.state == "failed" {
+                return Err(Error::new(
+                    crate::error::Kind::Runtime,
+                    format!("the last kubestrap run failed: {}", s.last_error),
+                ));
+            }
+            Ok(())
+        }
+        None => Err(Error::runtime(format!(
+            "no status at {} (kubestrap has not run since this boot)",
+            crate::status::STATUS_FILE
+        ))),
+    }
+}

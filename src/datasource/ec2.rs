@@ -1,0 +1,66 @@
+//! EC2-style IMDSv2: `PUT /latest/api/token` (with `X-aws-ec2-metadata-token-ttl-seconds`), then
+//! `GET /latest/user-data`, `/latest/meta-data/instance-id` and `/latest/meta-data/local-hostname`
+//! with the session token in `X-aws-ec2-metadata-token`. A 404 user-data means none was given.
+//! The session token is never logged.
+
+use std::time::Duration;
+
+use super::http;
+use super::{Datasource, Gathered, MAX_READ_BYTES, MetaData};
+
+pub const TOKEN_TTL_HEADER: &str = "X-aws-ec2-metadata-token-ttl-seconds";
+pub const TOKEN_HEADER: &str = "X-aws-ec2-metadata-token";
+/// Session token lifetime we ask for; we only need it for a few requests.
+pub const TOKEN_TTL_SECS: &str = "300";
+
+pub struct Ec2 {
+    base: String,
+    timeout: Duration,
+}
+
+impl Ec2 {
+    pub fn new(base: &str, timeout: Duration) -> Self {
+        Ec2 { base: base.trim_end_matches('/').to_string(), timeout }
+    }
+
+    fn get(&self, token: &str, path: &str) -> Result<Option<Vec<u8>>, String> {
+        let url = format!("{}{path}", self.base);
+        let r = http::request("GET", &url, &[(TOKEN_HEADER, token)], self.timeout, MAX_READ_BYTES)?;
+        match r.status {
+            200 => Ok(Some(r.body)),
+            404 => Ok(None),
+            s => Err(format!("GET {url}: HTTP {s}")),
+        }
+    }
+
+    fn text(&self, token: &str, path: &str) -> Result<Option<String>, String> {
+        Ok(self.get(token, path)?.map(|b| String::from_utf8_lossy(&b).trim().to_string()).filter(|s| !s.is_empty()))
+    }
+}
+
+impl Datasource for Ec2 {
+    fn name(&self) -> &'static str {
+        "ec2"
+    }
+
+    fn probe(&self) -> Result<Option<Gathered>, String> {
+        let url = format!("{}/latest/api/token", self.base);
+        let r = http::request("PUT", &url, &[(TOKEN_TTL_HEADER, TOKEN_TTL_SECS)], self.timeout, 4096)
+            .map_err(|e| format!("IMDS {e}"))?;
+        if r.status != 200 {
+            return Err(format!("IMDS PUT {url}: HTTP {} (IMDSv2 token refused)", r.status));
+        }
+        let token = String::from_utf8(r.body).map_err(|_| format!("IMDS PUT {url}: token is not text"))?;
+        let token = token.trim();
+        let user_data = self.get(token, "/latest/user-data").map_err(|e| format!("IMDS {e}"))?;
+        let meta = MetaData {
+            instance_id: self.text(token, "/latest/meta-data/instance-id").map_err(|e| format!("IMDS {e}"))?,
+            local_hostname: self.text(token, "/latest/meta-data/local-hostname").map_err(|e| format!("IMDS {e}"))?,
+        };
+        let mut notices = Vec::new();
+        if user_data.is_none() {
+            notices.push("ec2: the instance has no user-data".into());
+        }
+        Ok(Some(Gathered { source: self.name().into(), user_data, meta, notices, ..Default::default() }))
+    }
+}

@@ -1,0 +1,297 @@
+//! Where a node's user-data, meta-data and secrets come from at first boot.
+//!
+//! Each source lives in its own file and implements [`Datasource`]. [`detect`] asks them in a
+//! fixed order and takes the first that answers, retrying until a deadline because a seed disk
+//! may be probed late and IMDS may not answer yet.
+//!
+//! Detection order (see [`sources`]):
+//! 0. an override — kernel cmdline `kubestrap.ds=<name>` (or cloud-init's `ds=nocloud;s=URL`),
+//!    else the same words in `<root>/etc/kubestrap/datasource` — restricts detection to the named
+//!    source(s);
+//! 1. `credentials`: a `kubestrap.user-data` systemd credential (user-data without any disk);
+//! 2. `nocloud-seed`: the seed directory `/var/lib/cloud/seed/nocloud/`;
+//! 3. `nocloud`: a filesystem labelled `cidata`/`CIDATA` (ISO 9660 or vfat);
+//! 4. `configdrive`: an OpenStack config drive (label `config-2`);
+//! 5. `ec2`: EC2-style IMDSv2 at [`Env::imds_base`].
+//!
+//! Whatever source wins, the systemd credentials `kubestrap.token`, `kubestrap.user-data` and
+//! `kubestrap.ca-cert-hash` are read into [`Gathered::credentials`], so a secret never has to sit
+//! in readable user-data.
+
+pub mod block;
+pub mod cmdline;
+pub mod configdrive;
+pub mod credentials;
+pub mod ec2;
+pub mod file;
+pub mod http;
+pub mod nocloud;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::error::Error;
+
+/// Default IMDS address (EC2 and the many clouds that copy it).
+pub const DEFAULT_IMDS_BASE: &str = "http://169.254.169.254";
+/// Where read-only datasource filesystems are mounted while they are read.
+pub const DEFAULT_MOUNT_DIR: &str = "/run/kubestrap/mnt";
+/// systemd's system credentials (SMBIOS type 11, fw_cfg), used when `$CREDENTIALS_DIRECTORY` is unset.
+pub const SYSTEM_CREDENTIALS_DIR: &str = "run/credentials/@system";
+/// NoCloud's seed directory, relative to the root.
+pub const NOCLOUD_SEED_DIR: &str = "var/lib/cloud/seed/nocloud";
+/// Optional file naming the datasource, relative to the root (same words as the kernel cmdline).
+pub const OVERRIDE_FILE: &str = "etc/kubestrap/datasource";
+/// The largest user-data, meta-data or credential file we read (bounds memory on hostile input).
+pub const MAX_READ_BYTES: u64 = 1 << 20;
+/// Pause between detection rounds while no source has answered.
+pub const RETRY_INTERVAL: Duration = Duration::from_millis(500);
+/// Per-request timeout for IMDS and NoCloud-over-HTTP (each round; rounds repeat to the deadline).
+pub const HTTP_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The credential names kubestrap reads; no other credential is touched.
+pub const CRED_TOKEN: &str = "kubestrap.token";
+pub const CRED_USER_DATA: &str = "kubestrap.user-data";
+pub const CRED_CA_CERT_HASH: &str = "kubestrap.ca-cert-hash";
+pub const CREDENTIAL_NAMES: [&str; 3] = [CRED_TOKEN, CRED_USER_DATA, CRED_CA_CERT_HASH];
+
+/// Everything outside the process that detection looks at; tests point it at a tempdir and a
+/// local HTTP server.
+#[derive(Debug, Clone)]
+pub struct Env {
+    /// Prefix for `/var/lib/cloud/seed`, `/dev/disk/by-label`, `/dev`, `/sys/class/block`,
+    /// `/run/credentials` and `/etc/kubestrap/datasource` ("/" in production).
+    pub root: PathBuf,
+    /// Contents of /proc/cmdline.
+    pub cmdline: String,
+    /// `$CREDENTIALS_DIRECTORY`; None falls back to `<root>/run/credentials/@system`.
+    pub credentials_dir: Option<PathBuf>,
+    /// IMDS base URL, e.g. `http://169.254.169.254`; None disables the ec2 source.
+    pub imds_base: Option<String>,
+    /// Where filesystems are mounted (read-only) while they are read.
+    pub mount_dir: PathBuf,
+}
+
+impl Env {
+    /// The real machine: `/`, `/proc/cmdline`, `$CREDENTIALS_DIRECTORY`, the EC2 IMDS address.
+    pub fn from_system() -> Env {
+        Env {
+            root: PathBuf::from("/"),
+            cmdline: std::fs::read_to_string("/proc/cmdline").unwrap_or_default(),
+            credentials_dir: std::env::var_os("CREDENTIALS_DIRECTORY").map(PathBuf::from),
+            imds_base: Some(DEFAULT_IMDS_BASE.into()),
+            mount_dir: PathBuf::from(DEFAULT_MOUNT_DIR),
+        }
+    }
+
+    /// An absolute path (`/var/lib/...`) placed under [`Env::root`].
+    pub fn path(&self, abs: &str) -> PathBuf {
+        self.root.join(abs.trim_start_matches('/'))
+    }
+
+    /// The credentials directory in effect.
+    pub fn credentials_path(&self) -> PathBuf {
+        self.credentials_dir.clone().unwrap_or_else(|| self.path(SYSTEM_CREDENTIALS_DIR))
+    }
+}
+
+/// Instance meta-data kubestrap uses.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MetaData {
+    pub instance_id: Option<String>,
+    pub local_hostname: Option<String>,
+}
+
+/// What a datasource found. `Debug` never prints credential values or user-data (both may carry
+/// a token).
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Gathered {
+    /// The datasource's name (`nocloud`, `ec2`, ...).
+    pub source: String,
+    /// Raw user-data (maybe gzip-compressed); None when the source has none.
+    pub user_data: Option<Vec<u8>>,
+    pub meta: MetaData,
+    /// `kubestrap.*` systemd credentials by name. Secrets: never log them.
+    pub credentials: BTreeMap<String, Vec<u8>>,
+    /// Things the operator should know (ignored files, replaced values).
+    pub notices: Vec<String>,
+}
+
+impl fmt::Debug for Gathered {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let creds: BTreeMap<&str, String> =
+            self.credentials.iter().map(|(k, v)| (k.as_str(), format!("<redacted, {} bytes>", v.len()))).collect();
+        f.debug_struct("Gathered")
+            .field("source", &self.source)
+            .field("user_data", &self.user_data.as_ref().map(|u| format!("<{} bytes>", u.len())))
+            .field("meta", &self.meta)
+            .field("credentials", &creds)
+            .field("notices", &self.notices)
+            .finish()
+    }
+}
+
+/// One place user-data can come from.
+pub trait Datasource {
+    fn name(&self) -> &'static str;
+    /// `Ok(Some)`: found. `Ok(None)`: not present (now; it may appear later). `Err(reason)`: present
+    /// or configured but not usable yet (unreadable, not answering); detection does not fall
+    /// through to later sources past an `Err`, it retries until the deadline.
+    fn probe(&self) -> Result<Option<Gathered>, String>;
+    /// Why `probe` returned `Ok(None)`, for the "no datasource found" message.
+    fn absent(&self) -> String {
+        "not present".into()
+    }
+}
+
+/// The sources in detection order, after applying any override (see the module docs).
+pub fn sources(env: &Env) -> Result<Vec<Box<dyn Datasource>>, Error> {
+    let over = cmdline::Override::from_env(env).map_err(Error::config)?;
+    let http_timeout = HTTP_TIMEOUT;
+    let all = || -> Vec<Box<dyn Datasource>> {
+        let mut v: Vec<Box<dyn Datasource>> = vec![
+            Box::new(credentials::Credentials::new(env)),
+            Box::new(nocloud::SeedDir::new(env)),
+            Box::new(nocloud::Cidata::new(env)),
+            Box::new(configdrive::ConfigDrive::new(env)),
+        ];
+        if let Some(base) = &env.imds_base {
+            v.push(Box::new(ec2::Ec2::new(base, http_timeout)));
+        }
+        v
+    };
+    Ok(match over {
+        None => all(),
+        Some(cmdline::Override::NoCloud) => {
+            vec![Box::new(nocloud::SeedDir::new(env)), Box::new(nocloud::Cidata::new(env))]
+        }
+        Some(cmdline::Override::NoCloudNet(seed)) => vec![Box::new(cmdline::NoCloudNet::new(seed, http_timeout))],
+        Some(cmdline::Override::Credentials) => vec![Box::new(credentials::Credentials::new(env))],
+        Some(cmdline::Override::ConfigDrive) => vec![Box::new(configdrive::ConfigDrive::new(env))],
+        Some(cmdline::Override::Ec2(url)) => {
+            let base = url.or_else(|| env.imds_base.clone()).ok_or_else(|| {
+                Error::config("kernel cmdline selects the ec2 datasource but no IMDS address is configured")
+            })?;
+            vec![Box::new(ec2::Ec2::new(&base, http_timeout))]
+        }
+        Some(cmdline::Override::File(path)) => vec![Box::new(file::File::new(env, &path))],
+    })
+}
+
+/// Finds the node's datasource, retrying every [`RETRY_INTERVAL`] until `deadline`, then reads
+/// the `kubestrap.*` credentials into the result. The error lists every source's last reason.
+pub fn detect(env: &Env, deadline: Instant) -> Result<Gathered, Error> {
+    let start = Instant::now();
+    let list = sources(env)?;
+    loop {
+        let mut reasons = Vec::new();
+        let mut blocked = false;
+        for s in &list {
+            match s.probe() {
+                Ok(Some(mut g)) if !blocked => {
+                    g.credentials = credentials::read(&env.credentials_path()).map_err(Error::runtime)?;
+                    let names: Vec<&str> = g.credentials.keys().map(String::as_str).collect();
+                    log::info!("datasource {}: found (credentials: {})", g.source, names.join(", "));
+                    return Ok(g);
+                }
+                Ok(Some(_)) => {
+                    reasons.push(format!("{}: available, but an earlier source is not usable yet", s.name()))
+                }
+                Ok(None) => reasons.push(format!("{}: {}", s.name(), s.absent())),
+                Err(e) => {
+                    blocked = true;
+                    reasons.push(format!("{}: {e}", s.name()));
+                }
+            }
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return Err(Error::runtime(format!(
+                "no datasource found after {:.1}s: {}",
+                now.duration_since(start).as_secs_f64(),
+                reasons.join("; ")
+            )));
+        }
+        log::debug!("no datasource yet: {}", reasons.join("; "));
+        std::thread::sleep(RETRY_INTERVAL.min(deadline - now));
+    }
+}
+
+/// Reads a whole file of at most [`MAX_READ_BYTES`]; `Ok(None)` when it does not exist.
+pub(crate) fn read_capped(path: &Path) -> Result<Option<Vec<u8>>, String> {
+    use std::io::Read;
+    let f = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("opening {}: {e}", path.display())),
+    };
+    let mut buf = Vec::new();
+    f.take(MAX_READ_BYTES + 1).read_to_end(&mut buf).map_err(|e| format!("reading {}: {e}", path.display()))?;
+    if buf.len() as u64 > MAX_READ_BYTES {
+        return Err(format!("{} is larger than {MAX_READ_BYTES} bytes", path.display()));
+    }
+    Ok(Some(buf))
+}
+
+/// NoCloud meta-data: YAML (or JSON) with `instance-id` and `local-hostname`.
+pub(crate) fn parse_nocloud_meta(bytes: &[u8]) -> Result<MetaData, String> {
+    let text = std::str::from_utf8(bytes).map_err(|_| "meta-data is not UTF-8 text".to_string())?;
+    if text.trim().is_empty() {
+        return Ok(MetaData::default());
+    }
+    let v: serde_yaml::Value = serde_yaml::from_str(text).map_err(|e| format!("meta-data is not YAML: {e}"))?;
+    let map = v.as_mapping().ok_or("meta-data is not a YAML mapping")?;
+    let get = |k: &str| -> Result<Option<String>, String> {
+        match map.get(k) {
+            None | Some(serde_yaml::Value::Null) => Ok(None),
+            Some(serde_yaml::Value::String(s)) => Ok(Some(s.clone())),
+            Some(serde_yaml::Value::Number(n)) => Ok(Some(n.to_string())),
+            Some(_) => Err(format!("meta-data {k} must be a string")),
+        }
+    };
+    Ok(MetaData { instance_id: get("instance-id")?, local_hostname: get("local-hostname")? })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_redacts_credentials_and_user_data() {
+        let mut g = Gathered {
+            source: "x".into(),
+            user_data: Some(b"token: abcdef.0123456789abcdef".to_vec()),
+            ..Default::default()
+        };
+        g.credentials.insert(CRED_TOKEN.into(), b"abcdef.0123456789abcdef".to_vec());
+        let d = format!("{g:?}");
+        assert!(!d.contains("0123456789abcdef"), "{d}");
+        assert!(d.contains("kubestrap.token") && d.contains("redacted"), "{d}");
+    }
+
+    #[test]
+    fn nocloud_meta_parses_yaml_and_json() {
+        let m = parse_nocloud_meta(b"instance-id: i-1\nlocal-hostname: Node-A\n").unwrap();
+        assert_eq!(m.instance_id.as_deref(), Some("i-1"));
+        assert_eq!(m.local_hostname.as_deref(), Some("Node-A"));
+        let m = parse_nocloud_meta(br#"{"instance-id": "i-2"}"#).unwrap();
+        assert_eq!(m, MetaData { instance_id: Some("i-2".into()), local_hostname: None });
+        assert_eq!(parse_nocloud_meta(b"").unwrap(), MetaData::default());
+        assert!(parse_nocloud_meta(b"- a\n").unwrap_err().contains("mapping"));
+    }
+
+    #[test]
+    fn env_path_joins_under_root() {
+        let env = Env {
+            root: "/tmp/r".into(),
+            cmdline: String::new(),
+            credentials_dir: None,
+            imds_base: None,
+            mount_dir: "/tmp/m".into(),
+        };
+        assert_eq!(env.path("/var/lib/cloud"), PathBuf::from("/tmp/r/var/lib/cloud"));
+        assert_eq!(env.credentials_path(), PathBuf::from("/tmp/r/run/credentials/@system"));
+    }
+}

@@ -1,0 +1,168 @@
+//! Boot status you can read from outside: `/run/kubestrap/status.json` rewritten atomically as the
+//! run goes, the same events as one-line JSON on stdout (`KUBESTRAP-EVENT {...}`, which the unit
+//! sends to the journal and the serial console), and sd_notify STATUS with the current phase.
+//! Nothing secret goes in here: messages are our own error texts, which never carry secrets.
+
+use std::cell::RefCell;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use crate::fsutil::NodeFs;
+
+pub const STATUS_FILE: &str = "/run/kubestrap/status.json";
+pub const EVENT_PREFIX: &str = "KUBESTRAP-EVENT ";
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Status {
+    pub stage: String,
+    /// running, done, failed or skipped.
+    pub state: String,
+    pub phase: String,
+    pub role: String,
+    pub datasource: String,
+    pub attempt: u32,
+    pub started_at: String,
+    pub updated_at: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub last_error: String,
+    /// The exit code the run ended with (2 bad input, 3 preflight, 1 other).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// (phase, milliseconds).
+    #[serde(default)]
+    pub timings: Vec<(String, u64)>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preflight: Option<serde_json::Value>,
+}
+
+/// Reports progress: file, console line, sd_notify. Cheap enough to call per phase.
+pub struct Reporter<'a> {
+    fs: &'a NodeFs,
+    status: RefCell<Status>,
+    phase_started: RefCell<Option<Instant>>,
+}
+
+fn now() -> String {
+    crate::pki::check::rfc3339(time::OffsetDateTime::now_utc())
+}
+
+impl<'a> Reporter<'a> {
+    pub fn new(fs: &'a NodeFs, stage: &str, attempt: u32) -> Reporter<'a> {
+        let t = now();
+        let status = Status {
+            stage: stage.into(),
+            state: "running".into(),
+            attempt,
+            started_at: t.clone(),
+            updated_at: t,
+            ..Default::default()
+        };
+        let r = Reporter { fs, status: RefCell::new(status), phase_started: RefCell::new(None) };
+        r.emit("start", "", "");
+        r
+    }
+
+    pub fn set(&self, f: impl FnOnce(&mut Status)) {
+        f(&mut self.status.borrow_mut());
+        self.write();
+    }
+
+    pub fn phase(&self, name: &str) {
+        self.finish_phase();
+        *self.phase_started.borrow_mut() = Some(Instant::now());
+        self.status.borrow_mut().phase = name.into();
+        self.emit("phase", name, "");
+    }
+
+    fn finish_phase(&self) {
+        if let Some(t) = self.phase_started.borrow_mut().take() {
+            let mut s = self.status.borrow_mut();
+            let name = s.phase.clone();
+            s.timings.push((name, t.elapsed().as_millis() as u64));
+        }
+    }
+
+    pub fn waiting(&self, message: &str) {
+        let phase = self.status.borrow().phase.clone();
+        self.emit("waiting", &phase, message);
+    }
+
+    pub fn done(&self) {
+        self.finish_phase();
+        self.status.borrow_mut().state = "done".into();
+        self.emit("done", "", "");
+        let _ = libsystemd::daemon::notify(false, &[libsystemd::daemon::NotifyState::Ready]);
+    }
+
+    pub fn skipped(&self, why: &str) {
+        self.status.borrow_mut().state = "skipped".into();
+        self.emit("skipped", "", why);
+    }
+
+    pub fn failed(&self, e: &crate::error::Error) {
+        self.finish_phase();
+        {
+            let mut s = self.status.borrow_mut();
+            s.state = "failed".into();
+            s.last_error = e.message.clone();
+            s.exit_code = Some(e.kind.exit_code());
+        }
+        let phase = self.status.borrow().phase.clone();
+        self.emit("error", &phase, &e.message);
+    }
+
+    fn emit(&self, event: &str, phase: &str, message: &str) {
+        let line = serde_json::json!({ "event": event, "stage": self.status.borrow().stage, "phase": phase, "message": message });
+        println!("{EVENT_PREFIX}{line}");
+        let status =
+            if message.is_empty() { format!("{event} {phase}") } else { format!("{event} {phase}: {message}") };
+        let _ = libsystemd::daemon::notify(
+            false,
+            &[libsystemd::daemon::NotifyState::Status(status.chars().take(200).collect())],
+        );
+        self.status.borrow_mut().updated_at = now();
+        self.write();
+    }
+
+    fn write(&self) {
+        if self.fs.is_dry_run() {
+            return;
+        }
+        // Invariant: Status holds only strings and numbers.
+        let json = serde_json::to_vec_pretty(&*self.status.borrow()).unwrap_or_default();
+        let path = self.fs.real(STATUS_FILE);
+        if let Some(dir) = path.parent() {
+            let _ = crate::fsutil::mkdir_p(dir, 0o755);
+        }
+        if let Err(e) = crate::fsutil::atomic_write(&path, &json, 0o644) {
+            log::warn!("[status] {e}");
+        }
+    }
+}
+
+/// Reads the last run's status.
+pub fn read(fs: &NodeFs) -> Option<Status> {
+    fs.read(STATUS_FILE).ok().flatten().and_then(|b| serde_json::from_slice(&b).ok())
+}
+
+/// The last run in words, for `kubestrap status`.
+pub fn describe(s: &Status) -> String {
+    let mut out = format!(
+        "kubestrap {} stage: {} (attempt {}, started {}, updated {})\n",
+        s.stage, s.state, s.attempt, s.started_at, s.updated_at
+    );
+    if !s.role.is_empty() {
+        out.push_str(&format!("  role: {}, datasource: {}\n", s.role, s.datasource));
+    }
+    if !s.phase.is_empty() {
+        out.push_str(&format!("  last phase: {}\n", s.phase));
+    }
+    for (p, ms) in &s.timings {
+        out.push_str(&format!("  {p:<20} {ms} ms\n"));
+    }
+    if !s.last_error.is_empty() {
+        out.push_str(&format!("  failed: {}\n  see: journalctl -u kubestrap -u kubestrap-post\n", s.last_error));
+    }
+    out
+}

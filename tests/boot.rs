@@ -1,0 +1,179 @@
+//! `kubestrap boot` from user-data alone (NoCloud seed dir and systemd credentials under a
+//! scratch root): events on stdout, the status file, the done stamp, failures that explain
+//! themselves, and the two stages around a kubelet (played by the API test double).
+
+mod common;
+use common::*;
+
+use std::net::{SocketAddr, TcpListener};
+use std::path::Path;
+use std::time::Duration;
+
+const TOKEN: &str = "abcdef.0123456789abcdef";
+const SECRET: &str = "0123456789abcdef";
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn seed(root: &Path, user_data: &str, hostname: &str) {
+    let d = root.join("var/lib/cloud/seed/nocloud");
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(d.join("user-data"), user_data).unwrap();
+    std::fs::write(d.join("meta-data"), format!("instance-id: i-1\nlocal-hostname: {hostname}\n")).unwrap();
+    // Only the seed: never probe a metadata server off this machine.
+    std::fs::create_dir_all(root.join("etc/kubestrap")).unwrap();
+    std::fs::write(root.join("etc/kubestrap/datasource"), "kubestrap.ds=nocloud\n").unwrap();
+}
+
+fn credential(root: &Path, name: &str, value: &str) {
+    let d = root.join("run/credentials/@system");
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(d.join(name), value).unwrap();
+}
+
+fn boot(root: &Path, stage: &str) -> Run {
+    let root = root.display().to_string();
+    kubestrap(&["boot", "--stage", stage, "--root", &root, "--datasource-timeout", "3s"])
+}
+
+fn events(r: &Run) -> Vec<serde_json::Value> {
+    r.stdout()
+        .lines()
+        .filter_map(|l| l.strip_prefix("KUBESTRAP-EVENT "))
+        .map(|j| serde_json::from_str(j).expect("event is JSON"))
+        .collect()
+}
+
+fn status(root: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(root.join("run/kubestrap/status.json")).expect("status.json")).unwrap()
+}
+
+fn control_plane_user_data(port: u16, healthz: u16) -> String {
+    format!(
+        "apiVersion: kubeadm.k8s.io/v1beta4
+kind: InitConfiguration
+bootstrapTokens:
+- token: {TOKEN}
+localAPIEndpoint:
+  advertiseAddress: 127.0.0.1
+  bindPort: {port}
+---
+apiVersion: kubeadm.k8s.io/v1beta4
+kind: ClusterConfiguration
+kubernetesVersion: v1.37.0
+---
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+healthzPort: {healthz}
+"
+    )
+}
+
+#[test]
+fn control_plane_then_worker_from_user_data_alone() {
+    let cp = tempfile::tempdir().unwrap();
+    let (port, healthz) = (free_port(), free_port());
+    seed(cp.path(), &control_plane_user_data(port, healthz), "cp-1");
+    // The unit's SetCredential= default: an empty credential means "none given".
+    credential(cp.path(), "kubestrap.token", "");
+
+    let r = boot(cp.path(), "pre-kubelet");
+    assert_eq!(r.code(), 0, "{}\n{}", r.stdout(), r.stderr());
+    let ev = events(&r);
+    assert_eq!(ev.first().unwrap()["event"], "start");
+    assert!(ev.iter().any(|e| e["event"] == "phase" && e["phase"] == "certs"), "{ev:?}");
+    assert_eq!(ev.last().unwrap()["event"], "done");
+    let st = status(cp.path());
+    assert_eq!(st["state"], "done");
+    assert_eq!(st["role"], "control-plane");
+    assert_eq!(st["datasource"], "nocloud-seed");
+    assert!(cp.path().join("etc/kubernetes/manifests/kube-apiserver.yaml").exists());
+    assert!(cp.path().join("etc/kubernetes/pki/ca.key").exists());
+    let plan = cp.path().join("var/lib/kubestrap/plan.yaml");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(&plan).unwrap().permissions().mode() & 0o777, 0o600, "the plan holds the token");
+    assert!(
+        !r.stdout().contains(SECRET) && !r.stderr().contains(SECRET),
+        "token secret leaked before the join command"
+    );
+
+    // The "kubelet" starts the static Pods: the API double on the generated PKI.
+    let mut cfg = kube_double::Config::from_pki_dir(&cp.path().join("etc/kubernetes/pki")).unwrap();
+    cfg.listen = SocketAddr::from(([127, 0, 0, 1], port));
+    cfg.kubelet_healthz = Some(SocketAddr::from(([127, 0, 0, 1], healthz)));
+    let double = kube_double::start(cfg).unwrap();
+    double.register_node(&kubestrap::host::hostname(), &[]).ok();
+    double.register_node("cp-1", &[]).unwrap();
+
+    let r = boot(cp.path(), "post-kubelet");
+    assert_eq!(r.code(), 0, "{}\n{}", r.stdout(), r.stderr());
+    assert!(r.stdout().contains("kubestrap join 127.0.0.1:"), "{}", r.stdout());
+    assert_eq!(events(&r).last().unwrap()["event"], "done");
+    assert!(double.object("/api/v1/namespaces/kube-public/configmaps/cluster-info").is_some());
+
+    // A second boot is a fast no-op.
+    let t = std::time::Instant::now();
+    let r = boot(cp.path(), "pre-kubelet");
+    assert_eq!(r.code(), 0);
+    assert_eq!(events(&r).last().unwrap()["event"], "skipped");
+    assert!(t.elapsed() < Duration::from_secs(2));
+
+    // A worker: #cloud-config user-data without the token; the token only as a credential.
+    let hash = kubestrap(&["certs", "ca-hash", "--root", cp.path().to_str().unwrap()]).ok().stdout().trim().to_string();
+    let w = tempfile::tempdir().unwrap();
+    seed(
+        w.path(),
+        &format!(
+            "#cloud-config\npackages: [vim]\nkubestrap:\n  role: worker\n  controlPlaneEndpoint: 127.0.0.1:{port}\n  caCertHashes: [\"{hash}\"]\n"
+        ),
+        "worker-1",
+    );
+    credential(w.path(), "kubestrap.token", TOKEN);
+    let r = boot(w.path(), "pre-kubelet");
+    assert_eq!(r.code(), 0, "{}\n{}", r.stdout(), r.stderr());
+    assert!(r.stderr().contains("packages"), "ignored cloud-config keys are reported:\n{}", r.stderr());
+    assert!(!r.stdout().contains(SECRET) && !r.stderr().contains(SECRET), "token secret leaked");
+    assert!(std::fs::read_link(w.path().join("var/lib/kubelet/pki/kubelet-client-current.pem")).is_ok());
+    assert_eq!(status(w.path())["role"], "worker");
+    let post = boot(w.path(), "post-kubelet");
+    assert_eq!(post.code(), 0, "{}", post.stderr());
+    let status_out = kubestrap(&["status", "--root", w.path().to_str().unwrap()]);
+    assert_eq!(status_out.code(), 0, "{}", status_out.stderr());
+}
+
+#[test]
+fn broken_user_data_fails_with_the_reason_and_writes_nothing() {
+    let r0 = tempfile::tempdir().unwrap();
+    seed(
+        r0.path(),
+        "apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\nlocalAPIEndpoint:\n  bindPort: seventy\n",
+        "cp-1",
+    );
+    let r = boot(r0.path(), "pre-kubelet");
+    assert_eq!(r.code(), 2, "{}", r.stderr());
+    let last = events(&r).last().cloned().unwrap();
+    assert_eq!(last["event"], "error");
+    assert!(last["message"].as_str().unwrap().contains("localAPIEndpoint.bindPort"), "{last}");
+    assert!(!r0.path().join("etc/kubernetes").exists(), "nothing may be written");
+    let st = status(r0.path());
+    assert_eq!(st["state"], "failed");
+    assert_eq!(st["exit_code"], 2);
+    let s = kubestrap(&["status", "--root", r0.path().to_str().unwrap()]);
+    assert_ne!(s.code(), 0);
+    assert!(s.stdout().contains("failed") && s.stdout().contains("bindPort"), "{}", s.stdout());
+    // The next boot tries again (no done stamp) and counts the attempt.
+    let again = boot(r0.path(), "pre-kubelet");
+    assert_eq!(again.code(), 2);
+    assert_eq!(status(r0.path())["attempt"], 2);
+}
+
+#[test]
+fn no_datasource_is_reported_with_every_reason() {
+    let r0 = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(r0.path().join("etc/kubestrap")).unwrap();
+    std::fs::write(r0.path().join("etc/kubestrap/datasource"), "kubestrap.ds=nocloud\n").unwrap();
+    let r = boot(r0.path(), "pre-kubelet");
+    assert_eq!(r.code(), 1, "{}", r.stderr());
+    assert!(r.stderr().contains("no datasource found"), "{}", r.stderr());
+}
