@@ -73,6 +73,9 @@ pub fn run(args: BootArgs) -> Result<()> {
         Ok(()) => {
             fs.write(&stamp(args.stage), b"", 0o600, 0o700)?;
             fs.commit()?;
+            if last_stage(&fs, args.stage) {
+                scrub_secrets(&fs)?;
+            }
             report.done();
         }
         Err(e) => report.failed(e),
@@ -133,6 +136,53 @@ fn stage(fs: &NodeFs, args: &BootArgs, report: &Reporter) -> Result<()> {
     }
 }
 
+/// Is this the node's last stage (a worker's pre-kubelet, a control plane's post-kubelet)?
+fn last_stage(fs: &NodeFs, stage: Stage) -> bool {
+    let is_join = fs.read(PLAN_FILE).ok().flatten().is_some_and(|b| String::from_utf8_lossy(&b).starts_with("!Join"));
+    stage == Stage::PostKubelet || is_join
+}
+
+/// Once the node is bootstrapped, the bootstrap tokens kubestrap kept are no longer needed:
+/// they are scrubbed from its copy of the user-data plan and the generated-token file removed.
+fn scrub_secrets(fs: &NodeFs) -> Result<()> {
+    if let Some(bytes) = fs.read(PLAN_FILE)? {
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        let scrubbed = scrub_tokens(&text);
+        if scrubbed != text {
+            fs.write(PLAN_FILE, scrubbed.as_bytes(), 0o600, 0o700)?;
+            fs.commit()?;
+            info!("[boot] Scrubbed the bootstrap token from {PLAN_FILE}");
+        }
+    }
+    fs.remove(crate::phases::GENERATED_TOKEN)
+}
+
+/// Replaces every `<id>.<secret>` bootstrap token in `text`.
+fn scrub_tokens(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < b.len() {
+        if i + 23 <= b.len()
+            && text.is_char_boundary(i)
+            && text.is_char_boundary(i + 23)
+            && crate::token::is_valid_token(&text[i..i + 23])
+        {
+            let before_ok = i == 0 || !b[i - 1].is_ascii_alphanumeric();
+            let after_ok = i + 23 == b.len() || !b[i + 23].is_ascii_alphanumeric();
+            if before_ok && after_ok {
+                out.push_str("scrubbed-after-bootstrap");
+                i += 23;
+                continue;
+            }
+        }
+        let ch = text[i..].chars().next().unwrap_or('\u{fffd}');
+        out.push(ch);
+        i += ch.len_utf8();
+    }
+    out
+}
+
 /// `kubestrap status`: the last run in words; non-zero if it failed.
 pub fn status(root: &Path) -> Result<()> {
     let fs = NodeFs::new(root);
@@ -151,5 +201,14 @@ pub fn status(root: &Path) -> Result<()> {
             "no status at {} (kubestrap has not run since this boot)",
             crate::status::STATUS_FILE
         ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn tokens_are_scrubbed_and_nothing_else() {
+        let t = "token: abcdef.0123456789abcdef\nother: xabcdef.0123456789abcdefx\nü: ok";
+        assert_eq!(super::scrub_tokens(t), "token: scrubbed-after-bootstrap\nother: xabcdef.0123456789abcdefx\nü: ok");
     }
 }

@@ -111,6 +111,8 @@ fn control_plane_then_worker_from_user_data_alone() {
     assert!(r.stdout().contains("kubestrap join 127.0.0.1:"), "{}", r.stdout());
     assert_eq!(events(&r).last().unwrap()["event"], "done");
     assert!(double.object("/api/v1/namespaces/kube-public/configmaps/cluster-info").is_some());
+    let kept = std::fs::read_to_string(&plan).unwrap();
+    assert!(!kept.contains(TOKEN), "the token must be scrubbed once the node is bootstrapped:\n{kept}");
 
     // A second boot is a fast no-op.
     let t = std::time::Instant::now();
@@ -136,6 +138,8 @@ fn control_plane_then_worker_from_user_data_alone() {
     assert!(!r.stdout().contains(SECRET) && !r.stderr().contains(SECRET), "token secret leaked");
     assert!(std::fs::read_link(w.path().join("var/lib/kubelet/pki/kubelet-client-current.pem")).is_ok());
     assert_eq!(status(w.path())["role"], "worker");
+    let kept = std::fs::read_to_string(w.path().join("var/lib/kubestrap/plan.yaml")).unwrap();
+    assert!(kept.starts_with("!Join") && !kept.contains(TOKEN), "scrub after a successful join:\n{kept}");
     let post = boot(w.path(), "post-kubelet");
     assert_eq!(post.code(), 0, "{}", post.stderr());
     let status_out = kubestrap(&["status", "--root", w.path().to_str().unwrap()]);

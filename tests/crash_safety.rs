@@ -173,3 +173,93 @@ fn sigkill_at_each_phase_boundary_then_rerun_converges() {
         assert_valid(&s);
     }
 }
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+#[test]
+fn sigkill_during_api_phases_and_join_then_rerun_converges() {
+    let trials: u64 = std::env::var("KILL_TRIALS").ok().and_then(|v| v.parse().ok()).unwrap_or(50) / 5;
+    let (port, healthz) = (free_port(), free_port());
+    let s = Scratch::new(&format!(
+        "apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\nbootstrapTokens:\n- token: abcdef.0123456789abcdef\nnodeRegistration:\n  name: cp-1\nlocalAPIEndpoint:\n  advertiseAddress: 127.0.0.1\n  bindPort: {port}\n---\napiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nhealthzPort: {healthz}\n"
+    ));
+    s.init(&[]).ok();
+    let mut cfg = kube_double::Config::from_pki_dir(&s.pki("")).unwrap();
+    cfg.listen = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    cfg.kubelet_healthz = Some(std::net::SocketAddr::from(([127, 0, 0, 1], healthz)));
+    let double = kube_double::start(cfg).unwrap();
+    double.register_node("cp-1", &[]).unwrap();
+    let t = Instant::now();
+    s.init_full(&[]).ok();
+    let span = t.elapsed().as_micros() as u64;
+    let mut rng = Lcg(0x61_7069);
+    for trial in 0..trials {
+        let mut child = spawn_init(&s, true);
+        std::thread::sleep(Duration::from_micros(rng.next() % span.max(1000)));
+        let _ = child.kill();
+        let _ = child.wait();
+        let r = s.init_full(&[]);
+        assert_eq!(r.code(), 0, "trial {trial}: {}", r.stderr());
+    }
+    for path in [
+        "/api/v1/namespaces/kube-system/secrets/bootstrap-token-abcdef",
+        "/api/v1/namespaces/kube-public/configmaps/cluster-info",
+        "/apis/apps/v1/namespaces/kube-system/daemonsets/kube-proxy",
+        "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/kubeadm:cluster-admins",
+    ] {
+        assert!(double.object(path).is_some(), "{path} missing after the kill trials");
+    }
+
+    // Join, killed at random points: the rerun finds the same pending CSR or the issued identity.
+    let hash = kubestrap(&["certs", "ca-hash", "--root", &s.root_str()]).ok().stdout().trim().to_string();
+    let w = tempfile::tempdir().unwrap();
+    let join_args = |root: &Path, node: &str| {
+        vec![
+            "join".to_string(),
+            format!("127.0.0.1:{port}"),
+            "--token".into(),
+            "abcdef.0123456789abcdef".into(),
+            "--discovery-token-ca-cert-hash".into(),
+            hash.clone(),
+            "--node-name".into(),
+            node.to_string(),
+            "--root".into(),
+            root.display().to_string(),
+        ]
+    };
+    let t = Instant::now();
+    let probe = tempfile::tempdir().unwrap();
+    let pr = Command::new(BIN).args(join_args(probe.path(), "probe-1")).output().unwrap();
+    assert!(pr.status.success(), "{}", String::from_utf8_lossy(&pr.stderr));
+    let span = t.elapsed().as_micros() as u64;
+    for _ in 0..trials {
+        let mut child = Command::new(BIN)
+            .args(join_args(w.path(), "worker-1"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_micros(rng.next() % span.max(1000)));
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    let out = Command::new(BIN).args(join_args(w.path(), "worker-1")).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let csrs: Vec<_> = double
+        .list("/apis/certificates.k8s.io/v1/certificatesigningrequests")
+        .into_iter()
+        .filter(|c| {
+            let req = c["spec"]["request"].as_str().unwrap_or_default();
+            use base64::Engine;
+            let pem = base64::engine::general_purpose::STANDARD.decode(req).unwrap_or_default();
+            String::from_utf8_lossy(&pem).contains("BEGIN CERTIFICATE REQUEST")
+                && c["spec"]["username"] == "system:bootstrap:abcdef"
+        })
+        .collect();
+    // One for the probe node, at most one for worker-1: killed runs reuse their key and CSR.
+    assert!(csrs.len() <= 2, "duplicate CSRs after kills: {}", csrs.len());
+    assert!(!w.path().join("etc/kubernetes/bootstrap-kubelet.conf").exists());
+    assert!(std::fs::read_link(w.path().join("var/lib/kubelet/pki/kubelet-client-current.pem")).is_ok());
+}

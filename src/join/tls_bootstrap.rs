@@ -21,6 +21,13 @@ pub const CURRENT: &str = "/var/lib/kubelet/pki/kubelet-client-current.pem";
 pub const KUBELET_CONF: &str = "/etc/kubernetes/kubelet.conf";
 
 pub fn run(fs: &NodeFs, client: &Client, found: &Found, node_name: &str, timeout: Duration) -> Result<()> {
+    if let Some(why) = existing_identity(fs, found, node_name) {
+        info!("[kubelet-start] {why}; keeping it");
+        let kc = crate::objects::kubelet::kubelet_conf_for_rotation(&found.server, &found.ca_pem);
+        fs.write(KUBELET_CONF, kc.to_yaml().as_bytes(), 0o600, 0o755)?;
+        fs.commit()?;
+        return fs.remove(KEY_TMP);
+    }
     let key = match fs.read(KEY_TMP)? {
         Some(pem) => match crate::pki::keys::parse_pem(&pem) {
             Ok(k) => {
@@ -39,6 +46,38 @@ pub fn run(fs: &NodeFs, client: &Client, found: &Found, node_name: &str, timeout
     }
     let cert_pem = wait_for_certificate(client, &name, timeout)?;
     write_identity(fs, found, &cert_pem, &crate::pki::keys::to_pem(&key))
+}
+
+/// A rerun after an interrupted join may find the identity already issued: a
+/// kubelet-client-current.pem that chains to the cluster CA, names this node and is in date.
+fn existing_identity(fs: &NodeFs, found: &Found, node_name: &str) -> Option<String> {
+    let target = std::fs::read_link(fs.real(CURRENT)).ok()?;
+    let bundle = fs.read(target.to_str()?).ok()??;
+    let cert = crate::pki::check::CertFile::parse(&bundle).ok()?;
+    let ca = crate::pki::check::CertFile::parse(&found.ca_pem).ok()?;
+    let key = crate::pki::keys::parse_pem(pem_block(&bundle, "PRIVATE KEY")?.as_bytes()).ok()?;
+    let sans = crate::pki::spec::SanList::default();
+    let spki = crate::pki::keys::spki(&key);
+    let expect = crate::pki::check::Expect {
+        usage: crate::pki::spec::Usage::Client,
+        sans: &sans,
+        ca: Some(&ca),
+        key_spki: Some(&spki),
+        now: time::OffsetDateTime::now_utc(),
+    };
+    crate::pki::check::check(&cert, &expect).ok()?;
+    let cn = cert.x509().ok()?.subject().iter_common_name().next()?.as_str().ok()?.to_string();
+    (cn == format!("system:node:{node_name}"))
+        .then(|| format!("{} already holds a valid certificate for {cn}", target.display()))
+}
+
+/// The PEM block labelled `label` in a bundle (the key after the certificates).
+fn pem_block(bundle: &[u8], label: &str) -> Option<String> {
+    let text = String::from_utf8_lossy(bundle);
+    let (begin, end) = (format!("-----BEGIN {label}-----"), format!("-----END {label}-----"));
+    let start = text.find(&begin)?;
+    let stop = text[start..].find(&end)? + start + end.len();
+    Some(text[start..stop].to_string())
 }
 
 fn new_key(fs: &NodeFs) -> Result<rcgen::KeyPair> {

@@ -17,6 +17,7 @@ use crate::error::{Error, Result};
 use crate::fsutil::NodeFs;
 use crate::manifests::HostEnv;
 
+pub use api::GENERATED_TOKEN;
 pub use kubeconfig::{KUBECONFIGS, KubeconfigSpec};
 
 /// Everything a phase may read: the validated config, the node's filesystem, the start time
