@@ -53,7 +53,22 @@ pub fn kubestrap(args: &[&str]) -> Run {
         .env_remove("JOURNAL_STREAM")
         .output()
         .expect("run kubestrap");
-    Run { out }
+    let run = Run { out };
+    assert_no_secrets(args, &run);
+    run
+}
+
+/// The test token secret and private keys must never reach logs; stdout may carry the token only
+/// where the user asked for it (init's join command, `token create`).
+fn assert_no_secrets(args: &[&str], run: &Run) {
+    const SECRETS: &[&str] = &["0123456789abcdef", "PRIVATE KEY-----"];
+    let stdout_may_show_token = matches!(args.first(), Some(&"init") | Some(&"token") | Some(&"boot"));
+    for s in SECRETS {
+        assert!(!run.stderr().contains(s), "kubestrap {args:?} logged a secret ({s}):\n{}", run.stderr());
+        if !(stdout_may_show_token && *s != "PRIVATE KEY-----") {
+            assert!(!run.stdout().contains(s), "kubestrap {args:?} printed a secret ({s}):\n{}", run.stdout());
+        }
+    }
 }
 
 /// A scratch dir holding `config.yaml` and a node root `root/`.
