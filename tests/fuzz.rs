@@ -270,3 +270,19 @@ fn the_harness_reports_a_panicking_parser() {
     });
     assert!(caught.is_err(), "the fuzzer missed a planted panic");
 }
+
+#[test]
+fn fuzz_user_data() {
+    fuzz("user-data", |b| {
+        let g = kubestrap::datasource::Gathered {
+            source: "fuzz".into(),
+            user_data: Some(b.to_vec()),
+            meta: kubestrap::datasource::MetaData { instance_id: None, local_hostname: Some("node-1".into()) },
+            credentials: Default::default(),
+            notices: Vec::new(),
+        };
+        if let Ok(kubestrap::config::userdata::NodePlan::Init { config_text }) = kubestrap::config::userdata::plan(&g) {
+            let _ = kubestrap::config::parse_documents("fuzz", &config_text);
+        }
+    });
+}
