@@ -131,7 +131,7 @@ fn stage(fs: &NodeFs, args: &BootArgs, report: &Reporter) -> Result<()> {
                 j.discovery_timeout = Some(format!("{}s", BOOT_DISCOVERY_TIMEOUT.as_secs()));
             }
             let (ja, _) = crate::commands::resolve_join(j, join)?;
-            crate::join::run(fs, &ja)
+            crate::join::run(fs, &ja, Some(report))
         }
     }
 }

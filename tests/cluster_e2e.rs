@@ -478,3 +478,44 @@ fn join_refuses_a_name_that_a_ready_node_has() {
     assert!(r.stderr().contains("already exists in the cluster and is Ready"), "{}", r.stderr());
     assert_no_credentials(w.path());
 }
+
+#[test]
+fn join_fails_closed_when_cluster_info_changes_between_the_two_fetches() {
+    // An attacker who knows the token answers the unverified fetch with a correctly signed
+    // cluster-info that carries the real CA but another server; the CA-verified re-fetch then
+    // differs, and join must refuse.
+    let a = init_cluster(|_| {});
+    let b = init_cluster(|_| {});
+    let real = a.double.object("/api/v1/namespaces/kube-public/configmaps/cluster-info").unwrap();
+    let forged_kc =
+        real["data"]["kubeconfig"].as_str().unwrap().replace(&format!("127.0.0.1:{}", a.port), "evil.example.com:6443");
+    let mut forged = b.double.object("/api/v1/namespaces/kube-public/configmaps/cluster-info").unwrap();
+    forged["data"] = serde_json::json!({ "kubeconfig": forged_kc });
+    b.double.put_object(forged).unwrap();
+    // b's bootstrap signer signs the forgery with the shared token.
+    assert!(
+        b.double
+            .wait_for("/api/v1/namespaces/kube-public/configmaps/cluster-info", Duration::from_secs(5), |cm| cm["data"]
+                ["jws-kubeconfig-abcdef"]
+                .is_string())
+            .is_some()
+    );
+    // A front door that sends odd connections to b (unverified fetch) and even ones to a.
+    let front = free_port();
+    let (a_port, b_port) = (a.port, b.port);
+    let l = TcpListener::bind(("127.0.0.1", front)).unwrap();
+    std::thread::spawn(move || {
+        for (n, conn) in l.incoming().flatten().enumerate() {
+            let back = if n % 2 == 0 { b_port } else { a_port };
+            if let Ok(up) = TcpStream::connect(("127.0.0.1", back)) {
+                pipe(conn.try_clone().unwrap(), up.try_clone().unwrap());
+                pipe(up, conn);
+            }
+        }
+    });
+    assert_join_fails(
+        &format!("127.0.0.1:{front}"),
+        &["--token", TOKEN, "--discovery-token-ca-cert-hash", &ca_hash(&a)],
+        "changed between",
+    );
+}

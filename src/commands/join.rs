@@ -32,7 +32,7 @@ pub fn run(j: cli::Join) -> Result<()> {
     let args = resolve(j, jc.unwrap_or_default())?;
     let fs = NodeFs::new(&args.1);
     let _lock = fs.lock()?;
-    crate::join::run(&fs, &args.0)
+    crate::join::run(&fs, &args.0, None)
 }
 
 /// Flags win over the file, as with kubeadm.

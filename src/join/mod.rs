@@ -38,13 +38,17 @@ pub struct JoinArgs {
     pub ignore_preflight: Vec<String>,
 }
 
-pub fn run(fs: &NodeFs, a: &JoinArgs) -> Result<()> {
+pub fn run(fs: &NodeFs, a: &JoinArgs, report: Option<&crate::status::Reporter>) -> Result<()> {
     fs.remove_stale_temps(DEFAULT_CERTS_DIR);
     if fs.root() == Path::new("/") {
         let host = a.discovery.endpoint_host();
         let input = crate::preflight::Input::worker(fs.root(), a.node_name.clone(), Some(a.cri_socket.clone()), host);
         info!("[preflight] Running pre-flight checks");
-        crate::preflight::enforce(&crate::preflight::run(&crate::host::LinuxHost, &input, &a.ignore_preflight))?;
+        let pf = crate::preflight::run(&crate::host::LinuxHost, &input, &a.ignore_preflight);
+        if let Some(r) = report {
+            r.set(|s| s.preflight = serde_json::to_value(&pf).ok());
+        }
+        crate::preflight::enforce(&pf)?;
     } else {
         info!("[preflight] Skipped: --root {} is not this machine's root", fs.root().display());
     }

@@ -23,6 +23,9 @@ pub fn run(ctx: &InitContext) -> Result<()> {
         if input.resuming { " (resuming an interrupted init)" } else { "" }
     );
     let report = preflight::run(&crate::host::LinuxHost, &input, &ctx.ignore_preflight);
+    if let Some(r) = ctx.report {
+        r.set(|s| s.preflight = serde_json::to_value(&report).ok());
+    }
     preflight::enforce(&report)?;
     ctx.fs.write(IN_PROGRESS_STAMP, b"", 0o600, 0o700)
 }
