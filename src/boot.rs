@@ -102,6 +102,7 @@ fn stage(fs: &NodeFs, args: &BootArgs, report: &Reporter) -> Result<()> {
             p
         }
         Stage::PostKubelet => {
+            report.set(|s| s.datasource = format!("{PLAN_FILE} (gathered by the pre-kubelet stage)"));
             let bytes = fs
                 .read(PLAN_FILE)?
                 .ok_or_else(|| Error::state(format!("{PLAN_FILE} is missing: the pre-kubelet stage has not run")))?;

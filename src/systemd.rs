@@ -3,14 +3,23 @@
 use log::{info, warn};
 
 /// `systemctl daemon-reload && systemctl restart kubelet`, as kubeadm does, when this machine
-/// runs systemd and has a kubelet unit; otherwise says why it did not.
+/// runs systemd; otherwise says why it did not. Inside a unit (kubestrap.service is
+/// Before=kubelet.service) a blocking restart would wait for our own unit to finish — a
+/// deadlock — and the ordering starts the kubelet right after us anyway, so there we only queue
+/// the restart.
 pub fn restart_kubelet() {
     if !std::path::Path::new("/run/systemd/system").exists() {
         info!("[kubelet-start] systemd is not running here; start the kubelet yourself");
         return;
     }
     let run = |args: &[&str]| std::process::Command::new("systemctl").args(args).status();
-    match run(&["daemon-reload"]).and_then(|_| run(&["restart", "kubelet.service"])) {
+    let in_unit = std::env::var_os("INVOCATION_ID").is_some();
+    let result = if in_unit {
+        run(&["restart", "--no-block", "kubelet.service"])
+    } else {
+        run(&["daemon-reload"]).and_then(|_| run(&["restart", "kubelet.service"]))
+    };
+    match result {
         Ok(s) if s.success() => info!("[kubelet-start] Restarted kubelet.service"),
         Ok(s) => {
             warn!("[kubelet-start] systemctl restart kubelet.service exited with {s}; check `journalctl -u kubelet`")

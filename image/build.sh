@@ -1,0 +1,263 @@
+#!/usr/bin/env bash
+# Build the kubestrap VM image: Debian bookworm (mmdebstrap) + Debian kernel + busybox initramfs,
+# with the static kubestrap binary and units/*.service baked in; an ext4 root packed with
+# `mkfs.ext4 -d` (no loop device, no mount).
+#
+#   image/build.sh [--test-image] [--no-cargo] [--units-dir DIR] [--out DIR] [--rebuild-base]
+#
+# Stage 1 (cached by a hash of suite + packages + kernel + modules + the stage-1 code of this
+# script + initramfs-init + image/rootfs/):
+#   base rootfs tar, vmlinuz, initramfs  -> $CACHE/base-<key>/
+# Stage 2 (cached by a hash of stage 1 + binaries + units + variant):
+#   rootfs.ext4 + image.env              -> $OUT (default $CACHE/image-prod or image-test)
+# CACHE = ${XDG_CACHE_HOME:-$HOME/.cache}/kubestrap/vm. Prints the path of image.env last.
+# --test-image also bakes kube-double and units/test/ (the kubelet stand-in, the report unit).
+# KUBESTRAP_BIN_DIR=DIR bakes prebuilt static binaries from DIR instead (no cargo run).
+# Needs root (mmdebstrap, ownership in mkfs.ext4 -d).
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$HERE/.." && pwd)
+# shellcheck source=install-host-deps.sh
+. "$HERE/install-host-deps.sh"
+
+SUITE=bookworm
+MIRROR=${KUBESTRAP_MIRROR:-http://deb.debian.org/debian}
+# Fixed timestamps/UUIDs so that the same inputs give the same image.
+export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-1735689600}   # 2025-01-01T00:00:00Z
+FS_UUID=6b756265-7374-7261-7000-000000000001
+IMAGE_SIZE=${KUBESTRAP_IMAGE_SIZE:-4G}   # sparse; preflight warns below 2 GiB free under /var/lib
+# conntrack, socat, ethtool: what kubeadm's preflight (and kube-proxy/port-forward) look for.
+PACKAGES=(systemd systemd-sysv udev containerd iproute2 iptables mount util-linux kmod
+    ca-certificates conntrack socat ethtool)
+# KUBESTRAP_EXTRA_PACKAGES="a b": more packages (e.g. cloud-init for bench-cloud-init.sh); part
+# of the cache key, so such a base is cached separately.
+read -r -a EXTRA <<<"${KUBESTRAP_EXTRA_PACKAGES:-}"
+PACKAGES+=("${EXTRA[@]}")
+# Modules in the rootfs (dependencies are added). virtio + storage + isofs/vfat for cidata,
+# fw_cfg for credentials, overlay/bridge/netfilter for containerd and kubeadm's preflight.
+ROOTFS_MODULES=(virtio_pci virtio_blk virtio_net virtio_rng virtio_console virtio_scsi ext4
+    crc32c_generic crc32c-intel isofs cdrom sr_mod ata_piix vfat nls_cp437 nls_ascii
+    nls_iso8859-1 nls_utf8 qemu_fw_cfg overlay autofs4 br_netfilter bridge veth nf_conntrack
+    nf_nat ip_tables iptable_filter iptable_nat nf_tables nft_compat nft_chain_nat
+    xt_conntrack xt_MASQUERADE xt_comment xt_mark)
+# Modules the initramfs insmods, in this order (dependencies first, resolved below).
+INITRD_MODULES=(crc32c_generic crc32c-intel ext4 virtio_pci virtio_blk qemu_fw_cfg)
+MASKED_UNITS=(systemd-firstboot.service getty.target getty@.service serial-getty@.service
+    getty-static.service console-getty.service apt-daily.timer apt-daily-upgrade.timer
+    e2scrub_all.timer fstrim.timer dpkg-db-backup.timer)
+
+TEST_IMAGE=0 CARGO=1 REBUILD_BASE=0 OUT='' UNITS_DIR="$REPO/units"
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --test-image) TEST_IMAGE=1 ;;
+        --no-cargo) CARGO=0 ;;
+        --rebuild-base) REBUILD_BASE=1 ;;
+        --units-dir) UNITS_DIR=$(cd "$2" && pwd); shift ;;
+        --out) OUT=$2; shift ;;
+        -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+        *) echo "build.sh: unknown argument $1" >&2; exit 2 ;;
+    esac
+    shift
+done
+
+CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/kubestrap/vm
+VARIANT=prod
+[ "$TEST_IMAGE" = 1 ] && VARIANT='test'
+OUT=${OUT:-$CACHE/image-$VARIANT}
+BIN_DIR=${KUBESTRAP_BIN_DIR:-$REPO/target/x86_64-unknown-linux-gnu/release}   # override: prebuilt binaries
+
+log() { printf '[image %6.1fs] %s\n' "$(( ${EPOCHREALTIME/./} / 100000 - T0 ))e-1" "$*" >&2; }
+T0=$(( ${EPOCHREALTIME/./} / 100000 ))
+die() { echo "build.sh: $*" >&2; exit 1; }
+
+[ "$(id -u)" -eq 0 ] || die "run as root (mmdebstrap and mkfs.ext4 -d need real ownership)"
+install_host_deps
+
+# ---- inputs -----------------------------------------------------------------------------
+KPKG=$(apt-cache depends linux-image-amd64 2>/dev/null | sed -n 's/^ *Depends: \(linux-image-[0-9].*-amd64\)$/\1/p' | head -n1)
+[ -n "$KPKG" ] || die "cannot resolve linux-image-amd64 (apt-get update?)"
+KVER=${KPKG#linux-image-}
+
+hash_inputs() {
+    {
+        printf '%s\n' "$SUITE" "$MIRROR" "$KPKG" "$SOURCE_DATE_EPOCH" "${PACKAGES[@]}" \
+            "${ROOTFS_MODULES[@]}" "${INITRD_MODULES[@]}" "${MASKED_UNITS[@]}"
+        sed -n '/^# ---- stage 1/,/^# ---- stage 2/p' "$HERE/build.sh"
+        cat "$HERE/initramfs-init"
+        (cd "$HERE/rootfs" && find . -type f | LC_ALL=C sort | xargs -d '\n' sha256sum)
+    } | sha256sum | cut -c1-16
+}
+KEY=$(hash_inputs)
+BASE="$CACHE/base-$KEY"
+mkdir -p "$CACHE"
+exec 9>"$CACHE/.lock"
+flock 9   # one build at a time per cache
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/kubestrap-image.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+
+# ---- stage 1: base rootfs, kernel, initramfs ---------------------------------------------
+copy_modules() {   # copy_modules KROOT DEST MODULE... ; prints module paths in load order
+    local kroot=$1 dest=$2 m line path
+    shift 2
+    for m in "$@"; do
+        if ! modprobe -d "$kroot" -S "$KVER" --show-depends "$m" 2>/dev/null >"$WORK/deps"; then
+            echo "build.sh: warning: module $m not in $KPKG" >&2
+            continue
+        fi
+        while read -r line; do
+            case "$line" in
+                insmod\ *) path=${line#insmod }; path=${path%% *} ;;
+                *) continue ;;
+            esac
+            path=${path#"$kroot"}
+            mkdir -p "$dest$(dirname "$path")"
+            cp -n "$kroot$path" "$dest$path"
+            echo "$path"
+        done <"$WORK/deps"
+    done
+}
+
+build_base() {
+    local tmp="$BASE.tmp" r="$WORK/root" k="$WORK/kernel" i="$WORK/initrd" u
+    rm -rf "$tmp" && mkdir -p "$tmp"
+    log "mmdebstrap $SUITE (${PACKAGES[*]})"
+    mmdebstrap --quiet --variant=essential --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
+        --include="$(IFS=,; echo "${PACKAGES[*]}")" \
+        --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/locale/*' \
+        --dpkgopt='path-include=/usr/share/locale/locale.alias' \
+        --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/share/doc/*/copyright' \
+        --dpkgopt='path-exclude=/usr/share/info/*' \
+        "$SUITE" "$r" "$MIRROR" "deb $MIRROR $SUITE-updates main" \
+        "deb http://deb.debian.org/debian-security $SUITE-security main" >"$WORK/mmdebstrap.log" 2>&1 \
+        || { tail -n 40 "$WORK/mmdebstrap.log" >&2; die "mmdebstrap failed"; }
+
+    log "kernel $KPKG"
+    (cd "$WORK" && apt-get download -q -o APT::Sandbox::User=root "$KPKG" >/dev/null)
+    dpkg-deb -x "$WORK"/linux-image-*.deb "$k"
+    cp "$k/boot/vmlinuz-$KVER" "$tmp/vmlinuz"
+    depmod -b "$k" "$KVER"
+    copy_modules "$k" "$r" "${ROOTFS_MODULES[@]}" >/dev/null
+    cp "$k/lib/modules/$KVER"/modules.{order,builtin,builtin.modinfo} "$r/lib/modules/$KVER/"
+    depmod -b "$r" "$KVER"
+
+    log "customize rootfs"
+    cp -a "$HERE/rootfs/." "$r/"
+    rm -f "$r/etc/hostname"                     # the node name comes from meta-data
+    echo uninitialized >"$r/etc/machine-id"     # empty is NOT a first boot (systemd >= 250)
+    for u in "${MASKED_UNITS[@]}"; do ln -sfn /dev/null "$r/etc/systemd/system/$u"; done
+    mkdir -p "$r/etc/systemd/system/multi-user.target.wants" "$r/etc/systemd/system/sockets.target.wants" \
+        "$r/etc/systemd/system/network-online.target.wants"
+    ln -sfn /usr/lib/systemd/system/systemd-networkd.service "$r/etc/systemd/system/multi-user.target.wants/"
+    ln -sfn /usr/lib/systemd/system/systemd-networkd.socket "$r/etc/systemd/system/sockets.target.wants/"
+    ln -sfn /usr/lib/systemd/system/systemd-networkd-wait-online.service "$r/etc/systemd/system/network-online.target.wants/"
+    ln -sfn /usr/lib/systemd/system/systemd-networkd.service "$r/etc/systemd/system/dbus-org.freedesktop.network1.service"
+    rm -rf "$r/var/cache/apt/archives/"*.deb "$r/var/lib/apt/lists/"* "$r/var/log/"*.log
+    chroot "$r" dpkg-query -W -f='${Package} ${Version}\n' >"$tmp/packages.txt"
+    tar --numeric-owner --xattrs --xattrs-include='*' --sort=name --mtime="@$SOURCE_DATE_EPOCH" \
+        --clamp-mtime -C "$r" -cf "$tmp/rootfs.tar" .
+
+    log "initramfs"
+    mkdir -p "$i"/{bin,dev,proc,sys,newroot,lib/modules}
+    cp /bin/busybox "$i/bin/busybox"
+    file -L "$i/bin/busybox" | grep -q 'statically linked' || die "/bin/busybox is not static (busybox-static)"
+    install -m 0755 "$HERE/initramfs-init" "$i/init"
+    copy_modules "$k" "$i" "${INITRD_MODULES[@]}" | sed "s|^/lib/modules/||" | awk '!seen[$0]++' >"$i/modules.list"
+    (cd "$i" && find . -mindepth 1 | LC_ALL=C sort | cpio --quiet -o -H newc -R 0:0 --reproducible) \
+        | zstd -q -3 >"$tmp/initrd.img"
+    echo "$KVER" >"$tmp/kver"
+    rm -rf "$r" "$k" "$i"
+    mv "$tmp" "$BASE"
+    # Drop bases unused for a week (other package sets, older recipes).
+    find "$CACHE" -maxdepth 1 -name 'base-*' ! -name "base-$KEY" -mtime +7 -exec rm -rf {} +
+}
+
+if [ "$REBUILD_BASE" = 1 ]; then rm -rf "$BASE"; fi
+if [ -f "$BASE/rootfs.tar" ] && [ -f "$BASE/initrd.img" ] && [ -f "$BASE/vmlinuz" ]; then
+    log "base cached: $BASE"
+    touch "$BASE"
+else
+    build_base
+    log "base built: $BASE"
+fi
+
+# ---- stage 2: the image with kubestrap baked in ------------------------------------------
+if [ "$CARGO" = 1 ] && [ -z "${KUBESTRAP_BIN_DIR:-}" ]; then
+    log "cargo build --release -p kubestrap -p kube-double"
+    (cd "$REPO" && cargo build --quiet --release -p kubestrap -p kube-double)
+fi
+BINS=("$BIN_DIR/kubestrap")
+[ "$TEST_IMAGE" = 1 ] && BINS+=("$BIN_DIR/kube-double")
+for b in "${BINS[@]}"; do
+    [ -x "$b" ] || die "$b missing (cargo build --release -p kubestrap -p kube-double)"
+    if readelf -lW "$b" | grep -q 'INTERP'; then die "$b is dynamically linked (needs +crt-static)"; fi
+done
+
+shopt -s nullglob
+UNIT_FILES=("$UNITS_DIR"/*.service "$UNITS_DIR"/*.socket "$UNITS_DIR"/*.timer)
+DROPIN_DIRS=("$UNITS_DIR"/*.d)
+TEST_FILES=()
+[ "$TEST_IMAGE" = 1 ] && TEST_FILES=("$REPO"/units/test/*.service "$REPO"/units/test/*.sh "$REPO"/units/test/bin/*)
+shopt -u nullglob
+[ "${#UNIT_FILES[@]}" -gt 0 ] || die "no units in $UNITS_DIR"
+
+IMG_KEY=$( { echo "$KEY $VARIANT $IMAGE_SIZE"; sha256sum "${BINS[@]}" "${UNIT_FILES[@]}" "${TEST_FILES[@]}";
+    for d in "${DROPIN_DIRS[@]}"; do find "$d" -type f | LC_ALL=C sort | xargs -d '\n' sha256sum; done; } \
+    | sed "s| $REPO/| |" | sha256sum | cut -c1-16)
+if [ -f "$OUT/image.env" ] && grep -qx "IMAGE_KEY=$IMG_KEY" "$OUT/image.env" && [ -f "$OUT/rootfs.ext4" ]; then
+    log "image cached: $OUT"
+    echo "$OUT/image.env"
+    exit 0
+fi
+
+log "assemble $VARIANT image"
+r="$WORK/root"
+mkdir -p "$r"
+tar --numeric-owner --xattrs --xattrs-include='*' -C "$r" -xf "$BASE/rootfs.tar"
+install -m 0755 "$BIN_DIR/kubestrap" "$r/usr/bin/kubestrap"
+ln -sfn /usr/bin/kubestrap "$r/usr/local/bin/kubestrap"
+sysd="$r/usr/lib/systemd/system" wants="$r/etc/systemd/system/multi-user.target.wants"
+enable_unit() {   # enable_unit FILE: install into /usr/lib/systemd/system, wants-symlink it
+    local f=$1 n t
+    n=$(basename "$f")
+    install -m 0644 "$f" "$sysd/$n"
+    case "$n" in *@.*) return 0 ;; esac
+    t=$(sed -n 's/^WantedBy=\(.*\)$/\1/p' "$f" | tr ' ' '\n' | grep -v '^$' || true)
+    for t in ${t:-multi-user.target}; do
+        mkdir -p "$r/etc/systemd/system/$t.wants"
+        ln -sfn "/usr/lib/systemd/system/$n" "$r/etc/systemd/system/$t.wants/$n"
+    done
+}
+for f in "${UNIT_FILES[@]}"; do enable_unit "$f"; done
+for d in "${DROPIN_DIRS[@]}"; do mkdir -p "$sysd/$(basename "$d")" && cp -a "$d/." "$sysd/$(basename "$d")/"; done
+if [ "$TEST_IMAGE" = 1 ]; then
+    install -m 0755 "$BIN_DIR/kube-double" "$r/usr/local/bin/kube-double"
+    for f in "${TEST_FILES[@]}"; do
+        case "$f" in
+            *.service) enable_unit "$f" ;;
+            */bin/*) install -D -m 0755 "$f" "$r/usr/local/bin/$(basename "$f")" ;;
+            *.sh) install -D -m 0755 "$f" "$r/usr/local/libexec/$(basename "$f" .sh)" ;;
+        esac
+    done
+fi
+[ -d "$wants" ] || die "nothing enabled"
+find "$r/usr/bin/kubestrap" "$r/usr/local" "$sysd" "$r/etc/systemd/system" -newer "$BASE/rootfs.tar" \
+    -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} + 2>/dev/null || true
+
+rm -rf "$OUT.tmp" && mkdir -p "$OUT.tmp"
+E2FSPROGS_FAKE_TIME=$SOURCE_DATE_EPOCH mkfs.ext4 -q -F -L rootfs -U "$FS_UUID" \
+    -E "hash_seed=$FS_UUID,root_owner=0:0" -d "$r" "$OUT.tmp/rootfs.ext4" "$IMAGE_SIZE" >/dev/null
+cp "$BASE/vmlinuz" "$BASE/initrd.img" "$BASE/packages.txt" "$OUT.tmp/"
+cat >"$OUT.tmp/image.env" <<EOF
+IMAGE_KEY=$IMG_KEY
+IMAGE_VARIANT=$VARIANT
+IMAGE_ROOTFS=$OUT/rootfs.ext4
+IMAGE_KERNEL=$OUT/vmlinuz
+IMAGE_INITRD=$OUT/initrd.img
+IMAGE_KVER=$KVER
+IMAGE_BASE_KEY=$KEY
+EOF
+rm -rf "$OUT" && mv "$OUT.tmp" "$OUT"
+log "image built: $OUT/rootfs.ext4 ($(du -h --apparent-size "$OUT/rootfs.ext4" | cut -f1) sparse, $(du -h "$OUT/rootfs.ext4" | cut -f1) used)"
+echo "$OUT/image.env"

@@ -1,0 +1,157 @@
+# kubestrap QEMU harness library (sourced by run.sh): seed ISOs, one QEMU boot with a
+# timestamped serial log and a hard timeout, QMP, assertions, artifacts.
+# shellcheck shell=bash
+
+TV_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$TV_DIR/.." && pwd)
+# shellcheck disable=SC2034  # used by run.sh
+BIN_DIR=${KUBESTRAP_BIN_DIR:-$REPO/target/x86_64-unknown-linux-gnu/release}   # override: prebuilt binaries
+VM_ACCEL=${VM_ACCEL:-tcg}            # tcg | kvm (KVM hangs on these machines)
+VM_TIMEOUT=${VM_TIMEOUT:-150}        # seconds per boot, then QEMU (only ours) is killed
+VM_MEM=${VM_MEM:-2G}                 # kubeadm's preflight wants >= 1700 MB on a control plane
+VM_SMP=${VM_SMP:-2}
+ARTIFACTS=${ARTIFACTS:-$TV_DIR/artifacts}
+
+now() { local t=${EPOCHREALTIME/./}; echo "$((t / 1000))"; }   # milliseconds
+ms_to_s() { printf '%d.%03d' "$(($1 / 1000))" "$(($1 % 1000))"; }
+say() { printf '[%s] %s\n' "${SCENARIO:-harness}" "$*" >&2; }
+
+# fail MESSAGE: record a failed assertion (the scenario continues to collect more).
+fail() { say "FAIL: $*"; FAILURES+=("$*"); }
+
+# make_seed OUT.iso DIR: a NoCloud seed ISO (label cidata) of DIR's user-data and meta-data.
+make_seed() {
+    local iso=$1 dir=$2
+    [ -f "$dir/meta-data" ] || printf 'instance-id: %s\nlocal-hostname: %s\n' "iid-$SCENARIO" "$SCENARIO" >"$dir/meta-data"
+    [ -f "$dir/user-data" ] || : >"$dir/user-data"
+    xorriso -as mkisofs -quiet -o "$iso" -V cidata -J -r "$dir/user-data" "$dir/meta-data" 2>/dev/null
+}
+
+# qmp SOCKET COMMAND: run one QMP command (after capabilities negotiation).
+qmp() {
+    printf '{"execute":"qmp_capabilities"}\n{"execute":"%s"}\n' "$2" \
+        | socat -t 2 - "UNIX-CONNECT:$1" >/dev/null 2>&1 || true
+}
+
+# boot_vm NAME DISK [--snapshot] [--seed ISO] [--cred NAME=VALUE]... [--append ARGS]
+#         [--quit-on REGEX] [--netns NS]
+# Boots DISK, writes $WORK/NAME.serial.log ("<seconds since QEMU start> <line>"), returns
+# QEMU's exit status: 1 = guest report says pass, 3 = a kubestrap unit failed (isa-debug-exit),
+# 0 = powered off without a verdict, 124/137 = timed out, other = QEMU error.
+# --quit-on: when a serial line matches REGEX, QMP `quit` (a power cut) right away.
+boot_vm() {
+    local name=$1 disk=$2 snapshot=off seed="" append="" quit_on="" netns="" args=()
+    shift 2
+    while [ $# -gt 0 ]; do
+        case "$1" in
+            --snapshot) snapshot=on ;;
+            --seed) seed=$2; shift ;;
+            --cred) args+=(-smbios "type=11,value=io.systemd.credential:$2"); shift ;;
+            --append) append=$2; shift ;;
+            --quit-on) quit_on=$2; shift ;;
+            --netns) netns=$2; shift ;;
+            *) echo "boot_vm: unknown option $1" >&2; return 2 ;;
+        esac
+        shift
+    done
+    [ -n "$seed" ] && args+=(-drive "file=$seed,format=raw,if=virtio,readonly=on")
+    local log="$WORK/$name.serial.log" qmp_sock="$WORK/$name.qmp" t0 rc
+    local prefix=()
+    [ -n "$netns" ] && prefix=(ip netns exec "$netns")
+    rm -f "$qmp_sock"
+    say "boot $name (disk=$(basename "$disk") snapshot=$snapshot${seed:+ seed}${quit_on:+ quit-on=$quit_on})"
+    t0=$(now)
+    set +e
+    "${prefix[@]}" timeout -k 5 "$VM_TIMEOUT" qemu-system-x86_64 \
+        -machine "q35,accel=$VM_ACCEL" -cpu max -smp "$VM_SMP" -m "$VM_MEM" \
+        -display none -monitor none -serial stdio -no-reboot \
+        -qmp "unix:$qmp_sock,server=on,wait=off" \
+        -device isa-debug-exit,iobase=0xf4,iosize=0x04 \
+        -kernel "$IMAGE_KERNEL" -initrd "$IMAGE_INITRD" \
+        -append "console=ttyS0 root=/dev/vda rw panic=-1 quiet systemd.show_status=error $append" \
+        -drive "file=$disk,format=raw,if=virtio,snapshot=$snapshot" \
+        -netdev user,id=n0 -device virtio-net-pci,netdev=n0 \
+        "${args[@]}" </dev/null 2>"$WORK/$name.qemu.stderr" \
+        | serial_reader "$t0" "$quit_on" "$qmp_sock" >"$log"
+    rc=${PIPESTATUS[0]}
+    set -e
+    LAST_BOOT_MS=$(($(now) - t0))
+    say "boot $name ended: rc=$rc after $(ms_to_s "$LAST_BOOT_MS") s"
+    return "$rc"
+}
+
+# serial_reader T0 QUIT_REGEX QMP_SOCKET: timestamp lines, strip CR and colours, fire QMP quit.
+serial_reader() {
+    local t0=$1 quit_on=$2 sock=$3 line t fired=0
+    shopt -s extglob
+    while IFS= read -r line || [ -n "$line" ]; do
+        t=${EPOCHREALTIME/./}
+        t=$((t / 1000 - t0))
+        line=${line//$'\r'/}
+        line=${line//$'\e'\[*([0-9;])m/}
+        printf '%4d.%03d %s\n' "$((t / 1000))" "$((t % 1000))" "$line"
+        if [ -n "$quit_on" ] && [ "$fired" = 0 ] && [[ $line =~ $quit_on ]]; then
+            fired=1
+            qmp "$sock" quit
+            printf '%8s %s\n' "$(ms_to_s "$(($(now) - t0))")" "HARNESS: QMP quit sent (power cut)"
+        fi
+    done
+}
+
+# Serial log queries. event_time LOG REGEX: seconds (from QEMU start) of the first match.
+event_time() { awk -v re="$2" '$0 ~ re { print $1; exit }' "$1"; }
+has_line() { grep -qE -- "$2" "$1"; }
+expect_line() {   # expect_line LOG REGEX WHAT
+    if has_line "$1" "$2"; then say "ok: $3"; else fail "$3 (no line matching /$2/ in $(basename "$1"))"; fi
+}
+reject_line() {   # reject_line LOG REGEX WHAT
+    if has_line "$1" "$2"; then fail "$3 (found: $(grep -m1 -E -- "$2" "$1"))"; else say "ok: $3"; fi
+}
+expect_rc() {     # expect_rc ACTUAL WANTED WHAT
+    if [ "$1" = "$2" ]; then say "ok: $3 (rc=$1)"; else fail "$3 (QEMU rc=$1, want $2; 1=pass 3=unit failed 124/137=timeout)"; fi
+}
+
+# status_json LOG: the status.json the report unit printed (empty if none).
+status_json() { sed -n 's/^ *[0-9.]* .*KUBESTRAP-TEST status.json \({.*\)$/\1/p' "$1" | tail -n1; }
+
+# disk_cat DISK PATH: a file from an ext4 image (debugfs, read-only); disk_exists DISK PATH.
+disk_cat() { debugfs -R "cat $2" "$1" 2>/dev/null || true; }
+disk_exists() { debugfs -R "stat $2" "$1" 2>&1 | grep -q '^Inode:'; }
+
+# scenario_begin NAME / scenario_end: a work dir per scenario; artifacts kept on failure.
+scenario_begin() {
+    SCENARIO=$1
+    FAILURES=()
+    WORK=$(mktemp -d "${TMPDIR:-/tmp}/kubestrap-vm-$1.XXXXXX")
+    SCENARIO_T0=$(now)
+    CLEANUPS=()
+}
+scenario_end() {
+    local c dur st=0
+    for c in "${CLEANUPS[@]}"; do eval "$c" || true; done
+    dur=$(($(now) - SCENARIO_T0))
+    [ -n "$(status_json_any)" ] && status_json_any >"$WORK/status.json"
+    if [ "${#FAILURES[@]}" -eq 0 ]; then
+        say "PASS in $(ms_to_s "$dur") s"
+        RESULTS+=("PASS $SCENARIO $(ms_to_s "$dur")s${SCENARIO_NOTE:+ ($SCENARIO_NOTE)}")
+        if [ "${KEEP_ARTIFACTS:-0}" = 1 ]; then keep_artifacts; fi
+    else
+        say "FAILED in $(ms_to_s "$dur") s: ${#FAILURES[@]} assertion(s)"
+        RESULTS+=("FAIL $SCENARIO $(ms_to_s "$dur")s: ${FAILURES[0]}")
+        keep_artifacts
+        st=1
+    fi
+    rm -rf "$WORK"
+    SCENARIO_NOTE=""
+    return "$st"
+}
+status_json_any() { local l; for l in "$WORK"/*.serial.log; do [ -f "$l" ] && status_json "$l"; done | tail -n1; }
+keep_artifacts() {
+    local dest="$ARTIFACTS/$SCENARIO"
+    rm -rf "$dest" && mkdir -p "$dest"
+    find "$WORK" -maxdepth 1 -type f \( -name '*.log' -o -name '*.json' -o -name '*.stderr' \
+        -o -name 'user-data' -o -name 'meta-data' -o -name '*.yaml' -o -name '*.txt' \) -exec cp {} "$dest/" \;
+    [ -d "$WORK/seed" ] && cp -r "$WORK/seed" "$dest/"
+    printf '%s\n' "${FAILURES[@]}" >"$dest/failures.txt"
+    say "artifacts: $dest"
+}

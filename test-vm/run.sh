@@ -1,0 +1,456 @@
+#!/usr/bin/env bash
+# Boot the kubestrap test image under QEMU (TCG) and assert on the serial console.
+#
+#   test-vm/run.sh [--no-build] SCENARIO...     (SCENARIO: all, or see `run.sh --list`)
+#
+# Builds/reuses the test image (image/build.sh --test-image; --no-build skips cargo), then runs
+# each scenario; exit 0 only if all pass. Serial logs, status.json and host-side logs of a failed
+# scenario go to test-vm/artifacts/<scenario>/ (KEEP_ARTIFACTS=1 keeps them for passes too).
+# Env: VM_ACCEL=tcg|kvm, VM_TIMEOUT=150 (s per boot), VM_MEM=2G, VM_SMP=2. Needs root
+# (network namespace for the worker scenarios, image build).
+set -euo pipefail
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=lib.sh
+. "$HERE/lib.sh"
+
+SCENARIOS=(cp-init worker-join token-credential broken-user-data reboot-noop power-cut
+    power-cut-after-certs power-cut-post)
+TOKEN=abcdef.0123456789abcdef
+TOKEN_SECRET=0123456789abcdef
+API_PORT=16443        # the host-side double's port, inside the scenario's own network namespace
+HEALTHZ_PORT=16248
+
+# ---- user-data ---------------------------------------------------------------------------
+cp_user_data() {
+    cat <<EOF
+apiVersion: kubeadm.k8s.io/v1beta4
+kind: InitConfiguration
+bootstrapTokens:
+- token: $TOKEN
+  description: kubestrap VM test
+nodeRegistration:
+  name: cp-1
+localAPIEndpoint:
+  advertiseAddress: 10.0.2.15
+  bindPort: 6443
+---
+apiVersion: kubeadm.k8s.io/v1beta4
+kind: ClusterConfiguration
+kubernetesVersion: v1.37.0
+controlPlaneEndpoint: 10.0.2.15:6443
+networking:
+  podSubnet: 10.244.0.0/16
+---
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+cgroupDriver: systemd
+EOF
+}
+
+cp_meta_data() { printf 'instance-id: iid-%s\nlocal-hostname: cp-1\n' "$SCENARIO"; }
+
+# KUBESTRAP-EVENT lines: the JSON keys may come in any order, so match key/value pairs.
+# event_re EVENT [STAGE [PHASE]]: an ERE for such a line.
+event_re() {
+    local re='KUBESTRAP-EVENT .*"event":"'$1'"'
+    [ -n "${2:-}" ] && re="$re"'.*"stage":"'$2'"'
+    [ -n "${3:-}" ] && re='KUBESTRAP-EVENT .*"event":"'$1'".*"phase":"'$3'"'
+    echo "$re"
+}
+# event_at LOG EVENT STAGE: seconds since QEMU start of that event (awk: order-agnostic).
+event_at() {
+    awk -v e="\"event\":\"$2\"" -v s="\"stage\":\"$3\"" \
+        'index($0, "KUBESTRAP-EVENT") && index($0, e) && index($0, s) { print $1; exit }' "$1"
+}
+expect_event() {   # expect_event LOG EVENT STAGE
+    if [ -n "$(event_at "$1" "$2" "$3")" ]; then say "ok: $2 event of $3 at $(event_at "$1" "$2" "$3") s"
+    else fail "no \"$2\" event from the $3 stage"; fi
+}
+unit_field() {     # unit_field LOG UNIT FIELD: from the report unit's KUBESTRAP-TEST unit= line
+    sed -n "s/.*KUBESTRAP-TEST unit=$2 .*[ ]$3=\\([^ ]*\\).*/\\1/p" "$1" | tail -n1
+}
+unit_secs() {      # unit_secs LOG UNIT: how long the unit's main process ran
+    local a b
+    a=$(unit_field "$1" "$2" start_us) b=$(unit_field "$1" "$2" exit_us)
+    if [ -n "$a" ] && [ -n "$b" ] && [ "$b" -ge "$a" ]; then awk -v d="$((b - a))" 'BEGIN { printf "%.2f", d / 1e6 }'; fi
+}
+expect_no_secret() {
+    reject_line "$1" "$TOKEN_SECRET" "the token secret never appears on the console"
+}
+note_timing() {    # note_timing LOG LABEL: record QEMU start -> post-kubelet done
+    local t k
+    t=$(event_at "$1" "done" post-kubelet)
+    [ -n "$t" ] || return 0
+    # The console line carries the guest kernel's timestamp: "[   15.73] kubestrap[1]: ...".
+    k=$(awk -v s='"stage":"post-kubelet"' 'index($0, "KUBESTRAP-EVENT") && index($0, "\"event\":\"done\"") && index($0, s) {
+        if (match($0, /\[ *[0-9]+\.[0-9]+\]/)) { v = substr($0, RSTART + 1, RLENGTH - 2); gsub(/ /, "", v); print v; exit } }' "$1")
+    say "TIMING $2: kubestrap done (post-kubelet) at ${t}s after QEMU start, ${k:-?}s after kernel start; kubestrap.service ran $(unit_secs "$1" kubestrap.service)s, kubestrap-post.service $(unit_secs "$1" kubestrap-post.service)s"
+    SCENARIO_NOTE="${SCENARIO_NOTE:+$SCENARIO_NOTE; }done at ${t}s"
+    printf '%-18s %-16s qemu->done %7ss  kernel->done %7ss  units %ss + %ss\n' "$SCENARIO" "$2" "$t" "${k:-?}" \
+        "$(unit_secs "$1" kubestrap.service)" "$(unit_secs "$1" kubestrap-post.service)" >>"$TIMINGS_FILE"
+}
+
+fresh_disk() {     # fresh_disk NAME: a persistent (non-snapshot) copy of the image
+    cp --sparse=always "$IMAGE_ROOTFS" "$WORK/$1.ext4"
+    echo "$WORK/$1.ext4"
+}
+
+seed_iso() {       # seed_iso: $WORK/seed/{user-data,meta-data} -> $WORK/seed.iso
+    make_seed "$WORK/seed.iso" "$WORK/seed"
+    cp "$WORK/seed/user-data" "$WORK/user-data.yaml"
+}
+
+# ---- control plane ------------------------------------------------------------------------
+check_cp_boot() {  # check_cp_boot LOG RC [pre-skipped]: a control-plane init that went all the way
+    local log=$1 rc=$2 st p phases=(wait-control-plane upload-config mark-control-plane bootstrap-token addon)
+    expect_rc "$rc" 1 "the report unit saw both kubestrap units succeed"
+    if [ "${3:-}" = pre-skipped ]; then
+        expect_event "$log" skipped pre-kubelet
+    else
+        expect_event "$log" "done" pre-kubelet
+        phases=(certs kubeconfig etcd control-plane kubelet-start "${phases[@]}")
+    fi
+    expect_event "$log" "done" post-kubelet
+    reject_line "$log" "$(event_re error)" "no error event"
+    for p in "${phases[@]}"; do
+        has_line "$log" "$(event_re phase "" "$p")" || fail "no phase event for $p"
+    done
+    expect_line "$log" "kubestrap join 10\.0\.2\.15:6443 --token $TOKEN" "the console shows the join command"
+    expect_line "$log" "--discovery-token-ca-cert-hash sha256:[0-9a-f]{64}" "the join command carries the CA pin"
+    st=$(status_json "$log")
+    if [[ $st =~ \"state\":\ *\"done\" ]]; then say "ok: status.json state done"; else fail "status.json not done: ${st:-missing}"; fi
+}
+
+scenario_cp-init() {
+    mkdir -p "$WORK/seed"
+    cp_user_data >"$WORK/seed/user-data"
+    cp_meta_data >"$WORK/seed/meta-data"
+    seed_iso
+    local rc=0
+    boot_vm boot1 "$IMAGE_ROOTFS" --snapshot --seed "$WORK/seed.iso" || rc=$?
+    check_cp_boot "$WORK/boot1.serial.log" "$rc"
+    note_timing "$WORK/boot1.serial.log" cp-init
+}
+
+# ---- worker join against a control plane on the host -------------------------------------
+# A private network namespace holds the host side: lo with 127.0.0.1 and 10.0.2.2 (the address
+# the guest uses for the host under QEMU user networking), kube-double on :API_PORT, and QEMU
+# itself, so slirp's 10.0.2.2 -> 127.0.0.1 mapping lands on the double. Nothing leaves lo.
+host_control_plane() {
+    NS="kubestrap-vm-$$-$RANDOM"
+    ip netns add "$NS"
+    CLEANUPS+=("ip netns del $NS")
+    ip -n "$NS" link set lo up
+    ip -n "$NS" addr add 10.0.2.2/32 dev lo
+    local cp="$WORK/cp" i
+    mkdir -p "$cp"
+    cat >"$WORK/host-init.yaml" <<EOF
+apiVersion: kubeadm.k8s.io/v1beta4
+kind: InitConfiguration
+bootstrapTokens:
+- token: $TOKEN
+nodeRegistration:
+  name: host-cp
+localAPIEndpoint:
+  advertiseAddress: 10.0.2.2
+  bindPort: $API_PORT
+---
+apiVersion: kubeadm.k8s.io/v1beta4
+kind: ClusterConfiguration
+kubernetesVersion: v1.37.0
+controlPlaneEndpoint: 10.0.2.2:$API_PORT
+apiServer:
+  certSANs: [10.0.2.2]
+---
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+healthzBindAddress: 127.0.0.1
+healthzPort: $HEALTHZ_PORT
+EOF
+    say "host: kubestrap init into $cp (API on 10.0.2.2:$API_PORT in netns $NS)"
+    ip netns exec "$NS" "$BIN_DIR/kubestrap" init --config "$WORK/host-init.yaml" --root "$cp" \
+        >"$WORK/host-init.log" 2>&1 &
+    local init_pid=$!
+    CLEANUPS+=("kill $init_pid 2>/dev/null")
+    for ((i = 0; i < 600; i++)); do
+        [ -f "$cp/etc/kubernetes/manifests/kube-apiserver.yaml" ] && [ -f "$cp/etc/kubernetes/pki/apiserver.crt" ] && break
+        sleep 0.1
+    done
+    ip netns exec "$NS" "$BIN_DIR/kube-double" --pki-dir "$cp/etc/kubernetes/pki" \
+        --listen "0.0.0.0:$API_PORT" --kubelet-healthz "127.0.0.1:$HEALTHZ_PORT" \
+        --register-node host-cp 2>"$WORK/host-double.log" &
+    DOUBLE_PID=$!
+    CLEANUPS+=("kill $DOUBLE_PID 2>/dev/null")
+    if ! wait "$init_pid"; then
+        fail "host-side kubestrap init failed (host-init.log)"
+        return 1
+    fi
+    CA_HASH=$("$BIN_DIR/kubestrap" certs ca-hash "$cp/etc/kubernetes/pki/ca.crt")
+    say "host: control plane up, CA pin $CA_HASH"
+}
+
+worker_user_data() {   # worker_user_data WITH_TOKEN(0|1)
+    if [ "$1" = 1 ]; then
+        cat <<EOF
+apiVersion: kubeadm.k8s.io/v1beta4
+kind: JoinConfiguration
+nodeRegistration:
+  name: worker-1
+discovery:
+  bootstrapToken:
+    token: $TOKEN
+    apiServerEndpoint: 10.0.2.2:$API_PORT
+    caCertHashes: ["$CA_HASH"]
+EOF
+    else
+        cat <<EOF
+#cloud-config
+kubestrap:
+  role: worker
+  nodeName: worker-1
+  controlPlaneEndpoint: 10.0.2.2:$API_PORT
+  caCertHashes: ["$CA_HASH"]
+EOF
+    fi
+}
+
+# check_worker LOG RC DISK: the guest joined; the host double saw the bootstrap CSR; the node's
+# client certificate (read from the guest disk) is accepted by the API.
+check_worker() {
+    local log=$1 rc=$2 disk=$3 dl="$WORK/host-double.log" pki="$WORK/guest-pki" pem code
+    expect_rc "$rc" 1 "the report unit saw both kubestrap units succeed"
+    expect_event "$log" "done" pre-kubelet
+    expect_event "$log" "done" post-kubelet
+    reject_line "$log" "$(event_re error)" "no error event"
+    expect_no_secret "$log"
+    expect_line "$dl" 'POST /apis/certificates\.k8s\.io/v1/certificatesigningrequests.* user="system:bootstrap:abcdef" -> 201' \
+        "the host double got a CSR from system:bootstrap:abcdef"
+    expect_line "$dl" 'GET /apis/certificates\.k8s\.io/v1/certificatesigningrequests.* user="system:bootstrap:abcdef" -> 200' \
+        "the bootstrap identity read the CSR back (watch/get for the issued certificate)"
+    mkdir -p "$pki"
+    debugfs -R "rdump /var/lib/kubelet/pki $pki" "$disk" >/dev/null 2>&1 || true
+    pem=$(find "$pki" -type f -name 'kubelet-client-2*.pem' | head -n1)
+    if [ -z "$pem" ]; then
+        fail "no /var/lib/kubelet/pki/kubelet-client-<timestamp>.pem on the guest disk"
+        return 0
+    fi
+    openssl x509 -in "$pem" -noout -subject -issuer -enddate >"$WORK/guest-node-cert.txt" 2>&1 || true
+    if grep -q 'CN *= *system:node:worker-1' "$WORK/guest-node-cert.txt" && grep -q 'O *= *system:nodes' "$WORK/guest-node-cert.txt"; then
+        say "ok: the issued node certificate is CN=system:node:worker-1, O=system:nodes"
+    else
+        fail "unexpected node certificate: $(tr '\n' ' ' <"$WORK/guest-node-cert.txt")"
+    fi
+    disk_exists "$disk" /etc/kubernetes/kubelet.conf || fail "no /etc/kubernetes/kubelet.conf on the guest"
+    disk_exists "$disk" /etc/kubernetes/bootstrap-kubelet.conf && fail "bootstrap-kubelet.conf left behind"
+    code=$(ip netns exec "$NS" curl -s -o /dev/null -w '%{http_code}' --cacert "$WORK/cp/etc/kubernetes/pki/ca.crt" \
+        --cert "$pem" --key "$pem" "https://10.0.2.2:$API_PORT/api/v1/nodes/worker-1" || true)
+    if [ "$code" != 401 ] && [ "$code" != 000 ] && has_line "$dl" 'user="system:node:worker-1"'; then
+        say "ok: the API accepts the node's identity (GET its Node as system:node:worker-1 -> $code)"
+    else
+        fail "the API did not accept the node certificate (HTTP $code)"
+    fi
+}
+
+scenario_worker-join() {
+    host_control_plane || return 0
+    mkdir -p "$WORK/seed"
+    worker_user_data 1 >"$WORK/seed/user-data"
+    printf 'instance-id: iid-worker-join\nlocal-hostname: worker-1\n' >"$WORK/seed/meta-data"
+    seed_iso
+    local disk rc=0
+    disk=$(fresh_disk worker)
+    boot_vm boot1 "$disk" --seed "$WORK/seed.iso" --netns "$NS" || rc=$?
+    check_worker "$WORK/boot1.serial.log" "$rc" "$disk"
+    note_timing "$WORK/boot1.serial.log" worker-join
+}
+
+scenario_token-credential() {
+    host_control_plane || return 0
+    mkdir -p "$WORK/seed"
+    worker_user_data 0 >"$WORK/seed/user-data"
+    printf 'instance-id: iid-token-credential\nlocal-hostname: worker-1\n' >"$WORK/seed/meta-data"
+    seed_iso
+    grep -q "$TOKEN_SECRET" "$WORK/seed/user-data" && fail "test bug: the token is in the user-data"
+    local disk rc=0
+    disk=$(fresh_disk worker)
+    boot_vm boot1 "$disk" --seed "$WORK/seed.iso" --netns "$NS" --cred "kubestrap.token=$TOKEN" || rc=$?
+    check_worker "$WORK/boot1.serial.log" "$rc" "$disk"
+    disk_cat "$disk" /var/lib/kubestrap/plan.yaml | grep -q "$TOKEN_SECRET" \
+        && say "note: plan.yaml (0600) holds the token" || true
+    note_timing "$WORK/boot1.serial.log" token-credential
+}
+
+# ---- failure paths ------------------------------------------------------------------------
+scenario_broken-user-data() {
+    mkdir -p "$WORK/seed"
+    # Valid YAML, a known kind, one unknown field: kubeadm-strict decoding must name it.
+    cat >"$WORK/seed/user-data" <<EOF
+apiVersion: kubeadm.k8s.io/v1beta4
+kind: InitConfiguration
+bootstrapTokens:
+- token: $TOKEN
+nodeRegistration:
+  name: cp-1
+  bogusField: 42
+EOF
+    cp_meta_data >"$WORK/seed/meta-data"
+    seed_iso
+    local disk rc=0 log="$WORK/boot1.serial.log" p
+    disk=$(fresh_disk broken)
+    boot_vm boot1 "$disk" --seed "$WORK/seed.iso" || rc=$?
+    expect_rc "$rc" 3 "the report unit saw kubestrap.service fail"
+    expect_line "$log" "$(event_re error pre-kubelet)" "an error event from the pre-kubelet stage"
+    expect_line "$log" 'KUBESTRAP-EVENT .*"event":"error".*bogusField|KUBESTRAP-EVENT .*bogusField.*"event":"error"' \
+        "the error names the bad field (bogusField)"
+    expect_line "$log" 'KUBESTRAP-TEST unit=kubestrap.service active=failed result=exit-code status=2 ' \
+        "kubestrap.service failed with exit code 2 (bad input)"
+    reject_line "$log" "$(event_re "done")" "no done event"
+    expect_no_secret "$log"
+    [[ $(status_json "$log") =~ \"state\":\ *\"failed\" ]] && say "ok: status.json state failed" \
+        || fail "status.json does not say failed: $(status_json "$log")"
+    for p in /etc/kubernetes/pki /etc/kubernetes/manifests /etc/kubernetes/admin.conf \
+        /var/lib/kubelet/config.yaml /var/lib/kubestrap/done-pre-kubelet; do
+        if disk_exists "$disk" "$p"; then fail "$p was written despite bad user-data"; else say "ok: no $p on the disk"; fi
+    done
+}
+
+scenario_reboot-noop() {
+    mkdir -p "$WORK/seed"
+    cp_user_data >"$WORK/seed/user-data"
+    cp_meta_data >"$WORK/seed/meta-data"
+    seed_iso
+    local disk rc=0 log2="$WORK/boot2.serial.log" t s ca1 ca2
+    disk=$(fresh_disk node)
+    boot_vm boot1 "$disk" --seed "$WORK/seed.iso" || rc=$?
+    check_cp_boot "$WORK/boot1.serial.log" "$rc"
+    note_timing "$WORK/boot1.serial.log" first-boot
+    ca1=$(disk_cat "$disk" /etc/kubernetes/pki/ca.crt | sha256sum)
+    rc=0
+    boot_vm boot2 "$disk" --seed "$WORK/seed.iso" || rc=$?
+    expect_rc "$rc" 1 "second boot: both units succeed"
+    for s in pre-kubelet post-kubelet; do
+        t=$(event_at "$log2" skipped "$s")
+        if [ -n "$t" ]; then say "ok: second boot: $s skipped at $t s"; else fail "second boot: no skipped event from $s"; fi
+    done
+    reject_line "$log2" "$(event_re phase)" "second boot runs no phase"
+    t=$(unit_secs "$log2" kubestrap.service)
+    if [ -n "$t" ] && awk -v t="$t" 'BEGIN { exit !(t < 2.0) }'; then say "ok: second boot: kubestrap.service took $t s (< 2 s)"
+    else fail "second boot: kubestrap.service took ${t:-?} s (want < 2 s)"; fi
+    ca2=$(disk_cat "$disk" /etc/kubernetes/pki/ca.crt | sha256sum)
+    [ "$ca1" = "$ca2" ] && say "ok: the CA is unchanged" || fail "the CA changed on the second boot"
+    SCENARIO_NOTE="2nd boot: pre-kubelet unit ${t:-?}s, skipped at $(event_at "$log2" skipped post-kubelet)s"
+}
+
+# power_cut_boot TRIGGER_REGEX: boot a persistent node, QMP `quit` when TRIGGER shows up on the
+# console, look at what survived (journal replayed on a copy, like the next mount would), boot
+# again and require convergence: done, the join command, and a CA that survived is kept.
+power_cut_boot() {
+    mkdir -p "$WORK/seed"
+    cp_user_data >"$WORK/seed/user-data"
+    cp_meta_data >"$WORK/seed/meta-data"
+    seed_iso
+    local disk rc=0 log1="$WORK/boot1.serial.log" last ca1="" ca2 n cut="$WORK/after-cut.ext4"
+    disk=$(fresh_disk node)
+    boot_vm boot1 "$disk" --seed "$WORK/seed.iso" --quit-on "$1" || rc=$?
+    expect_line "$log1" "HARNESS: QMP quit sent" "power cut (QMP quit) on /$1/"
+    expect_rc "$rc" 0 "QEMU stopped by QMP quit"
+    reject_line "$log1" "$(event_re "done" post-kubelet)" "the first boot did not finish"
+    last=$(grep -E 'KUBESTRAP-EVENT' "$log1" | tail -n1 | sed 's/.*KUBESTRAP-EVENT //')
+    say "power cut landed after: $last"
+    cp --sparse=always "$disk" "$cut"
+    e2fsck -E journal_only -y "$cut" >/dev/null 2>&1 || true
+    debugfs -R "ls -l /etc/kubernetes/pki" "$cut" >"$WORK/pki-after-cut.txt" 2>&1 || true
+    e2fsck -fn "$cut" >"$WORK/e2fsck-after-cut.txt" 2>&1 || fail "the file system is inconsistent after the cut (e2fsck-after-cut.txt)"
+    if disk_exists "$cut" /etc/kubernetes/pki/ca.crt; then
+        ca1=$(disk_cat "$cut" /etc/kubernetes/pki/ca.crt | sha256sum | cut -c1-16)
+        say "the cut left ca.crt on disk ($(disk_cat "$cut" /etc/kubernetes/pki/ca.crt | wc -c) bytes, sha256 $ca1...)"
+    else
+        say "the cut left no ca.crt on disk"
+    fi
+    rm -f "$cut"
+    rc=0
+    boot_vm boot2 "$disk" --seed "$WORK/seed.iso" || rc=$?
+    if [ -n "$(event_at "$log1" "done" pre-kubelet)" ]; then
+        check_cp_boot "$WORK/boot2.serial.log" "$rc" pre-skipped
+    else
+        check_cp_boot "$WORK/boot2.serial.log" "$rc"
+    fi
+    ca2=$(disk_cat "$disk" /etc/kubernetes/pki/ca.crt | sha256sum | cut -c1-16)
+    if [ -n "$ca1" ] && [ "$(disk_cat "$disk" /etc/kubernetes/pki/ca.crt | wc -c)" -gt 0 ]; then
+        [ "$ca1" = "$ca2" ] && say "ok: the CA that survived the cut was kept" || fail "the CA was regenerated after the cut"
+    fi
+    n=$(disk_cat "$disk" /var/lib/kubestrap/attempts-pre-kubelet | tr -d '[:space:]')
+    if [ -z "$(event_at "$log1" "done" pre-kubelet)" ]; then
+        [ "$n" = 2 ] && say "ok: the interrupted pre-kubelet stage converged on attempt 2" || fail "attempts-pre-kubelet is '${n}', want 2"
+    fi
+    SCENARIO_NOTE="cut after $(sed 's/.*"phase":"\([^"]*\)".*"stage":"\([^"]*\)".*/\2:\1/' <<<"$last")"
+    note_timing "$WORK/boot2.serial.log" after-power-cut
+}
+
+# The cut as the certs phase starts (POWER_CUT_AT overrides the trigger regex).
+scenario_power-cut() {
+    power_cut_boot "${POWER_CUT_AT:-$(event_re phase "" certs)}"
+}
+
+# A deeper cut: as the kubeconfig phase starts, so the certs phase is committed (one syncfs per
+# phase): the CA on disk must be kept, not regenerated.
+scenario_power-cut-after-certs() {
+    power_cut_boot "$(event_re phase "" kubeconfig)"
+}
+
+# A cut in the post-kubelet stage, once the API phases have begun.
+scenario_power-cut-post() {
+    power_cut_boot "$(event_re phase "" upload-config)"
+}
+
+# ---- main ---------------------------------------------------------------------------------
+run_scenario() {
+    local s=$1
+    declare -F "scenario_$s" >/dev/null || { echo "run.sh: unknown scenario $s (try --list)" >&2; return 2; }
+    (
+        set -eE
+        scenario_begin "$s"
+        trap 'fail "aborted: line $LINENO: $BASH_COMMAND"' ERR
+        trap 'trap - ERR; scenario_end || true; printf "%s\n" "${RESULTS[@]}" >>"$RESULTS_FILE"' EXIT
+        "scenario_$s"
+    ) || true
+}
+
+main() {
+    local build=(--test-image) list=() s t0 rc=0
+    while [ $# -gt 0 ]; do
+        case "$1" in
+            --no-build) build+=(--no-cargo) ;;
+            --list) printf '%s\n' "${SCENARIOS[@]}"; return 0 ;;
+            -h|--help) sed -n '2,12p' "$0"; return 0 ;;
+            all) list+=("${SCENARIOS[@]}") ;;
+            *) list+=("$1") ;;
+        esac
+        shift
+    done
+    [ "${#list[@]}" -gt 0 ] || { echo "usage: run.sh [--no-build] all|SCENARIO..." >&2; return 2; }
+    [ "$(id -u)" -eq 0 ] || { echo "run.sh: run as root" >&2; return 1; }
+    t0=$(now)
+    IMAGE_ENV=$("$REPO/image/build.sh" "${build[@]}" | tail -n1)
+    # shellcheck disable=SC1090
+    . "$IMAGE_ENV"
+    say "image ready in $(ms_to_s "$(($(now) - t0))") s: $IMAGE_ROOTFS"
+    RESULTS_FILE=$(mktemp) TIMINGS_FILE=$(mktemp)
+    export RESULTS_FILE TIMINGS_FILE
+    RESULTS=()
+    for s in "${list[@]}"; do
+        run_scenario "$s" || rc=2
+    done
+    echo "==== kubestrap VM tests ($(ms_to_s "$(($(now) - t0))") s total, accel=$VM_ACCEL) ===="
+    cat "$RESULTS_FILE"
+    if [ -s "$TIMINGS_FILE" ]; then
+        echo "---- kubestrap done (post-kubelet): since QEMU start, since kernel start; unit run times ----"
+        cat "$TIMINGS_FILE"
+    fi
+    grep -q '^FAIL' "$RESULTS_FILE" && rc=1
+    [ "$(grep -c '^PASS' "$RESULTS_FILE")" -eq "${#list[@]}" ] || rc=1
+    rm -f "$RESULTS_FILE" "$TIMINGS_FILE"
+    return "$rc"
+}
+
+main "$@"

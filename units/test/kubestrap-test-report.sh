@@ -1,0 +1,42 @@
+#!/bin/sh
+# TEST IMAGE ONLY: the body of kubestrap-test-report.service (see there).
+set -u
+verdict=pass
+for u in kubestrap.service kubestrap-post.service; do
+    r=$(systemctl show -p Result --value "$u")
+    st=$(systemctl show -p ExecMainStatus --value "$u")
+    a=$(systemctl show -p ActiveState --value "$u")
+    t0=$(systemctl show -p ExecMainStartTimestampMonotonic --value "$u")
+    t1=$(systemctl show -p ExecMainExitTimestampMonotonic --value "$u")
+    echo "KUBESTRAP-TEST unit=$u active=$a result=$r status=$st start_us=$t0 exit_us=$t1"
+    [ "$r" = success ] && [ "$a" = active ] || verdict=fail
+done
+# Benchmark images also carry cloud-init: wait for its last stage, then print its four stages.
+if [ -f /usr/lib/systemd/system/cloud-final.service ]; then
+    i=0
+    while [ "$i" -lt 600 ]; do
+        case "$(systemctl show -p ActiveState --value cloud-final.service)" in
+            active|failed) break ;;
+        esac
+        sleep 0.5
+        i=$((i + 1))
+    done
+    for u in cloud-init-local.service cloud-init.service cloud-config.service cloud-final.service; do
+        echo "KUBESTRAP-TEST cloud-init unit=$u result=$(systemctl show -p Result --value "$u") start_us=$(systemctl show -p ExecMainStartTimestampMonotonic --value "$u") exit_us=$(systemctl show -p ExecMainExitTimestampMonotonic --value "$u")"
+    done
+fi
+if [ -f /run/kubestrap/status.json ]; then
+    echo "KUBESTRAP-TEST status.json $(tr -d '\n' </run/kubestrap/status.json)"
+else
+    echo "KUBESTRAP-TEST status.json missing"
+fi
+if [ "$verdict" = fail ]; then
+    journalctl -b -u kubestrap.service -u kubestrap-post.service -u kubelet.service --no-pager -o short-monotonic \
+        | tail -n 60 | sed 's/^/KUBESTRAP-TEST journal /'
+fi
+echo "KUBESTRAP-TEST verdict=$verdict"
+grep -qw 'kubestrap.test.hold=1' /proc/cmdline && exit 0
+sync
+code='\000'
+[ "$verdict" = pass ] || code='\001'
+printf "$code" | dd of=/dev/port bs=1 seek=244 count=1 status=none
