@@ -1,0 +1,14 @@
+#![no_main]
+//! Seeds: tests/fuzz-corpus/user-data/
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let g = kubestrap::datasource::Gathered {
+        source: "fuzz".into(),
+        user_data: Some(data.to_vec()),
+        meta: kubestrap::datasource::MetaData { instance_id: None, local_hostname: Some("node-1".into()) },
+        credentials: Default::default(),
+        notices: Vec::new(),
+    };
+    let _ = kubestrap::config::userdata::plan(&g);
+});
