@@ -145,6 +145,8 @@ build_base() {
     log "customize rootfs"
     cp -a "$HERE/rootfs/." "$r/"
     rm -f "$r/etc/hostname"                     # the node name comes from meta-data
+    # /usr is read-only at run time: the controller-manager's flexvolume hostPath must exist.
+    mkdir -p "$r/usr/libexec/kubernetes/kubelet-plugins/volume/exec"
     echo uninitialized >"$r/etc/machine-id"     # empty is NOT a first boot (systemd >= 250)
     for u in "${MASKED_UNITS[@]}"; do ln -sfn /dev/null "$r/etc/systemd/system/$u"; done
     mkdir -p "$r/etc/systemd/system/multi-user.target.wants" "$r/etc/systemd/system/sockets.target.wants" \
