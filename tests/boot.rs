@@ -5,16 +5,12 @@
 mod common;
 use common::*;
 
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
 const TOKEN: &str = "abcdef.0123456789abcdef";
 const SECRET: &str = "0123456789abcdef";
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
 
 fn seed(root: &Path, user_data: &str, hostname: &str) {
     let d = root.join("var/lib/cloud/seed/nocloud");

@@ -15,10 +15,6 @@ use serde_json::Value;
 const TOKEN: &str = "abcdef.0123456789abcdef";
 const SECRET: &str = "0123456789abcdef";
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
 struct Cluster {
     scratch: Scratch,
     double: kube_double::Handle,

@@ -174,10 +174,6 @@ fn sigkill_at_each_phase_boundary_then_rerun_converges() {
     }
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
 #[test]
 fn sigkill_during_api_phases_and_join_then_rerun_converges() {
     let trials: u64 = std::env::var("KILL_TRIALS").ok().and_then(|v| v.parse().ok()).unwrap_or(50) / 5;

@@ -55,8 +55,7 @@ pub fn config_map_checksum(cm: &Value) -> String {
             h.update(v.as_str().unwrap_or_default().as_bytes());
         }
     }
-    let hex: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
-    format!("sha256:{hex}")
+    format!("sha256:{}", crate::fsutil::hex(&h.finalize()))
 }
 
 /// kubeadm's SignConfigMap: adds the component-config hash annotation.

@@ -10,12 +10,11 @@ use std::collections::HashMap;
 
 use log::info;
 use rcgen::KeyPair;
-use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
 
 use crate::config::InitConfig;
 use crate::error::{Error, Result};
-use crate::fsutil::{NodeFs, hex};
+use crate::fsutil::NodeFs;
 use check::{CertFile, Expect};
 use spec::{CERTS, CertSpec, SanList, Usage};
 
@@ -40,7 +39,7 @@ pub fn key_path(dir: &str, name: &str) -> String {
 /// `sha256:<hex>` of a certificate's SubjectPublicKeyInfo (kubeadm's CA pin).
 pub fn ca_hash(pem: &[u8]) -> std::result::Result<String, String> {
     let c = CertFile::parse(pem)?;
-    Ok(format!("sha256:{}", hex(&Sha256::digest(c.spki()?))))
+    Ok(crate::discovery::CaPin::of_spki(&c.spki()?).to_string())
 }
 
 /// Loads a certificate file; `None` if absent.

@@ -144,6 +144,11 @@ pub fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>, u32)> {
     out
 }
 
+/// A TCP port on loopback that is free right now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
+}
+
 /// Runs a shell command, returning (status code, stdout, stderr).
 pub fn sh(cmd: &str) -> (i32, String, String) {
     let out = Command::new("bash").arg("-c").arg(cmd).output().expect("run bash");
