@@ -8,17 +8,14 @@ use std::time::{Duration, Instant};
 
 use log::info;
 
+use crate::clock::{Clock, SystemClock};
 use crate::config::userdata::{NodePlan, plan_detailed};
 use crate::error::{Error, Result};
 use crate::fsutil::NodeFs;
+use crate::join::{JoinContext, JoinFlags};
+use crate::paths::{self, BOOT_PLAN as PLAN_FILE};
 use crate::phases::{self, INIT_PHASES, ON_DISK_PHASES};
 use crate::status::Reporter;
-
-pub const STATE_DIR: &str = "/var/lib/kubestrap";
-/// The plan the first stage worked from, for the second (0600: it holds the token).
-pub const PLAN_FILE: &str = "/var/lib/kubestrap/plan.yaml";
-/// Workers boot before the control plane: wait this long for it by default.
-pub const BOOT_DISCOVERY_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stage {
@@ -49,29 +46,25 @@ pub struct BootArgs {
     pub env: crate::datasource::Env,
 }
 
-fn stamp(stage: Stage) -> String {
-    format!("{STATE_DIR}/done-{}", stage.name())
-}
-
 /// Runs one stage, reporting every step; the error (if any) is also in the status file.
 pub fn run(args: BootArgs) -> Result<()> {
     let fs = NodeFs::new(&args.root);
     let _lock = fs.lock()?;
-    let attempt = fs
-        .read(&format!("{STATE_DIR}/attempts-{}", args.stage.name()))?
-        .map_or(0, |b| String::from_utf8_lossy(&b).trim().parse().unwrap_or(0))
-        + 1;
+    let attempts = paths::boot_attempts(args.stage.name());
+    // A torn or foreign counter only restarts the count: it is a report, not state we act on.
+    let attempt = fs.read(&attempts)?.map_or(0, |b| String::from_utf8_lossy(&b).trim().parse().unwrap_or(0)) + 1;
     let report = Reporter::new(&fs, args.stage.name(), attempt);
-    if fs.exists(&stamp(args.stage)) {
+    let done = paths::boot_done(args.stage.name());
+    if fs.exists(&done) {
         report.skipped("this node was bootstrapped by an earlier boot");
         return Ok(());
     }
-    fs.write(&format!("{STATE_DIR}/attempts-{}", args.stage.name()), attempt.to_string().as_bytes(), 0o600, 0o700)?;
+    fs.write(&attempts, attempt.to_string().as_bytes())?;
     fs.commit()?;
-    let result = stage(&fs, &args, &report);
+    let result = stage(&fs, &args, &report, &SystemClock);
     match &result {
         Ok(()) => {
-            fs.write(&stamp(args.stage), b"", 0o600, 0o700)?;
+            fs.write(&done, b"")?;
             fs.commit()?;
             if last_stage(&fs, args.stage) {
                 scrub_secrets(&fs)?;
@@ -83,7 +76,7 @@ pub fn run(args: BootArgs) -> Result<()> {
     result
 }
 
-fn stage(fs: &NodeFs, args: &BootArgs, report: &Reporter) -> Result<()> {
+fn stage(fs: &NodeFs, args: &BootArgs, report: &Reporter, clock: &dyn Clock) -> Result<()> {
     let node_plan = match args.stage {
         Stage::PreKubelet => {
             report.phase("gather");
@@ -97,14 +90,15 @@ fn stage(fs: &NodeFs, args: &BootArgs, report: &Reporter) -> Result<()> {
                 log::warn!("[gather] {n}");
             }
             let p = planned.plan;
-            fs.write(PLAN_FILE, serde_yaml::to_string(&p).unwrap_or_default().as_bytes(), 0o600, 0o700)?;
+            let text = serde_yaml::to_string(&p).map_err(|e| Error::runtime(format!("encoding {PLAN_FILE}: {e}")))?;
+            fs.write(&PLAN_FILE, text.as_bytes())?;
             fs.commit()?;
             p
         }
         Stage::PostKubelet => {
             report.set(|s| s.datasource = format!("{PLAN_FILE} (gathered by the pre-kubelet stage)"));
             let bytes = fs
-                .read(PLAN_FILE)?
+                .read(&PLAN_FILE)?
                 .ok_or_else(|| Error::state(format!("{PLAN_FILE} is missing: the pre-kubelet stage has not run")))?;
             serde_yaml::from_slice(&bytes).map_err(|e| Error::state(format!("{PLAN_FILE}: {e}")))?
         }
@@ -114,7 +108,7 @@ fn stage(fs: &NodeFs, args: &BootArgs, report: &Reporter) -> Result<()> {
             report.set(|s| s.role = "control-plane".into());
             let docs = crate::config::parse_documents("user-data", &config_text)?;
             let cfg = crate::config::resolve_init("user-data", docs, &crate::host::facts())?;
-            let ctx = phases::context(&cfg, fs, Vec::new(), Some(report));
+            let ctx = phases::context(&cfg, fs, Vec::new(), Some(report), clock);
             let in_stage = |name: &str| ON_DISK_PHASES.contains(&name) == (args.stage == Stage::PreKubelet);
             let skip: Vec<String> =
                 INIT_PHASES.iter().filter(|p| !in_stage(p.name)).map(|p| p.name.to_string()).collect();
@@ -126,36 +120,37 @@ fn stage(fs: &NodeFs, args: &BootArgs, report: &Reporter) -> Result<()> {
                 info!("[boot] worker: nothing to do after the kubelet starts");
                 return Ok(());
             }
-            report.phase("join");
-            let mut j = crate::commands::join_defaults(&args.root);
-            if join.timeouts.as_ref().and_then(|t| t.discovery.as_ref()).is_none() {
-                j.discovery_timeout = Some(format!("{}s", BOOT_DISCOVERY_TIMEOUT.as_secs()));
-            }
-            let (ja, _) = crate::commands::resolve_join(j, join)?;
-            crate::join::run(fs, &ja, Some(report))
+            let configured = join.timeouts.as_ref().and_then(|t| t.discovery.as_ref()).is_some();
+            let flags = JoinFlags {
+                discovery_timeout: (!configured).then_some(crate::timeouts::BOOT_DISCOVERY),
+                root: args.root.clone(),
+                ..JoinFlags::default()
+            };
+            let ja = crate::join::resolve(&flags, &join)?;
+            phases::run_join(&JoinContext::new(&ja, fs, clock, Some(report)), &[])
         }
     }
 }
 
 /// Is this the node's last stage (a worker's pre-kubelet, a control plane's post-kubelet)?
 fn last_stage(fs: &NodeFs, stage: Stage) -> bool {
-    let is_join = fs.read(PLAN_FILE).ok().flatten().is_some_and(|b| String::from_utf8_lossy(&b).starts_with("!Join"));
+    let is_join = fs.read(&PLAN_FILE).ok().flatten().is_some_and(|b| String::from_utf8_lossy(&b).starts_with("!Join"));
     stage == Stage::PostKubelet || is_join
 }
 
 /// Once the node is bootstrapped, the bootstrap tokens kubestrap kept are no longer needed:
 /// they are scrubbed from its copy of the user-data plan and the generated-token file removed.
 fn scrub_secrets(fs: &NodeFs) -> Result<()> {
-    if let Some(bytes) = fs.read(PLAN_FILE)? {
+    if let Some(bytes) = fs.read(&PLAN_FILE)? {
         let text = String::from_utf8_lossy(&bytes).into_owned();
         let scrubbed = scrub_tokens(&text);
         if scrubbed != text {
-            fs.write(PLAN_FILE, scrubbed.as_bytes(), 0o600, 0o700)?;
+            fs.write(&PLAN_FILE, scrubbed.as_bytes())?;
             fs.commit()?;
             info!("[boot] Scrubbed the bootstrap token from {PLAN_FILE}");
         }
     }
-    fs.remove(crate::phases::GENERATED_TOKEN)
+    fs.remove(&paths::GENERATED_TOKEN)
 }
 
 /// Replaces every `<id>.<secret>` bootstrap token in `text`.
@@ -198,10 +193,7 @@ pub fn status(root: &Path) -> Result<()> {
             }
             Ok(())
         }
-        None => Err(Error::runtime(format!(
-            "no status at {} (kubestrap has not run since this boot)",
-            crate::status::STATUS_FILE
-        ))),
+        None => Err(Error::runtime(format!("no status at {} (kubestrap has not run since this boot)", paths::STATUS))),
     }
 }
 

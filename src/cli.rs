@@ -27,7 +27,7 @@ pub enum Command {
     Version(Version),
 }
 
-/// Run the control-plane init phases (certs, kubeconfig, etcd, control-plane).
+/// Initialize a control-plane node: the twelve init phases, preflight to show-join-command (`kubestrap phases` lists them).
 #[derive(FromArgs, Debug)]
 #[argh(subcommand, name = "init")]
 pub struct Init {
@@ -110,7 +110,7 @@ pub struct Preflight {
     pub discovery_endpoint: Option<String>,
 }
 
-/// List the init phases.
+/// List the init and join phases.
 #[derive(FromArgs, Debug)]
 #[argh(subcommand, name = "phases")]
 pub struct Phases {}
@@ -151,13 +151,16 @@ pub fn split_list(s: Option<&str>) -> Vec<String> {
     s.map(|s| s.split(',').map(str::trim).filter(|x| !x.is_empty()).map(str::to_string).collect()).unwrap_or_default()
 }
 
-/// Join this machine to a cluster as a worker node (token discovery + TLS bootstrap).
+/// Join this machine to a cluster as a worker node: preflight, discovery, kubelet-start (TLS bootstrap).
 #[derive(FromArgs, Debug)]
 #[argh(subcommand, name = "join")]
 pub struct Join {
     #[argh(positional)]
-    /// the API server endpoint, HOST:PORT (token discovery)
-    pub endpoint: Option<String>,
+    /// optional `phase NAME` (run only that phase, see `kubestrap phases`), then the API server endpoint HOST:PORT
+    pub words: Vec<String>,
+    #[argh(option)]
+    /// comma-separated join phases to skip
+    pub skip_phases: Option<String>,
     #[argh(option)]
     /// bootstrap token for both discovery and TLS bootstrap
     pub token: Option<String>,
@@ -285,9 +288,9 @@ pub struct Boot {
     #[argh(option, default = "PathBuf::from(\"/\")")]
     /// node root (default /)
     pub root: PathBuf,
-    #[argh(option, default = "String::from(\"5m\")")]
-    /// how long to wait for a datasource to appear (Go duration)
-    pub datasource_timeout: String,
+    #[argh(option)]
+    /// how long to wait for a datasource to appear (Go duration; default 5m)
+    pub datasource_timeout: Option<String>,
 }
 
 /// Print the last boot run in words; exit non-zero if it failed.

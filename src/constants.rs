@@ -12,12 +12,8 @@ pub const KUBEADM_API_VERSION: &str = "kubeadm.k8s.io/v1beta4";
 pub const KUBELET_API_VERSION: &str = "kubelet.config.k8s.io/v1beta1";
 pub const KUBEPROXY_API_VERSION: &str = "kubeproxy.config.k8s.io/v1alpha1";
 
-/// Top-level Kubernetes config dir and the places under it.
-pub const KUBERNETES_DIR: &str = "/etc/kubernetes";
-pub const MANIFESTS_DIR: &str = "/etc/kubernetes/manifests";
-pub const DEFAULT_CERTS_DIR: &str = "/etc/kubernetes/pki";
-pub const ETCD_DATA_DIR: &str = "/var/lib/etcd";
-pub const KUBELET_DIR: &str = "/var/lib/kubelet";
+/// Node directories live in `paths` (with their modes); re-exported for the manifest builders.
+pub use crate::paths::{DEFAULT_CERTS_DIR, ETCD_DATA_DIR, KUBELET_DIR, KUBERNETES_DIR, MANIFESTS_DIR};
 
 /// Kubeconfig file names in /etc/kubernetes.
 pub const ADMIN_CONF: &str = "admin.conf";
@@ -60,6 +56,3 @@ pub const NODE_USER_PREFIX: &str = "system:node:";
 /// Labels and taint for control-plane nodes.
 pub const CONTROL_PLANE_LABEL: &str = "node-role.kubernetes.io/control-plane";
 pub const EXCLUDE_LB_LABEL: &str = "node.kubernetes.io/exclude-from-external-load-balancers";
-
-/// Default health-check timeout; the startup probe's failureThreshold is derived from it.
-pub const CONTROL_PLANE_HEALTH_TIMEOUT_SECS: u64 = 240;

@@ -20,6 +20,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::error::{Context, Error, Result};
+use crate::paths::{self, Dir, File as NodeFile};
 
 /// One file in the dry-run plan.
 #[derive(Debug, Clone, Serialize)]
@@ -80,7 +81,8 @@ impl NodeFs {
     }
 
     /// Reads a file; `None` if it does not exist.
-    pub fn read(&self, host_path: &str) -> Result<Option<Vec<u8>>> {
+    pub fn read(&self, host_path: impl AsRef<str>) -> Result<Option<Vec<u8>>> {
+        let host_path = host_path.as_ref();
         if let Some(data) = self.overlay.borrow().get(host_path) {
             return Ok(Some(data.clone()));
         }
@@ -97,7 +99,8 @@ impl NodeFs {
         }
     }
 
-    pub fn exists(&self, host_path: &str) -> bool {
+    pub fn exists(&self, host_path: impl AsRef<str>) -> bool {
+        let host_path = host_path.as_ref();
         if self.overlay.borrow().contains_key(host_path) {
             return true;
         }
@@ -109,9 +112,10 @@ impl NodeFs {
         self.real(host_path).exists()
     }
 
-    /// Stages a file with `mode` (see `commit`), creating missing parent dirs with `dir_mode`.
-    /// Identical existing content with the same mode is left alone.
-    pub fn write(&self, host_path: &str, data: &[u8], mode: u32, dir_mode: u32) -> Result<()> {
+    /// Stages a file with its mode (see `commit`), creating missing parent dirs with the modes
+    /// `paths` gives them. Identical existing content with the same mode is left alone.
+    pub fn write(&self, file: &NodeFile, data: &[u8]) -> Result<()> {
+        let (host_path, mode) = (file.as_str(), file.mode);
         if let Some(plan) = &self.plan {
             let f = PlannedFile {
                 path: host_path.to_string(),
@@ -124,9 +128,7 @@ impl NodeFs {
             return Ok(());
         }
         let real = self.real(host_path);
-        if let Some(parent) = real.parent() {
-            mkdir_p(parent, dir_mode)?;
-        }
+        self.make_parents(host_path)?;
         if let Ok(meta) = fs::metadata(&real)
             && meta.permissions().mode() & 0o7777 == mode
             && fs::read(&real).ok().as_deref() == Some(data)
@@ -140,8 +142,9 @@ impl NodeFs {
         Ok(())
     }
 
-    /// Stages a symlink `host_link` → `target` (target is written as given: a host path).
-    pub fn symlink(&self, host_link: &str, target: &str) -> Result<()> {
+    /// Stages a symlink `link` → `target` (target is written as given: a host path).
+    pub fn symlink(&self, link: &NodeFile, target: &str) -> Result<()> {
+        let host_link = link.as_str();
         if let Some(plan) = &self.plan {
             let f = PlannedFile {
                 path: host_link.to_string(),
@@ -154,9 +157,7 @@ impl NodeFs {
             return Ok(());
         }
         let real = self.real(host_link);
-        if let Some(parent) = real.parent() {
-            mkdir_p(parent, 0o755)?;
-        }
+        self.make_parents(host_link)?;
         if fs::read_link(&real).ok().as_deref() == Some(Path::new(target)) {
             return Ok(());
         }
@@ -168,7 +169,8 @@ impl NodeFs {
     }
 
     /// Removes a file now, durably; absent is fine. A no-op in dry-run mode.
-    pub fn remove(&self, host_path: &str) -> Result<()> {
+    pub fn remove(&self, host_path: impl AsRef<str>) -> Result<()> {
+        let host_path = host_path.as_ref();
         self.overlay.borrow_mut().remove(host_path);
         if self.is_dry_run() {
             return Ok(());
@@ -211,12 +213,42 @@ impl NodeFs {
         self.overlay.borrow_mut().clear();
     }
 
-    /// Creates a directory (and parents) with `mode`. A no-op in dry-run mode.
-    pub fn mkdir(&self, host_path: &str, mode: u32) -> Result<()> {
+    /// Creates a directory with its mode (parents with theirs). A no-op in dry-run mode.
+    pub fn mkdir(&self, dir: &Dir) -> Result<()> {
         if self.is_dry_run() {
             return Ok(());
         }
-        mkdir_p(&self.real(host_path), mode)
+        self.make_parents(&dir.path)?;
+        create_dir(&self.real(&dir.path), dir.mode)
+    }
+
+    /// Creates the missing ancestors of a host path, each with the mode `paths` gives it.
+    fn make_parents(&self, host_path: &str) -> Result<()> {
+        let Some(parent) = Path::new(host_path).parent() else { return Ok(()) };
+        if !self.root.is_dir() {
+            fs::create_dir_all(&self.root).ctx(format_args!("creating the node root {}", self.root.display()))?;
+        }
+        let mut host = PathBuf::from("/");
+        for c in parent.components() {
+            if let Component::Normal(part) = c {
+                host.push(part);
+                let real = self.real(&host.to_string_lossy());
+                if !real.is_dir() {
+                    create_dir(&real, paths::dir_mode(&host.to_string_lossy()))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes one file atomically and durably right away, outside any batch (the status file,
+    /// which must be readable while a phase runs). A no-op in dry-run mode.
+    pub fn write_now(&self, file: &NodeFile, data: &[u8]) -> Result<()> {
+        if self.is_dry_run() {
+            return Ok(());
+        }
+        self.make_parents(file.as_str())?;
+        atomic_write(&self.real(file.as_str()), data, file.mode)
     }
 
     /// Removes temp files that a killed run left in any directory kubestrap writes to (they are
@@ -224,7 +256,7 @@ impl NodeFs {
     pub fn remove_stale_temps(&self, certs_dir: &str) {
         let etcd = format!("{certs_dir}/etcd");
         let mut dirs = vec![certs_dir, etcd.as_str()];
-        dirs.extend_from_slice(STATE_DIRS);
+        dirs.extend_from_slice(paths::WRITTEN_DIRS);
         self.remove_stale_temps_in(&dirs);
     }
 
@@ -255,34 +287,20 @@ pub struct RunLock {
     _file: File,
 }
 
-pub const LOCK_FILE: &str = "/var/lib/kubestrap/lock";
-
-/// Every directory kubestrap writes into, besides the certificates dir.
-const STATE_DIRS: &[&str] = &[
-    "/etc/kubernetes",
-    "/etc/kubernetes/manifests",
-    "/var/lib/kubelet",
-    "/var/lib/kubelet/pki",
-    "/var/lib/kubestrap",
-    "/run/kubestrap",
-];
-
 impl NodeFs {
     /// Takes the root's run lock; if another run holds it, says so and waits for it.
     pub fn lock(&self) -> Result<Option<RunLock>> {
         if self.is_dry_run() {
             return Ok(None);
         }
-        let path = self.real(LOCK_FILE);
-        if let Some(dir) = path.parent() {
-            mkdir_p(dir, 0o700)?;
-        }
+        let path = self.real(paths::RUN_LOCK.as_str());
+        self.make_parents(paths::RUN_LOCK.as_str())?;
         let f = OpenOptions::new()
             .read(true)
             .write(true)
             .create(true)
             .truncate(false)
-            .mode(0o600)
+            .mode(paths::RUN_LOCK.mode)
             .open(&path)
             .ctx(format_args!("opening {}", path.display()))?;
         use rustix::fs::{FlockOperation, flock};
@@ -301,15 +319,8 @@ pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Creates `dir` and missing parents with `mode` (existing dirs keep theirs).
-pub fn mkdir_p(dir: &Path, mode: u32) -> Result<()> {
-    if dir.is_dir() {
-        return Ok(());
-    }
-    if let Some(parent) = dir.parent() {
-        // Parents are ordinary traversable dirs; only the leaf gets the restrictive mode.
-        mkdir_p(parent, 0o755)?;
-    }
+/// Creates one directory with `mode`; an existing one keeps its mode (as Go's MkdirAll).
+fn create_dir(dir: &Path, mode: u32) -> Result<()> {
     match fs::create_dir(dir) {
         Ok(()) => fs::set_permissions(dir, fs::Permissions::from_mode(mode))
             .ctx(format_args!("setting mode of {}", dir.display())),
@@ -389,16 +400,20 @@ mod tests {
     fn staged_writes_are_visible_to_reads_and_land_on_commit() {
         let t = tempfile::tempdir().unwrap();
         let nfs = NodeFs::new(t.path());
-        nfs.write("/etc/x/a.key", b"secret", 0o600, 0o700).unwrap();
-        assert_eq!(nfs.read("/etc/x/a.key").unwrap().as_deref(), Some(&b"secret"[..]));
-        assert!(!t.path().join("etc/x/a.key").exists(), "visible before commit");
+        let key = NodeFile::fixed("/var/lib/kubelet/pki/a.key", 0o600);
+        nfs.write(&key, b"secret").unwrap();
+        assert_eq!(nfs.read(&key).unwrap().as_deref(), Some(&b"secret"[..]));
+        assert!(!t.path().join("var/lib/kubelet/pki/a.key").exists(), "visible before commit");
         nfs.commit().unwrap();
-        let p = t.path().join("etc/x/a.key");
+        let p = t.path().join("var/lib/kubelet/pki/a.key");
         assert_eq!(fs::read(&p).unwrap(), b"secret");
-        assert_eq!(fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o600);
-        assert_eq!(fs::metadata(t.path().join("etc/x")).unwrap().permissions().mode() & 0o777, 0o700);
-        assert_eq!(fs::metadata(t.path().join("etc")).unwrap().permissions().mode() & 0o777, 0o755);
-        assert_eq!(names(&t.path().join("etc/x")), ["a.key"]);
+        let mode = |p: &str| fs::metadata(t.path().join(p)).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode("var/lib/kubelet/pki/a.key"), 0o600);
+        // Each directory gets its own mode from `paths`, whichever write creates it.
+        assert_eq!(mode("var/lib/kubelet/pki"), 0o755);
+        assert_eq!(mode("var/lib/kubelet"), 0o700);
+        assert_eq!(mode("var/lib"), 0o755);
+        assert_eq!(names(&t.path().join("var/lib/kubelet/pki")), ["a.key"]);
     }
 
     #[test]
@@ -406,9 +421,9 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         {
             let nfs = NodeFs::new(t.path());
-            nfs.write("/d/one", b"1", 0o644, 0o755).unwrap();
+            nfs.write(&NodeFile::fixed("/d/one", 0o644), b"1").unwrap();
             nfs.discard();
-            nfs.write("/d/two", b"2", 0o644, 0o755).unwrap();
+            nfs.write(&NodeFile::fixed("/d/two", 0o644), b"2").unwrap();
         }
         assert!(names(&t.path().join("d")).is_empty());
     }
@@ -422,7 +437,7 @@ mod tests {
         NodeFs::new(t.path()).remove_stale_temps_in(&["/d"]);
         assert_eq!(names(&t.path().join("d")), ["keep"]);
         let dry = NodeFs::dry_run(t.path());
-        dry.write("/d/new", b"n", 0o600, 0o700).unwrap();
+        dry.write(&NodeFile::fixed("/d/new", 0o600), b"n").unwrap();
         dry.commit().unwrap();
         assert_eq!(names(&t.path().join("d")), ["keep"]);
         assert_eq!(dry.planned()[0].mode, "0600");

@@ -4,6 +4,7 @@
 
 pub mod boot;
 pub mod cli;
+pub mod clock;
 pub mod commands;
 pub mod config;
 pub mod constants;
@@ -19,9 +20,12 @@ pub mod kubeconfig;
 pub mod logging;
 pub mod manifests;
 pub mod objects;
+pub mod paths;
 pub mod phases;
 pub mod pki;
 pub mod preflight;
+pub mod retry;
 pub mod status;
 pub mod systemd;
+pub mod timeouts;
 pub mod token;

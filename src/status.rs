@@ -9,8 +9,8 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use crate::fsutil::NodeFs;
+use crate::paths;
 
-pub const STATUS_FILE: &str = "/run/kubestrap/status.json";
 pub const EVENT_PREFIX: &str = "KUBESTRAP-EVENT ";
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -126,16 +126,11 @@ impl<'a> Reporter<'a> {
     }
 
     fn write(&self) {
-        if self.fs.is_dry_run() {
-            return;
-        }
-        // Invariant: Status holds only strings and numbers.
-        let json = serde_json::to_vec_pretty(&*self.status.borrow()).unwrap_or_default();
-        let path = self.fs.real(STATUS_FILE);
-        if let Some(dir) = path.parent() {
-            let _ = crate::fsutil::mkdir_p(dir, 0o755);
-        }
-        if let Err(e) = crate::fsutil::atomic_write(&path, &json, 0o644) {
+        // The status is a report, not the work: failing to write it is said, never fatal.
+        let written = serde_json::to_vec_pretty(&*self.status.borrow())
+            .map_err(|e| crate::error::Error::runtime(format!("encoding {}: {e}", paths::STATUS)))
+            .and_then(|json| self.fs.write_now(&paths::STATUS, &json));
+        if let Err(e) = written {
             log::warn!("[status] {e}");
         }
     }
@@ -143,7 +138,7 @@ impl<'a> Reporter<'a> {
 
 /// Reads the last run's status.
 pub fn read(fs: &NodeFs) -> Option<Status> {
-    fs.read(STATUS_FILE).ok().flatten().and_then(|b| serde_json::from_slice(&b).ok())
+    fs.read(&paths::STATUS).ok().flatten().and_then(|b| serde_json::from_slice(&b).ok())
 }
 
 /// The last run in words, for `kubestrap status`.

@@ -1,147 +1,105 @@
-//! `kubestrap join`: flags and/or a JoinConfiguration → `join::JoinArgs`.
+//! `kubestrap join [phase NAME] [ENDPOINT] [flags]`: flags and/or a JoinConfiguration → the
+//! library's join phases.
 
-use std::time::Duration;
+use std::path::PathBuf;
 
 use crate::cli;
+use crate::clock::SystemClock;
 use crate::config::types::JoinConfiguration;
-use crate::config::values::{is_dns1123_subdomain, parse_duration};
-use crate::constants::DEFAULT_CRI_SOCKET;
-use crate::discovery::{CaPin, Token};
 use crate::error::{Error, Result};
 use crate::fsutil::NodeFs;
-use crate::join::{Discovery, JoinArgs};
+use crate::join::{JoinContext, JoinFlags};
+use crate::phases::{self, JOIN_PHASES};
 
-/// kubeadm's defaults: 5m discovery, 5m TLS bootstrap.
-const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(300);
-const TLS_BOOTSTRAP_TIMEOUT: Duration = Duration::from_secs(300);
+/// The positional words: `phase NAME` first if present, then the endpoint.
+struct Words {
+    phase: Option<String>,
+    endpoint: Option<String>,
+}
 
-fn token(flag: &str, s: &str) -> Result<Token> {
-    Token::parse(s).map_err(|m| Error::usage(format!("{flag}: {m}")))
+fn words(w: &[String]) -> Result<Words> {
+    let (phase, rest) = match w.first().map(String::as_str) {
+        Some("phase") => {
+            let name = w.get(1).ok_or_else(|| {
+                Error::usage("`kubestrap join phase` needs a phase name; `kubestrap phases` lists them")
+            })?;
+            (Some(name.clone()), &w[2..])
+        }
+        _ => (None, w),
+    };
+    match rest {
+        [] => Ok(Words { phase, endpoint: None }),
+        [e] => Ok(Words { phase, endpoint: Some(e.clone()) }),
+        // Never echo the words: a mistyped flag may carry a token.
+        _ => Err(Error::usage(format!(
+            "join takes at most one endpoint (HOST:PORT) but was given {} positional arguments",
+            rest.len()
+        ))),
+    }
 }
 
 pub fn run(j: cli::Join) -> Result<()> {
+    let w = words(&j.words)?;
+    let skip = cli::split_list(j.skip_phases.as_deref());
+    phases::check_skip(JOIN_PHASES, "join", &skip)?;
+    let phase = w.phase.as_deref().map(|n| phases::lookup(JOIN_PHASES, "join", n)).transpose()?;
     let jc = match &j.config {
         Some(p) => {
             let text = std::fs::read_to_string(p)
                 .map_err(|e| Error::config(format!("reading config {}: {e}", p.display())))?;
             let docs = crate::config::parse_documents(&p.display().to_string(), &text)?;
-            Some(docs.join.ok_or_else(|| Error::config(format!("{}: no JoinConfiguration document", p.display())))?)
+            docs.join.ok_or_else(|| Error::config(format!("{}: no JoinConfiguration document", p.display())))?
         }
-        None => None,
+        None => JoinConfiguration::default(),
     };
-    let args = resolve(j, jc.unwrap_or_default())?;
-    let fs = NodeFs::new(&args.1);
+    let flags = flags(j, w.endpoint)?;
+    let args = crate::join::resolve(&flags, &jc)?;
+    let fs = NodeFs::new(&flags.root);
     let _lock = fs.lock()?;
-    crate::join::run(&fs, &args.0, None)
+    let ctx = JoinContext::new(&args, &fs, &SystemClock, None);
+    match phase {
+        Some(p) => phases::run_join_phase(&ctx, p),
+        None => phases::run_join(&ctx, &skip),
+    }
 }
 
-/// Flags win over the file, as with kubeadm.
-pub fn resolve(j: cli::Join, jc: JoinConfiguration) -> Result<(JoinArgs, std::path::PathBuf)> {
-    if jc.control_plane.is_some() {
-        return Err(Error::config("JoinConfiguration.controlPlane is set: kubestrap joins worker nodes only"));
-    }
-    let bt = jc.discovery.bootstrap_token.clone().unwrap_or_default();
-    let tls_str = j
-        .tls_bootstrap_token
-        .clone()
-        .or(j.token.clone())
-        .or((!jc.discovery.tls_bootstrap_token.is_empty()).then(|| jc.discovery.tls_bootstrap_token.clone()));
-    let tls_bootstrap_token = tls_str.as_deref().map(|t| token("--tls-bootstrap-token", t)).transpose()?;
-    let file = j.discovery_file.clone().or(jc.discovery.file.as_ref().map(|f| f.kube_config_path.clone()));
-    let discovery = match file {
-        Some(location) => Discovery::File { location, tls_bootstrap_token },
-        None => {
-            let endpoint = j
-                .endpoint
-                .clone()
-                .or((!bt.api_server_endpoint.is_empty()).then(|| bt.api_server_endpoint.clone()))
-                .ok_or_else(|| {
-                    Error::usage(
-                        "give the API server endpoint (kubestrap join HOST:PORT --token ...) or --discovery-file",
-                    )
-                })?;
-            let t = j
-                .discovery_token
-                .clone()
-                .or(j.token.clone())
-                .or((!bt.token.is_empty()).then(|| bt.token.clone()))
-                .ok_or_else(|| Error::usage("token discovery needs --token (or --discovery-token)"))?;
-            let hashes = if j.discovery_token_ca_cert_hash.is_empty() {
-                bt.ca_cert_hashes.clone()
-            } else {
-                j.discovery_token_ca_cert_hash.clone()
-            };
-            let pins = hashes
-                .iter()
-                .map(|h| {
-                    CaPin::parse(h).map_err(|m| Error::usage(format!("--discovery-token-ca-cert-hash {h:?}: {m}")))
-                })
-                .collect::<Result<Vec<_>>>()?;
-            Discovery::Token {
-                endpoint,
-                token: token("--token", &t)?,
-                pins,
-                unsafe_skip_ca: j.discovery_token_unsafe_skip_ca_verification || bt.unsafe_skip_ca_verification,
-                tls_bootstrap_token,
-            }
-        }
-    };
-    let nr = &jc.node_registration;
-    let hostname = crate::host::hostname();
-    let node_name =
-        j.node_name.clone().or((!nr.name.is_empty()).then(|| nr.name.clone())).unwrap_or_else(|| hostname.clone());
-    if !is_dns1123_subdomain(&node_name) {
-        return Err(Error::usage(format!(
-            "node name {node_name:?} is not a valid RFC 1123 subdomain (lowercase a-z, 0-9, '-', '.')"
-        )));
-    }
-    let timeouts = jc.timeouts.clone().unwrap_or_default();
-    let duration = |flag: Option<&String>, conf: &Option<String>, default: Duration| -> Result<Duration> {
-        match flag.or(conf.as_ref()) {
-            Some(s) => parse_duration(s).map_err(|m| Error::usage(format!("timeout: {m}"))),
-            None => Ok(default),
-        }
-    };
-    let mut ignore = cli::split_list(j.ignore_preflight_errors.as_deref());
-    ignore.extend(nr.ignore_preflight_errors.iter().cloned());
-    let args = JoinArgs {
-        discovery,
-        node_name,
-        hostname,
-        cri_socket: j
-            .cri_socket
-            .clone()
-            .or((!nr.cri_socket.is_empty()).then(|| nr.cri_socket.clone()))
-            .unwrap_or_else(|| DEFAULT_CRI_SOCKET.into()),
-        ca_cert_path: if jc.ca_cert_path.is_empty() {
-            format!("{}/ca.crt", crate::constants::DEFAULT_CERTS_DIR)
-        } else {
-            jc.ca_cert_path.clone()
-        },
-        kubelet_extra_args: nr.kubelet_extra_args.clone(),
-        taints: nr.taints.clone().unwrap_or_default(),
-        discovery_timeout: duration(j.discovery_timeout.as_ref(), &timeouts.discovery, DISCOVERY_TIMEOUT)?,
-        tls_bootstrap_timeout: duration(None, &timeouts.tls_bootstrap, TLS_BOOTSTRAP_TIMEOUT)?,
-        ignore_preflight: ignore,
-    };
-    Ok((args, j.root))
+fn flags(j: cli::Join, endpoint: Option<String>) -> Result<JoinFlags> {
+    let discovery_timeout = j
+        .discovery_timeout
+        .as_deref()
+        .map(|s| {
+            crate::config::values::parse_duration(s).map_err(|m| Error::usage(format!("--discovery-timeout: {m}")))
+        })
+        .transpose()?;
+    Ok(JoinFlags {
+        endpoint,
+        token: j.token,
+        discovery_token: j.discovery_token,
+        tls_bootstrap_token: j.tls_bootstrap_token,
+        discovery_token_ca_cert_hash: j.discovery_token_ca_cert_hash,
+        discovery_token_unsafe_skip_ca_verification: j.discovery_token_unsafe_skip_ca_verification,
+        discovery_file: j.discovery_file,
+        discovery_timeout,
+        node_name: j.node_name,
+        cri_socket: j.cri_socket,
+        ignore_preflight_errors: cli::split_list(j.ignore_preflight_errors.as_deref()),
+        root: PathBuf::from(&j.root),
+    })
 }
 
-/// A `join` with no flags set, for callers that have a JoinConfiguration (boot).
-pub fn defaults(root: &std::path::Path) -> cli::Join {
-    cli::Join {
-        endpoint: None,
-        token: None,
-        discovery_token: None,
-        tls_bootstrap_token: None,
-        discovery_token_ca_cert_hash: Vec::new(),
-        discovery_token_unsafe_skip_ca_verification: false,
-        discovery_file: None,
-        discovery_timeout: None,
-        config: None,
-        node_name: None,
-        cri_socket: None,
-        root: root.to_path_buf(),
-        ignore_preflight_errors: None,
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn phase_words_and_endpoint() {
+        let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let w = words(&v(&["phase", "discovery", "10.0.0.1:6443"])).unwrap();
+        assert_eq!((w.phase.as_deref(), w.endpoint.as_deref()), (Some("discovery"), Some("10.0.0.1:6443")));
+        let w = words(&v(&["10.0.0.1:6443"])).unwrap();
+        assert_eq!((w.phase, w.endpoint.as_deref()), (None, Some("10.0.0.1:6443")));
+        assert!(words(&v(&["phase"])).is_err());
+        let e = words(&v(&["a:1", "abcdef.0123456789abcdef"])).err().unwrap();
+        assert!(!e.message.contains("0123456789abcdef"), "{}", e.message);
     }
 }

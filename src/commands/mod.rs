@@ -3,8 +3,6 @@
 mod join;
 mod token;
 
-pub use join::{defaults as join_defaults, resolve as resolve_join};
-
 use std::io::Write;
 use std::path::Path;
 
@@ -15,21 +13,19 @@ use crate::cli::{self, Command, InitSub};
 use crate::config;
 use crate::error::{Context, Error, Result};
 use crate::fsutil::NodeFs;
-use crate::phases::{self, INIT_PHASES, InitContext};
+use crate::phases::{self, INIT_PHASES, InitContext, JOIN_PHASES};
 
 pub fn run(cli: cli::Cli) -> Result<()> {
     match cli.command {
         Command::Init(i) => match i.phase {
             Some(InitSub::Phase(p)) => {
-                let phase = phases::find(&p.name).ok_or_else(|| {
-                    Error::usage(format!("unknown phase {:?}; `kubestrap phases` lists them", p.name))
-                })?;
+                let phase = phases::lookup(INIT_PHASES, "init", &p.name)?;
                 let ignore = cli::split_list(p.ignore_preflight_errors.as_deref());
-                init(p.config.as_deref(), &p.root, p.dry_run, ignore, |ctx| phases::run_one(ctx, phase))
+                init(p.config.as_deref(), &p.root, p.dry_run, ignore, |ctx| phases::run_init_phase(ctx, phase))
             }
             None => {
                 let mut skip = cli::split_list(i.skip_phases.as_deref());
-                phases::check_skip(&skip)?;
+                phases::check_skip(INIT_PHASES, "init", &skip)?;
                 if i.on_disk_only {
                     skip.extend(
                         INIT_PHASES
@@ -55,13 +51,16 @@ pub fn run(cli: cli::Cli) -> Result<()> {
             for p in INIT_PHASES {
                 writeln!(out, "init  {:<19} {}", p.name, p.description).ctx("writing to stdout")?;
             }
+            for p in JOIN_PHASES {
+                writeln!(out, "join  {:<19} {}", p.name, p.description).ctx("writing to stdout")?;
+            }
             Ok(())
         }
         Command::Certs(c) => match c.command {
             cli::CertsCommand::CaHash(h) => {
                 let path = match h.file {
                     Some(f) => f,
-                    None => NodeFs::new(&h.root).real(&format!("{}/ca.crt", crate::constants::DEFAULT_CERTS_DIR)),
+                    None => NodeFs::new(&h.root).real(&crate::paths::default_ca_cert()),
                 };
                 let pem = std::fs::read(&path).map_err(|e| Error::usage(format!("reading {}: {e}", path.display())))?;
                 let hash = crate::pki::ca_hash(&pem).map_err(|m| Error::state(format!("{} {m}", path.display())))?;
@@ -94,16 +93,20 @@ fn init(
     info!("[init] Using Kubernetes version: {}", cfg.version);
     let fs = if dry_run { NodeFs::dry_run(root) } else { NodeFs::new(root) };
     let _lock = fs.lock()?;
-    let ctx = phases::context(&cfg, &fs, ignore_preflight, None);
+    let ctx = phases::context(&cfg, &fs, ignore_preflight, None, &crate::clock::SystemClock);
     body(&ctx)?;
     if dry_run {
         let plan = json!({ "dryRun": true, "root": root.display().to_string(), "files": fs.planned() });
-        // Invariant: the plan holds only strings and numbers.
-        println!("{}", serde_json::to_string_pretty(&plan).unwrap_or_default());
+        print_json(&plan)?;
     } else {
         info!("[init] Done; node state is under {}", root.display());
     }
     Ok(())
+}
+
+fn print_json(v: &impl serde::Serialize) -> Result<()> {
+    let text = serde_json::to_string_pretty(v).map_err(|e| Error::runtime(format!("encoding JSON output: {e}")))?;
+    writeln!(std::io::stdout().lock(), "{text}").ctx("writing to stdout")
 }
 
 fn preflight(p: cli::Preflight) -> Result<()> {
@@ -142,8 +145,7 @@ fn preflight(p: cli::Preflight) -> Result<()> {
     info!("[preflight] Running pre-flight checks");
     let report = crate::preflight::run(&crate::host::LinuxHost, &input, &ignore);
     if json {
-        // Invariant: the report holds only strings, numbers and booleans.
-        println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
+        print_json(&report)?;
     }
     crate::preflight::enforce(&report)
 }
@@ -151,8 +153,10 @@ fn preflight(p: cli::Preflight) -> Result<()> {
 fn boot(b: cli::Boot) -> Result<()> {
     let stage = crate::boot::Stage::parse(&b.stage)
         .ok_or_else(|| Error::usage(format!("--stage {:?}: expected pre-kubelet or post-kubelet", b.stage)))?;
-    let datasource_timeout = config::values::parse_duration(&b.datasource_timeout)
-        .map_err(|m| Error::usage(format!("--datasource-timeout: {m}")))?;
+    let datasource_timeout = match &b.datasource_timeout {
+        Some(t) => config::values::parse_duration(t).map_err(|m| Error::usage(format!("--datasource-timeout: {m}")))?,
+        None => crate::timeouts::DATASOURCE,
+    };
     let mut env = crate::datasource::Env::from_system();
     env.root = b.root.clone();
     crate::boot::run(crate::boot::BootArgs { stage, root: b.root, datasource_timeout, env })

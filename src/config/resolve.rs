@@ -206,7 +206,7 @@ pub fn resolve_init(source: &str, docs: Documents, host: &HostFacts) -> Result<I
         ));
     }
     let bind_port = port(&ic, "localAPIEndpoint.bindPort", *ep.bind_port.get_or_insert(i64::from(DEFAULT_API_PORT)))?;
-    let mut health_timeout = Duration::from_secs(CONTROL_PLANE_HEALTH_TIMEOUT_SECS);
+    let mut health_timeout = crate::timeouts::CONTROL_PLANE_COMPONENT_HEALTH_CHECK;
     if let Some(t) = &init.timeouts {
         for (name, v) in t.fields() {
             if let Some(v) = v {

@@ -3,21 +3,22 @@
 //! file/HTTPS URL. Workers often boot before the control plane: keep trying until the deadline,
 //! and say why on every attempt.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use log::info;
 use serde_json::Value;
 
-use super::REQUEST_TIMEOUT;
+use super::JoinContext;
+use crate::clock::Clock;
 use crate::discovery::{self, CaPin, ClusterInfo, DiscoveryProblem, Token};
 use crate::error::{Error, Result};
-use crate::kube::retry::{Attempt, Backoff, until};
 use crate::kube::{ApiError, Auth, Client, Trust};
 use crate::kubeconfig::Kubeconfig;
+use crate::paths::{self, BOOTSTRAP_KUBELET_CONF};
+use crate::retry::{Attempt, Retry};
+use crate::timeouts::{DISCOVERY_BACKOFF, REQUEST as REQUEST_TIMEOUT};
 
 const CLUSTER_INFO: &str = "/api/v1/namespaces/kube-public/configmaps/cluster-info";
-/// kubeadm polls every 5 s; we start faster and back off to that.
-const DISCOVERY_BACKOFF: Backoff = Backoff { initial: Duration::from_secs(1), max: Duration::from_secs(5) };
 
 pub enum Discovery {
     Token {
@@ -54,8 +55,64 @@ pub struct Found {
     pub tls_token: String,
 }
 
-pub fn discover(d: &Discovery, timeout: Duration) -> Result<Found> {
-    let deadline = Instant::now() + timeout;
+impl Found {
+    /// Reads what the discovery phase left: bootstrap-kubelet.conf. `None` if it is absent.
+    pub fn load(fs: &crate::fsutil::NodeFs) -> Result<Option<Found>> {
+        let Some(bytes) = fs.read(&BOOTSTRAP_KUBELET_CONF)? else { return Ok(None) };
+        let bad = |m: String| {
+            Error::state(format!(
+                "{BOOTSTRAP_KUBELET_CONF} {m}; remove it and run `kubestrap join phase discovery` again"
+            ))
+        };
+        let kc = Kubeconfig::parse(&bytes).map_err(|m| bad(m.to_string()))?;
+        let (cluster, user) = kc.current().map_err(|m| bad(m.to_string()))?;
+        let ca_pem = crate::kubeconfig::decode_b64(&cluster.certificate_authority_data)
+            .map_err(|m| bad(format!("certificate-authority-data: {m}")))?;
+        let token =
+            user.map(|u| u.token.clone()).filter(|t| !t.is_empty()).ok_or_else(|| bad("holds no token".into()))?;
+        Ok(Some(found(cluster.server.clone(), ca_pem, token)))
+    }
+
+    /// The discovery phase's product: a kubeconfig the kubelet could bootstrap with.
+    fn save(&self, fs: &crate::fsutil::NodeFs, ca_cert_path: &str) -> Result<()> {
+        let conf = crate::objects::kubelet::bootstrap_kubelet_conf(&self.server, &self.ca_pem, &self.tls_token);
+        fs.write(&BOOTSTRAP_KUBELET_CONF, conf.to_yaml().as_bytes())?;
+        if !fs.exists(ca_cert_path) {
+            fs.write(&paths::ca_cert_at(ca_cert_path), &self.ca_pem)?;
+        }
+        fs.commit()
+    }
+}
+
+/// The `discovery` phase: finds and verifies the cluster, or reuses what an interrupted run of
+/// this same join found (same token, CA matching the pins).
+pub fn phase(ctx: &JoinContext) -> Result<()> {
+    let a = ctx.args;
+    if let Some(prev) = Found::load(ctx.fs)?
+        && still_valid(&prev, &a.discovery)
+    {
+        info!(
+            "[discovery] Using the cluster an earlier, interrupted join verified: {} (CA {}), from {BOOTSTRAP_KUBELET_CONF}",
+            prev.server, prev.ca_pin
+        );
+        return Ok(());
+    }
+    let found = discover(&a.discovery, a.discovery_timeout, ctx.clock)?;
+    info!("[discovery] Cluster {} verified (CA {})", found.server, found.ca_pin);
+    found.save(ctx.fs, &a.ca_cert_path)
+}
+
+/// May an earlier run's result stand in for a new discovery? Only for token discovery with the
+/// same bootstrap token and a CA that one of the given pins matches (a file is re-read: cheap).
+fn still_valid(prev: &Found, d: &Discovery) -> bool {
+    let Discovery::Token { token, pins, unsafe_skip_ca, tls_bootstrap_token, .. } = d else { return false };
+    let tls = tls_bootstrap_token.as_ref().unwrap_or(token);
+    let pinned = pins.iter().any(|p| p.to_string() == prev.ca_pin) || (pins.is_empty() && *unsafe_skip_ca);
+    pinned && prev.tls_token == tls.bearer()
+}
+
+pub fn discover(d: &Discovery, timeout: Duration, clock: &dyn Clock) -> Result<Found> {
+    let retry = |what| Retry { what, tag: "discovery", timeout, backoff: &DISCOVERY_BACKOFF, clock };
     match d {
         Discovery::Token { endpoint, token, pins, unsafe_skip_ca, tls_bootstrap_token } => {
             if pins.is_empty() && !unsafe_skip_ca {
@@ -68,16 +125,12 @@ pub fn discover(d: &Discovery, timeout: Duration) -> Result<Found> {
                 "[discovery] Fetching cluster-info from {base} (token id {}), retrying until {timeout:?} have passed",
                 token.id()
             );
-            let info = until("discovering the cluster", "discovery", deadline, &DISCOVERY_BACKOFF, || {
-                token_attempt(&base, token, pins, *unsafe_skip_ca)
-            })?;
+            let info = retry("discovering the cluster").run(|| token_attempt(&base, token, pins, *unsafe_skip_ca))?;
             let tls = tls_bootstrap_token.as_ref().unwrap_or(token);
             Ok(found(info.server, info.ca_pem, tls.bearer()))
         }
         Discovery::File { location, tls_bootstrap_token } => {
-            let text = until("reading the discovery file", "discovery", deadline, &DISCOVERY_BACKOFF, || {
-                read_location(location)
-            })?;
+            let text = retry("reading the discovery file").run(|| read_location(location))?;
             let kc = Kubeconfig::parse(text.as_bytes())
                 .map_err(|m| Error::config(format!("discovery file {location} {m}")))?;
             let (cluster, user) = kc.current().map_err(|m| Error::config(format!("discovery file {location} {m}")))?;

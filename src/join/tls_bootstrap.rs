@@ -2,33 +2,31 @@
 //! issued certificate written in the kubelet's own layout (timestamped PEM + absolute
 //! `kubelet-client-current.pem` symlink), and kubelet.conf pointing at it.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use log::info;
 use serde_json::Value;
 
+use super::JoinContext;
 use super::discover::Found;
+use crate::clock::Clock;
 use crate::config::KeyAlgorithm;
 use crate::error::{Error, Result};
 use crate::fsutil::NodeFs;
 use crate::kube::{Client, Created};
+use crate::paths::{KUBELET_CLIENT_CURRENT as CURRENT, KUBELET_CLIENT_KEY_TMP as KEY_TMP, KUBELET_CONF};
+use crate::timeouts::{CSR_REWATCH_BACKOFF, CSR_WATCH_WINDOW};
 
-pub const PKI_DIR: &str = "/var/lib/kubelet/pki";
-/// Where the kubelet keeps the key of a pending request; reusing it makes a rerun find the
-/// same CSR (its name is a digest of the key) instead of piling up new ones.
-pub const KEY_TMP: &str = "/var/lib/kubelet/pki/kubelet-client.key.tmp";
-pub const CURRENT: &str = "/var/lib/kubelet/pki/kubelet-client-current.pem";
-pub const KUBELET_CONF: &str = "/etc/kubernetes/kubelet.conf";
-
-pub fn run(fs: &NodeFs, client: &Client, found: &Found, node_name: &str, timeout: Duration) -> Result<()> {
-    if let Some(why) = existing_identity(fs, found, node_name) {
+pub fn run(ctx: &JoinContext, client: &Client, found: &Found) -> Result<()> {
+    let (fs, node_name) = (ctx.fs, ctx.args.node_name.as_str());
+    if let Some(why) = existing_identity(fs, &found.ca_pem, node_name) {
         info!("[kubelet-start] {why}; keeping it");
         let kc = crate::objects::kubelet::kubelet_conf_for_rotation(&found.server, &found.ca_pem);
-        fs.write(KUBELET_CONF, kc.to_yaml().as_bytes(), 0o600, 0o755)?;
+        fs.write(&KUBELET_CONF, kc.to_yaml().as_bytes())?;
         fs.commit()?;
-        return fs.remove(KEY_TMP);
+        return fs.remove(&KEY_TMP);
     }
-    let key = match fs.read(KEY_TMP)? {
+    let key = match fs.read(&KEY_TMP)? {
         Some(pem) => match crate::pki::keys::parse_pem(&pem) {
             Ok(k) => {
                 info!("[kubelet-start] Reusing the key of an earlier, unfinished TLS bootstrap");
@@ -44,17 +42,25 @@ pub fn run(fs: &NodeFs, client: &Client, found: &Found, node_name: &str, timeout
         Created::New(_) => info!("[kubelet-start] Sent certificate signing request {name} for system:node:{node_name}"),
         Created::Exists => info!("[kubelet-start] Certificate signing request {name} already exists; waiting for it"),
     }
-    let cert_pem = wait_for_certificate(client, &name, timeout)?;
+    let cert_pem = wait_for_certificate(client, &name, ctx.args.tls_bootstrap_timeout, ctx.clock)?;
     write_identity(fs, found, &cert_pem, &crate::pki::keys::to_pem(&key))
+}
+
+/// A finished kubelet-start, judged from disk alone (kubelet.conf, the identity, the CA at
+/// caCertPath): for `join phase kubelet-start` run again after the join completed.
+pub fn identity_from_disk(ctx: &JoinContext) -> Option<String> {
+    let ca = ctx.fs.read(&ctx.args.ca_cert_path).ok()??;
+    ctx.fs.exists(&KUBELET_CONF).then_some(())?;
+    existing_identity(ctx.fs, &ca, &ctx.args.node_name)
 }
 
 /// A rerun after an interrupted join may find the identity already issued: a
 /// kubelet-client-current.pem that chains to the cluster CA, names this node and is in date.
-fn existing_identity(fs: &NodeFs, found: &Found, node_name: &str) -> Option<String> {
-    let target = std::fs::read_link(fs.real(CURRENT)).ok()?;
+fn existing_identity(fs: &NodeFs, ca_pem: &[u8], node_name: &str) -> Option<String> {
+    let target = std::fs::read_link(fs.real(CURRENT.as_str())).ok()?;
     let bundle = fs.read(target.to_str()?).ok()??;
     let cert = crate::pki::check::CertFile::parse(&bundle).ok()?;
-    let ca = crate::pki::check::CertFile::parse(&found.ca_pem).ok()?;
+    let ca = crate::pki::check::CertFile::parse(ca_pem).ok()?;
     let key = crate::pki::keys::parse_pem(pem_block(&bundle, "PRIVATE KEY")?.as_bytes()).ok()?;
     let sans = crate::pki::spec::SanList::default();
     let spki = crate::pki::keys::spki(&key);
@@ -82,15 +88,15 @@ fn pem_block(bundle: &[u8], label: &str) -> Option<String> {
 
 fn new_key(fs: &NodeFs) -> Result<rcgen::KeyPair> {
     let key = crate::pki::keys::generate(KeyAlgorithm::EcdsaP256)?;
-    fs.write(KEY_TMP, crate::pki::keys::to_pem(&key).as_bytes(), 0o600, 0o755)?;
+    fs.write(&KEY_TMP, crate::pki::keys::to_pem(&key).as_bytes())?;
     fs.commit()?;
     Ok(key)
 }
 
 /// Watches the CSR (bounded) until it carries a certificate, or is denied/failed.
-fn wait_for_certificate(client: &Client, name: &str, timeout: Duration) -> Result<String> {
+fn wait_for_certificate(client: &Client, name: &str, timeout: Duration, clock: &dyn Clock) -> Result<String> {
     let path = format!("/apis/certificates.k8s.io/v1/certificatesigningrequests/{name}");
-    let deadline = Instant::now() + timeout;
+    let deadline = clock.now() + timeout;
     let check = |obj: &Value| -> Option<std::result::Result<String, String>> {
         match crate::csr::certificate_from_status(obj) {
             Ok(Some(pem)) => Some(Ok(pem)),
@@ -105,7 +111,7 @@ fn wait_for_certificate(client: &Client, name: &str, timeout: Duration) -> Resul
         {
             return r.map_err(Error::runtime);
         }
-        let left = deadline.saturating_duration_since(Instant::now());
+        let left = deadline.saturating_duration_since(clock.now());
         if left.is_zero() {
             return Err(Error::runtime(format!(
                 "certificate signing request {name} was not approved and signed within {timeout:?}: check `kubectl get csr {name}`, the kubeadm:node-autoapprove-bootstrap binding and the controller-manager's signing flags"
@@ -114,7 +120,7 @@ fn wait_for_certificate(client: &Client, name: &str, timeout: Duration) -> Resul
         info!("[kubelet-start] Waiting for the certificate of {name} (approval and signing)");
         let watched = client.watch(
             &format!("/apis/certificates.k8s.io/v1/certificatesigningrequests?fieldSelector=metadata.name%3D{name}"),
-            left.min(Duration::from_secs(60)),
+            left.min(CSR_WATCH_WINDOW),
             |_, obj| check(obj),
         );
         match watched {
@@ -122,8 +128,9 @@ fn wait_for_certificate(client: &Client, name: &str, timeout: Duration) -> Resul
             Ok(None) => {}
             // A broken stream is not fatal: the GET above catches up.
             Err(e) => {
-                info!("[kubelet-start] watch ended: {e}");
-                std::thread::sleep(Duration::from_millis(500).min(left));
+                let why = format!("watch ended: {e}");
+                info!("[kubelet-start] {why}");
+                clock.sleep(CSR_REWATCH_BACKOFF.delay(0).min(left), &why);
             }
         }
     }
@@ -143,16 +150,16 @@ fn write_identity(fs: &NodeFs, found: &Found, cert_pem: &str, key_pem: &str) -> 
         now.minute(),
         now.second()
     );
-    let file = format!("{PKI_DIR}/kubelet-client-{ts}.pem");
+    let file = crate::paths::kubelet_client_bundle(&ts);
     let mut bundle = cert_pem.trim_end().to_string();
     bundle.push('\n');
     bundle.push_str(key_pem);
-    fs.write(&file, bundle.as_bytes(), 0o600, 0o755)?;
-    fs.symlink(CURRENT, &file)?;
+    fs.write(&file, bundle.as_bytes())?;
+    fs.symlink(&CURRENT, file.as_str())?;
     let kc = crate::objects::kubelet::kubelet_conf_for_rotation(&found.server, &found.ca_pem);
-    fs.write(KUBELET_CONF, kc.to_yaml().as_bytes(), 0o600, 0o755)?;
+    fs.write(&KUBELET_CONF, kc.to_yaml().as_bytes())?;
     fs.commit()?;
-    fs.remove(KEY_TMP)?;
+    fs.remove(&KEY_TMP)?;
     info!("[kubelet-start] Wrote {file} and {CURRENT} -> it; {KUBELET_CONF} uses it");
     Ok(())
 }

@@ -3,7 +3,6 @@
 
 pub mod error;
 pub mod paths;
-pub mod retry;
 
 use std::io::{BufRead, BufReader, Read};
 use std::sync::Arc;

@@ -1,8 +1,6 @@
 //! The init phases that need the running control plane: they talk to the API server through
 //! admin.conf and create-or-update kubeadm's objects (409 means done, so reruns converge).
 
-use std::time::{Duration, Instant};
-
 use log::info;
 use serde_json::Value;
 
@@ -11,15 +9,11 @@ use crate::config::types::BootstrapToken;
 use crate::constants::{ADMIN_CONF, KUBERNETES_DIR, SUPER_ADMIN_CONF};
 use crate::error::{Error, Result};
 use crate::kube::Client;
-use crate::kube::retry::{Attempt, Backoff, until};
 use crate::kubeconfig::Kubeconfig;
 use crate::objects;
-
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
-/// kubeadm's KubernetesAPICallTimeout.
-const API_CALL_TIMEOUT: Duration = Duration::from_secs(60);
-/// Where a token kubestrap generated is kept, so a rerun prints and uses the same one.
-pub const GENERATED_TOKEN: &str = "/var/lib/kubestrap/bootstrap-token";
+use crate::paths::GENERATED_TOKEN;
+use crate::retry::Attempt;
+use crate::timeouts::{KUBERNETES_API_CALL, REQUEST};
 
 fn client_for(ctx: &InitContext, file: &str) -> Result<Client> {
     let path = format!("{KUBERNETES_DIR}/{file}");
@@ -28,7 +22,7 @@ fn client_for(ctx: &InitContext, file: &str) -> Result<Client> {
         .read(&path)?
         .ok_or_else(|| Error::state(format!("{path} is missing; run `kubestrap init phase kubeconfig` first")))?;
     let kc = Kubeconfig::parse(&bytes).map_err(|m| Error::state(format!("{path} {m}")))?;
-    Client::from_kubeconfig(&kc, &|p| ctx.fs.read(p).ok().flatten(), REQUEST_TIMEOUT)
+    Client::from_kubeconfig(&kc, &|p| ctx.fs.read(p).ok().flatten(), REQUEST)
         .map_err(|m| Error::state(format!("{path}: {m}")))
 }
 
@@ -66,26 +60,25 @@ pub fn wait_control_plane(ctx: &InitContext) -> Result<()> {
     if port != 0 {
         let url = format!("http://{addr}:{port}/healthz");
         info!("[wait-control-plane] Waiting for a healthy kubelet at {url}. This can take up to {timeout:?}");
-        let t = Instant::now();
-        until("waiting for the kubelet", "wait-control-plane", Instant::now() + timeout, &Backoff::API, || {
-            match crate::kube::http_ok(&url, REQUEST_TIMEOUT) {
-                Ok(()) => Attempt::Done(()),
-                Err(e) => Attempt::Wait(e),
-            }
+        let t = ctx.clock.now();
+        let wait = ctx.retry("waiting for the kubelet", "wait-control-plane", timeout);
+        wait.run(|| match crate::kube::http_ok(&url, REQUEST) {
+            Ok(()) => Attempt::Done(()),
+            Err(e) => Attempt::Wait(e.to_string()),
         })?;
-        info!("[wait-control-plane] The kubelet is healthy after {:.3?}", t.elapsed());
+        info!("[wait-control-plane] The kubelet is healthy after {:.3?}", ctx.clock.now() - t);
     }
     let client = client_for(ctx, ADMIN_CONF)?;
     info!("[api-check] Waiting for a healthy API server at {}. This can take up to {timeout:?}", client.base());
-    let t = Instant::now();
-    until("waiting for the API server", "api-check", Instant::now() + timeout, &Backoff::API, || {
+    let t = ctx.clock.now();
+    ctx.retry("waiting for the API server", "api-check", timeout).run(|| {
         match client.request("GET", "/livez", None) {
             Ok((200, _)) => Attempt::Done(()),
             Ok((code, body)) => Attempt::Wait(format!("/livez answered HTTP {code}: {body}")),
             Err(e) => Attempt::Wait(e.to_string()),
         }
     })?;
-    info!("[api-check] The API server is healthy after {:.3?}", t.elapsed());
+    info!("[api-check] The API server is healthy after {:.3?}", ctx.clock.now() - t);
     Ok(())
 }
 
@@ -104,19 +97,15 @@ pub fn mark_control_plane(ctx: &InitContext) -> Result<()> {
     let client = admin(ctx)?;
     let path = format!("/api/v1/nodes/{}", ctx.cfg.node_name);
     info!("[mark-control-plane] Waiting for the Node {:?} to register", ctx.cfg.node_name);
-    let node = until(
-        "waiting for the Node to register",
-        "mark-control-plane",
-        Instant::now() + ctx.cfg.control_plane_health_timeout,
-        &Backoff::API,
-        || match client.get(&path) {
-            Ok(Some(n)) => Attempt::Done(n),
-            Ok(None) => {
-                Attempt::Wait(format!("Node {:?} does not exist yet (the kubelet registers it)", ctx.cfg.node_name))
-            }
-            Err(e) => Attempt::Wait(e.to_string()),
-        },
-    )?;
+    let wait =
+        ctx.retry("waiting for the Node to register", "mark-control-plane", ctx.cfg.control_plane_health_timeout);
+    let node = wait.run(|| match client.get(&path) {
+        Ok(Some(n)) => Attempt::Done(n),
+        Ok(None) => {
+            Attempt::Wait(format!("Node {:?} does not exist yet (the kubelet registers it)", ctx.cfg.node_name))
+        }
+        Err(e) => Attempt::Wait(e.to_string()),
+    })?;
     client.merge_patch(&path, &objects::node::control_plane_patch_for_node(ctx.cfg, &node))?;
     info!("[mark-control-plane] Marked the node {} as control-plane (labels and taints)", ctx.cfg.node_name);
     Ok(())
@@ -127,13 +116,13 @@ pub fn tokens(ctx: &InitContext) -> Result<Vec<BootstrapToken>> {
     if !ctx.cfg.init.bootstrap_tokens.is_empty() {
         return Ok(ctx.cfg.init.bootstrap_tokens.clone());
     }
-    let token = match ctx.fs.read(GENERATED_TOKEN)? {
+    let token = match ctx.fs.read(&GENERATED_TOKEN)? {
         Some(b) if crate::token::is_valid_token(String::from_utf8_lossy(&b).trim()) => {
             String::from_utf8_lossy(&b).trim().to_string()
         }
         _ => {
             let t = crate::token::generate()?;
-            ctx.fs.write(GENERATED_TOKEN, t.as_bytes(), 0o600, 0o700)?;
+            ctx.fs.write(&GENERATED_TOKEN, t.as_bytes())?;
             ctx.fs.commit()?;
             t
         }
@@ -153,7 +142,7 @@ pub fn bootstrap_token(ctx: &InitContext) -> Result<()> {
     let now = time::OffsetDateTime::now_utc();
     for t in tokens(ctx)? {
         let secret = objects::tokens::token_secret(&t, now).map_err(Error::config)?;
-        apply_with_retry(&client, &secret)?;
+        apply_with_retry(ctx, &client, &secret)?;
         info!(
             "[bootstrap-token] Stored bootstrap token {} (secret not shown)",
             t.token.split('.').next().unwrap_or_default()
@@ -161,7 +150,7 @@ pub fn bootstrap_token(ctx: &InitContext) -> Result<()> {
     }
     apply_all(&client, "bootstrap-token", &objects::rbac::bootstrap_token_rbac())?;
     let ca =
-        ctx.fs.read(&format!("{}/ca.crt", ctx.cfg.certs_dir()))?.ok_or_else(|| Error::state("ca.crt is missing"))?;
+        ctx.fs.read(crate::paths::cert(ctx.cfg.certs_dir(), "ca"))?.ok_or_else(|| Error::state("ca.crt is missing"))?;
     let (cluster_info, _) = objects::configmaps::cluster_info(ctx.cfg, &ca);
     info!("[bootstrap-token] Creating the \"cluster-info\" ConfigMap in the \"kube-public\" namespace");
     apply_all(&client, "bootstrap-token", &[cluster_info])?;
@@ -169,13 +158,11 @@ pub fn bootstrap_token(ctx: &InitContext) -> Result<()> {
 }
 
 /// kubeadm retries token writes (up to 5 times) within the API call timeout.
-fn apply_with_retry(client: &Client, obj: &Value) -> Result<()> {
-    until("storing a bootstrap token", "bootstrap-token", Instant::now() + API_CALL_TIMEOUT, &Backoff::API, || {
-        match client.apply(obj) {
-            Ok(()) => Attempt::Done(()),
-            Err(e) if e.is_transient() => Attempt::Wait(e.to_string()),
-            Err(e) => Attempt::Fail(e.into()),
-        }
+fn apply_with_retry(ctx: &InitContext, client: &Client, obj: &Value) -> Result<()> {
+    ctx.retry("storing a bootstrap token", "bootstrap-token", KUBERNETES_API_CALL).run(|| match client.apply(obj) {
+        Ok(()) => Attempt::Done(()),
+        Err(e) if e.is_transient() => Attempt::Wait(e.to_string()),
+        Err(e) => Attempt::Fail(e.into()),
     })
 }
 
@@ -183,21 +170,21 @@ pub fn addons(ctx: &InitContext) -> Result<()> {
     let client = admin(ctx)?;
     let dns = objects::coredns::coredns_objects(ctx.cfg);
     if dns.is_empty() {
-        info!("[addons] CoreDNS is disabled");
+        info!("[addon] CoreDNS is disabled");
     }
-    apply_all(&client, "addons", &dns)?;
+    apply_all(&client, "addon", &dns)?;
     let proxy = objects::proxy::kube_proxy_objects_with_env(ctx.cfg, &ctx.env.proxy_env);
     if proxy.is_empty() {
-        info!("[addons] kube-proxy is disabled");
+        info!("[addon] kube-proxy is disabled");
     }
-    apply_all(&client, "addons", &proxy)
+    apply_all(&client, "addon", &proxy)
 }
 
 /// What kubeadm prints at the end: how to use admin.conf and the exact join command. The token
 /// goes to stdout because the user asked for it; it is never logged.
 pub fn show_join_command(ctx: &InitContext) -> Result<()> {
     let ca =
-        ctx.fs.read(&format!("{}/ca.crt", ctx.cfg.certs_dir()))?.ok_or_else(|| Error::state("ca.crt is missing"))?;
+        ctx.fs.read(crate::paths::cert(ctx.cfg.certs_dir(), "ca"))?.ok_or_else(|| Error::state("ca.crt is missing"))?;
     let hash = crate::pki::ca_hash(&ca).map_err(Error::state)?;
     let token = tokens(ctx)?.into_iter().next().map(|t| t.token).unwrap_or_default();
     let ep = &ctx.cfg.endpoint;

@@ -9,8 +9,7 @@ pub fn run(ctx: &InitContext) -> Result<()> {
         return Ok(());
     };
     if let Some(local) = ctx.cfg.local_etcd() {
-        // etcd refuses a data dir readable by others.
-        ctx.fs.mkdir(&local.data_dir, 0o700)?;
+        ctx.fs.mkdir(&crate::paths::etcd_data_dir(&local.data_dir))?;
     }
     write_manifest(ctx, "etcd", &pod)
 }

@@ -64,14 +64,12 @@ impl KubeconfigSpec {
     }
 }
 
-pub const KUBECONFIG_MODE: u32 = 0o600;
-
 pub fn run(ctx: &InitContext) -> Result<()> {
     let cfg = ctx.cfg;
     let ca = pki::load_ca(ctx.fs, cfg.certs_dir(), "ca")?;
-    let todo: Vec<&KubeconfigSpec> = KUBECONFIGS.iter().filter(|k| !ctx.fs.exists(&path(k))).collect();
+    let todo: Vec<&KubeconfigSpec> = KUBECONFIGS.iter().filter(|k| !ctx.fs.exists(path(k))).collect();
     if !todo.is_empty() && ca.key.is_none() {
-        let files: Vec<String> = todo.iter().map(|k| path(k)).collect();
+        let files: Vec<String> = todo.iter().map(|k| path(k).to_string()).collect();
         return Err(Error::state(format!(
             "external CA mode (ca.crt without ca.key): {} must be provided, kubestrap cannot sign them",
             files.join(", ")
@@ -82,22 +80,22 @@ pub fn run(ctx: &InitContext) -> Result<()> {
         let file = path(spec);
         match ctx.fs.read(&file)? {
             Some(existing) => {
-                validate_existing(&file, &existing, spec, cfg, &ca, ctx.start)?;
+                validate_existing(file.as_str(), &existing, spec, cfg, &ca, ctx.start)?;
                 info!("[kubeconfig] Using existing kubeconfig file: {file:?}");
             }
             None => {
                 let key = fresh.pop().ok_or_else(|| Error::runtime("internal: ran out of pre-generated keys"))?;
                 let kc = render(spec, cfg, &ca, &key, ctx.start)?;
                 info!("[kubeconfig] Writing {:?} kubeconfig file", spec.file);
-                ctx.fs.write(&file, kc.to_yaml().as_bytes(), KUBECONFIG_MODE, 0o755)?;
+                ctx.fs.write(&file, kc.to_yaml().as_bytes())?;
             }
         }
     }
     Ok(())
 }
 
-fn path(spec: &KubeconfigSpec) -> String {
-    format!("{KUBERNETES_DIR}/{}", spec.file)
+fn path(spec: &KubeconfigSpec) -> crate::paths::File {
+    crate::paths::kubeconfig(spec.file)
 }
 
 fn render(

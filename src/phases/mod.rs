@@ -1,5 +1,7 @@
-//! The init phases as data: a name, a one-line description and a function. `kubestrap phases`
-//! prints this table; `init` runs it in order; `init phase <name>` runs one entry.
+//! The phases as data: a name, a one-line description and a function, for `init` and for `join`.
+//! `kubestrap phases` prints these tables; `init`/`join` run them in order; `init phase <name>` and
+//! `join phase <name>` run one entry. A phase reads its inputs from disk (a missing one names the
+//! phase that makes it), commits its own writes, and reports itself in the boot status.
 
 mod api;
 mod certs;
@@ -12,16 +14,19 @@ mod preflight;
 use log::info;
 use time::OffsetDateTime;
 
+use crate::clock::Clock;
 use crate::config::InitConfig;
 use crate::error::{Error, Result};
 use crate::fsutil::NodeFs;
+use crate::join::JoinContext;
 use crate::manifests::HostEnv;
+use crate::retry::Retry;
+use crate::status::Reporter;
 
-pub use api::GENERATED_TOKEN;
 pub use kubeconfig::{KUBECONFIGS, KubeconfigSpec};
 
-/// Everything a phase may read: the validated config, the node's filesystem, the start time
-/// (certificates are backdated from it) and host facts for the manifests.
+/// Everything an init phase may read: the validated config, the node's filesystem, the start
+/// time (certificates are backdated from it), host facts for the manifests, and the clock.
 pub struct InitContext<'a> {
     pub cfg: &'a InitConfig,
     pub fs: &'a NodeFs,
@@ -30,32 +35,44 @@ pub struct InitContext<'a> {
     /// `--ignore-preflight-errors` plus nodeRegistration.ignorePreflightErrors.
     pub ignore_preflight: Vec<String>,
     /// Progress for the boot status file and console; `None` on the command line.
-    pub report: Option<&'a crate::status::Reporter<'a>>,
+    pub report: Option<&'a Reporter<'a>>,
+    pub clock: &'a dyn Clock,
 }
 
-/// The context for a run: cleans what an interrupted run left (temp files, never trusted) and
-/// merges the config's ignorePreflightErrors.
+impl InitContext<'_> {
+    /// Retrying against the control plane, with kubeadm's poll figures and this run's clock.
+    pub fn retry<'b>(&'b self, what: &'b str, tag: &'b str, timeout: std::time::Duration) -> Retry<'b> {
+        Retry { what, tag, timeout, backoff: &crate::timeouts::API_BACKOFF, clock: self.clock }
+    }
+}
+
+/// The context for an init run: cleans what an interrupted run left (temp files, never trusted)
+/// and merges the config's ignorePreflightErrors.
 pub fn context<'a>(
     cfg: &'a InitConfig,
     fs: &'a NodeFs,
     mut ignore_preflight: Vec<String>,
-    report: Option<&'a crate::status::Reporter<'a>>,
+    report: Option<&'a Reporter<'a>>,
+    clock: &'a dyn Clock,
 ) -> InitContext<'a> {
     fs.remove_stale_temps(cfg.certs_dir());
     ignore_preflight.extend(cfg.init.node_registration.ignore_preflight_errors.iter().cloned());
-    InitContext { cfg, env: host_env(fs), fs, start: OffsetDateTime::now_utc(), ignore_preflight, report }
+    InitContext { cfg, env: host_env(fs), fs, start: OffsetDateTime::now_utc(), ignore_preflight, report, clock }
 }
 
-pub struct Phase {
+pub struct Phase<F> {
     pub name: &'static str,
     pub description: &'static str,
-    pub run: fn(&InitContext) -> Result<()>,
+    pub run: F,
 }
+
+pub type InitFn = fn(&InitContext) -> Result<()>;
+pub type JoinFn = fn(&JoinContext) -> Result<()>;
 
 /// `kubeadm init`'s phases, in kubeadm's order (upload-certs, kubelet-finalize are not ours:
 /// no control-plane joins, and kubelet.conf already uses an embedded certificate).
 #[rustfmt::skip]
-pub const INIT_PHASES: &[Phase] = &[
+pub const INIT_PHASES: &[Phase<InitFn>] = &[
     Phase { name: "preflight", description: "Check that this machine can become a control-plane node", run: preflight::run },
     Phase { name: "certs", description: "Generate the CAs, leaf certificates and the service-account key pair", run: certs::run },
     Phase { name: "kubeconfig", description: "Write admin, super-admin, kubelet, controller-manager and scheduler kubeconfigs", run: kubeconfig::run },
@@ -70,47 +87,71 @@ pub const INIT_PHASES: &[Phase] = &[
     Phase { name: "show-join-command", description: "Print how to use admin.conf and the join command", run: api::show_join_command },
 ];
 
+/// `kubeadm join`'s phases for a worker. kubeadm discovers inside its join data; here discovery is
+/// a phase of its own whose product is bootstrap-kubelet.conf, so each phase can run alone.
+#[rustfmt::skip]
+pub const JOIN_PHASES: &[Phase<JoinFn>] = &[
+    Phase { name: "preflight", description: "Check that this machine can become a worker node", run: crate::join::preflight },
+    Phase { name: "discovery", description: "Find the cluster and trust its CA (token + CA pin, or a discovery file); write bootstrap-kubelet.conf", run: crate::join::discovery },
+    Phase { name: "kubelet-start", description: "Write the kubelet's config and flags, get the node's client certificate (TLS bootstrap), write kubelet.conf", run: crate::join::kubelet_start },
+];
+
 /// The phases that write the node's files before any kubelet runs (`--on-disk-only`).
 pub const ON_DISK_PHASES: &[&str] = &["preflight", "certs", "kubeconfig", "etcd", "control-plane", "kubelet-start"];
 
-pub fn find(name: &str) -> Option<&'static Phase> {
-    INIT_PHASES.iter().find(|p| p.name == name)
+pub fn find<F>(list: &'static [Phase<F>], name: &str) -> Option<&'static Phase<F>> {
+    list.iter().find(|p| p.name == name)
+}
+
+/// Finds `name` in `list` or says which phases `workflow` has.
+pub fn lookup<F>(list: &'static [Phase<F>], workflow: &str, name: &str) -> Result<&'static Phase<F>> {
+    find(list, name).ok_or_else(|| {
+        let known: Vec<&str> = list.iter().map(|p| p.name).collect();
+        Error::usage(format!("unknown {workflow} phase {name:?}; {workflow} phases are: {}", known.join(", ")))
+    })
 }
 
 /// Checks `--skip-phases` names so a typo is an error rather than a phase that silently runs.
-pub fn check_skip(skip: &[String]) -> Result<()> {
-    for s in skip {
-        if find(s).is_none() {
-            let known: Vec<&str> = INIT_PHASES.iter().map(|p| p.name).collect();
-            return Err(Error::usage(format!("unknown phase {s:?} in skip list; phases are: {}", known.join(", "))));
-        }
+pub fn check_skip<F>(list: &'static [Phase<F>], workflow: &str, skip: &[String]) -> Result<()> {
+    skip.iter().try_for_each(|s| lookup(list, workflow, s).map(|_| ()))
+}
+
+/// Runs the init phases not in `skip`, in order.
+pub fn run_init(ctx: &InitContext, skip: &[String]) -> Result<()> {
+    check_skip(INIT_PHASES, "init", skip)?;
+    for p in INIT_PHASES.iter().filter(|p| !skip.iter().any(|s| s == p.name)) {
+        run_init_phase(ctx, p)?;
     }
     Ok(())
 }
 
-/// Runs the phases not in `skip`, in order.
-pub fn run_init(ctx: &InitContext, skip: &[String]) -> Result<()> {
-    check_skip(skip)?;
-    for p in INIT_PHASES {
-        if skip.iter().any(|s| s == p.name) {
-            log::debug!("[{}] Skipped", p.name);
-            continue;
-        }
-        run_one(ctx, p)?;
+/// Runs the join phases not in `skip`, in order.
+pub fn run_join(ctx: &JoinContext, skip: &[String]) -> Result<()> {
+    check_skip(JOIN_PHASES, "join", skip)?;
+    for p in JOIN_PHASES.iter().filter(|p| !skip.iter().any(|s| s == p.name)) {
+        run_join_phase(ctx, p)?;
     }
     Ok(())
+}
+
+pub fn run_init_phase(ctx: &InitContext, p: &Phase<InitFn>) -> Result<()> {
+    step(ctx.fs, ctx.report, p.name, || (p.run)(ctx))
+}
+
+pub fn run_join_phase(ctx: &JoinContext, p: &Phase<JoinFn>) -> Result<()> {
+    step(ctx.fs, ctx.report, p.name, || (p.run)(ctx))
 }
 
 /// Runs one phase and commits its writes; a failed phase leaves no trace of its own writes.
-pub fn run_one(ctx: &InitContext, p: &Phase) -> Result<()> {
-    if let Some(r) = ctx.report {
-        r.phase(p.name);
+fn step(fs: &NodeFs, report: Option<&Reporter>, name: &str, run: impl FnOnce() -> Result<()>) -> Result<()> {
+    if let Some(r) = report {
+        r.phase(name);
     }
-    match (p.run)(ctx).and_then(|()| ctx.fs.commit()) {
+    match run().and_then(|()| fs.commit()) {
         Ok(()) => Ok(()),
         Err(e) => {
-            ctx.fs.discard();
-            Err(e.context(format_args!("phase {}", p.name)))
+            fs.discard();
+            Err(e.context(format_args!("phase {name}")))
         }
     }
 }
@@ -127,17 +168,14 @@ pub fn host_env(fs: &NodeFs) -> HostEnv {
     }
 }
 
-pub const MANIFEST_MODE: u32 = 0o600;
-pub const MANIFEST_DIR_MODE: u32 = 0o700;
-
 /// Writes `/etc/kubernetes/manifests/<name>.yaml`.
 fn write_manifest(ctx: &InitContext, name: &str, pod: &serde_json::Value) -> Result<()> {
-    let path = format!("{}/{name}.yaml", crate::constants::MANIFESTS_DIR);
+    let path = crate::paths::manifest(name);
     let yaml = crate::manifests::pod::to_yaml(pod);
     if ctx.fs.read(&path)?.as_deref() == Some(yaml.as_bytes()) {
         info!("[manifests] {path} is up to date");
     } else {
-        info!("[manifests] Writing static Pod manifest for {name:?} to {path:?}");
+        info!("[manifests] Writing static Pod manifest for {name:?} to {:?}", path.as_str());
     }
-    ctx.fs.write(&path, yaml.as_bytes(), MANIFEST_MODE, MANIFEST_DIR_MODE)
+    ctx.fs.write(&path, yaml.as_bytes())
 }

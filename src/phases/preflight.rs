@@ -2,10 +2,8 @@ use log::info;
 
 use super::InitContext;
 use crate::error::Result;
+use crate::paths;
 use crate::preflight::{self, Input};
-
-/// Where an init that got past preflight leaves its mark, so a resumed run accepts its own files.
-pub const IN_PROGRESS_STAMP: &str = "/var/lib/kubestrap/init-in-progress";
 
 pub fn run(ctx: &InitContext) -> Result<()> {
     if ctx.fs.root() != std::path::Path::new("/") {
@@ -17,7 +15,7 @@ pub fn run(ctx: &InitContext) -> Result<()> {
         return Ok(());
     }
     let mut input = Input::control_plane(ctx.cfg, ctx.fs.root());
-    input.resuming = ctx.fs.exists(IN_PROGRESS_STAMP);
+    input.resuming = ctx.fs.exists(&paths::INIT_IN_PROGRESS);
     info!(
         "[preflight] Running pre-flight checks{}",
         if input.resuming { " (resuming an interrupted init)" } else { "" }
@@ -27,5 +25,5 @@ pub fn run(ctx: &InitContext) -> Result<()> {
         r.set(|s| s.preflight = serde_json::to_value(&report).ok());
     }
     preflight::enforce(&report)?;
-    ctx.fs.write(IN_PROGRESS_STAMP, b"", 0o600, 0o700)
+    ctx.fs.write(&paths::INIT_IN_PROGRESS, b"")
 }

@@ -15,25 +15,14 @@ use time::OffsetDateTime;
 use crate::config::InitConfig;
 use crate::error::{Error, Result};
 use crate::fsutil::NodeFs;
+use crate::paths;
 use check::{CertFile, Expect};
 use spec::{CERTS, CertSpec, SanList, Usage};
-
-pub const KEY_MODE: u32 = 0o600;
-pub const CERT_MODE: u32 = 0o644;
-/// kubeadm creates the PKI dirs 0755 (keys inside are 0600).
-pub const PKI_DIR_MODE: u32 = 0o755;
 
 /// A CA as loaded from disk or just made; `key` is `None` for an external CA.
 pub struct Ca {
     pub cert: CertFile,
     pub key: Option<KeyPair>,
-}
-
-pub fn crt_path(dir: &str, name: &str) -> String {
-    format!("{dir}/{name}.crt")
-}
-pub fn key_path(dir: &str, name: &str) -> String {
-    format!("{dir}/{name}.key")
 }
 
 /// `sha256:<hex>` of a certificate's SubjectPublicKeyInfo (kubeadm's CA pin).
@@ -43,14 +32,16 @@ pub fn ca_hash(pem: &[u8]) -> std::result::Result<String, String> {
 }
 
 /// Loads a certificate file; `None` if absent.
-pub fn load_cert(fs: &NodeFs, path: &str) -> Result<Option<CertFile>> {
+pub fn load_cert(fs: &NodeFs, path: impl AsRef<str>) -> Result<Option<CertFile>> {
+    let path = path.as_ref();
     fs.read(path)?
         .map(|b| CertFile::parse(&b).map_err(|m| Error::state(format!("{path} {m}; fix or remove it"))))
         .transpose()
 }
 
 /// Loads a private key file; `None` if absent.
-pub fn load_key(fs: &NodeFs, path: &str) -> Result<Option<KeyPair>> {
+pub fn load_key(fs: &NodeFs, path: impl AsRef<str>) -> Result<Option<KeyPair>> {
+    let path = path.as_ref();
     fs.read(path)?
         .map(|b| keys::parse_pem(&b).map_err(|m| Error::state(format!("{path}: {m}; fix or remove it"))))
         .transpose()
@@ -58,10 +49,10 @@ pub fn load_key(fs: &NodeFs, path: &str) -> Result<Option<KeyPair>> {
 
 /// Loads a CA pair that must exist (for phases after `certs`).
 pub fn load_ca(fs: &NodeFs, dir: &str, name: &str) -> Result<Ca> {
-    let crt = crt_path(dir, name);
+    let crt = paths::cert(dir, name);
     let cert = load_cert(fs, &crt)?
         .ok_or_else(|| Error::state(format!("{crt} is missing; run `kubestrap init phase certs` first")))?;
-    let key = load_key(fs, &key_path(dir, name))?;
+    let key = load_key(fs, paths::key(dir, name))?;
     Ok(Ca { cert, key })
 }
 
@@ -84,7 +75,7 @@ fn describe_sans(s: &SanList) -> String {
 /// Does the cluster CA sit on disk without its key (kubeadm's "external CA" mode)?
 pub fn is_external_ca(fs: &NodeFs, cfg: &InitConfig) -> bool {
     let dir = cfg.certs_dir();
-    fs.exists(&crt_path(dir, "ca")) && !fs.exists(&key_path(dir, "ca"))
+    fs.exists(paths::cert(dir, "ca")) && !fs.exists(paths::key(dir, "ca"))
 }
 
 /// The `certs` phase: every certificate in the table plus sa.key/sa.pub.
@@ -93,13 +84,13 @@ pub fn ensure_certs(fs: &NodeFs, cfg: &InitConfig, start: OffsetDateTime) -> Res
     let wanted: Vec<&CertSpec> =
         CERTS.iter().filter(|c| !(c.local_etcd_only && cfg.external_etcd().is_some())).collect();
     let missing =
-        wanted.iter().filter(|c| !fs.exists(&crt_path(dir, c.name)) && !fs.exists(&key_path(dir, c.name))).count()
-            + usize::from(!fs.exists(&key_path(dir, "sa")));
+        wanted.iter().filter(|c| !fs.exists(paths::cert(dir, c.name)) && !fs.exists(paths::key(dir, c.name))).count()
+            + usize::from(!fs.exists(paths::key(dir, "sa")));
     let mut fresh = keys::generate_many(cfg.key_algorithm, missing)?;
     let mut cas: HashMap<&str, Ca> = HashMap::new();
     for spec in wanted {
-        let crt = crt_path(dir, spec.name);
-        let key_file = key_path(dir, spec.name);
+        let crt = paths::cert(dir, spec.name);
+        let key_file = paths::key(dir, spec.name);
         let want = request(spec, cfg, start);
         let existing_cert = load_cert(fs, &crt)?;
         let existing_key = load_key(fs, &key_file)?;
@@ -162,8 +153,8 @@ pub fn ensure_certs(fs: &NodeFs, cfg: &InitConfig, start: OffsetDateTime) -> Res
                     Some(Ca { key: None, .. }) => unreachable!("checked above"),
                 };
                 // Key first: a crash before the cert leaves a key we reuse, never a cert without its key.
-                fs.write(&key_file, keys::to_pem(&key).as_bytes(), KEY_MODE, PKI_DIR_MODE)?;
-                fs.write(&crt, pem.as_bytes(), CERT_MODE, PKI_DIR_MODE)?;
+                fs.write(&key_file, keys::to_pem(&key).as_bytes())?;
+                fs.write(&crt, pem.as_bytes())?;
                 let cert = CertFile::parse(pem.as_bytes()).map_err(Error::runtime)?;
                 Ca { cert, key: Some(key) }
             }
@@ -176,8 +167,8 @@ pub fn ensure_certs(fs: &NodeFs, cfg: &InitConfig, start: OffsetDateTime) -> Res
 }
 
 fn ensure_sa(fs: &NodeFs, dir: &str, fresh: &mut Vec<KeyPair>) -> Result<()> {
-    let key_file = key_path(dir, "sa");
-    let pub_file = format!("{dir}/sa.pub");
+    let key_file = paths::key(dir, "sa");
+    let pub_file = paths::sa_pub(dir);
     let key = match load_key(fs, &key_file)? {
         Some(k) => {
             info!("[certs] Using the existing \"sa\" key");
@@ -191,7 +182,7 @@ fn ensure_sa(fs: &NodeFs, dir: &str, fresh: &mut Vec<KeyPair>) -> Result<()> {
             }
             info!("[certs] Generating \"sa\" key and public key");
             let k = fresh.pop().ok_or_else(|| Error::runtime("internal: ran out of pre-generated keys"))?;
-            fs.write(&key_file, keys::to_pem(&k).as_bytes(), KEY_MODE, PKI_DIR_MODE)?;
+            fs.write(&key_file, keys::to_pem(&k).as_bytes())?;
             k
         }
     };
@@ -206,7 +197,7 @@ fn ensure_sa(fs: &NodeFs, dir: &str, fresh: &mut Vec<KeyPair>) -> Result<()> {
                 )));
             }
         }
-        None => fs.write(&pub_file, public.as_bytes(), CERT_MODE, PKI_DIR_MODE)?,
+        None => fs.write(&pub_file, public.as_bytes())?,
     }
     Ok(())
 }

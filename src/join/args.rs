@@ -1,0 +1,113 @@
+//! What a join needs, resolved from flags and/or a JoinConfiguration (flags win, as with kubeadm).
+//! The library takes plain values: the CLI parses its strings, `boot` passes what the user-data
+//! planned, and neither builds the other's shapes.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::{Discovery, JoinArgs};
+use crate::config::types::JoinConfiguration;
+use crate::config::values::{is_dns1123_subdomain, parse_duration};
+use crate::constants::DEFAULT_CRI_SOCKET;
+use crate::discovery::{CaPin, Token};
+use crate::error::{Error, Result};
+
+/// Join settings given outside a JoinConfiguration (command-line flags). Unset fields fall back
+/// to the JoinConfiguration, then to kubeadm's defaults.
+#[derive(Debug, Default, Clone)]
+pub struct JoinFlags {
+    pub endpoint: Option<String>,
+    pub token: Option<String>,
+    pub discovery_token: Option<String>,
+    pub tls_bootstrap_token: Option<String>,
+    pub discovery_token_ca_cert_hash: Vec<String>,
+    pub discovery_token_unsafe_skip_ca_verification: bool,
+    pub discovery_file: Option<String>,
+    pub discovery_timeout: Option<Duration>,
+    pub node_name: Option<String>,
+    pub cri_socket: Option<String>,
+    pub ignore_preflight_errors: Vec<String>,
+    pub root: PathBuf,
+}
+
+fn token(flag: &str, s: &str) -> Result<Token> {
+    Token::parse(s).map_err(|m| Error::usage(format!("{flag}: {m}")))
+}
+
+fn non_empty(s: &str) -> Option<String> {
+    (!s.is_empty()).then(|| s.to_string())
+}
+
+pub fn resolve(f: &JoinFlags, jc: &JoinConfiguration) -> Result<JoinArgs> {
+    if jc.control_plane.is_some() {
+        return Err(Error::config("JoinConfiguration.controlPlane is set: kubestrap joins worker nodes only"));
+    }
+    let bt = jc.discovery.bootstrap_token.clone().unwrap_or_default();
+    let tls_str = f.tls_bootstrap_token.clone().or(f.token.clone()).or(non_empty(&jc.discovery.tls_bootstrap_token));
+    let tls_bootstrap_token = tls_str.as_deref().map(|t| token("--tls-bootstrap-token", t)).transpose()?;
+    let file = f.discovery_file.clone().or(jc.discovery.file.as_ref().map(|f| f.kube_config_path.clone()));
+    let discovery = match file {
+        Some(location) => Discovery::File { location, tls_bootstrap_token },
+        None => {
+            let endpoint = f.endpoint.clone().or(non_empty(&bt.api_server_endpoint)).ok_or_else(|| {
+                Error::usage("give the API server endpoint (kubestrap join HOST:PORT --token ...) or --discovery-file")
+            })?;
+            let t = f
+                .discovery_token
+                .clone()
+                .or(f.token.clone())
+                .or(non_empty(&bt.token))
+                .ok_or_else(|| Error::usage("token discovery needs --token (or --discovery-token)"))?;
+            let hashes = if f.discovery_token_ca_cert_hash.is_empty() {
+                &bt.ca_cert_hashes
+            } else {
+                &f.discovery_token_ca_cert_hash
+            };
+            let pins = hashes
+                .iter()
+                .map(|h| {
+                    CaPin::parse(h).map_err(|m| Error::usage(format!("--discovery-token-ca-cert-hash {h:?}: {m}")))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            Discovery::Token {
+                endpoint,
+                token: token("--token", &t)?,
+                pins,
+                unsafe_skip_ca: f.discovery_token_unsafe_skip_ca_verification || bt.unsafe_skip_ca_verification,
+                tls_bootstrap_token,
+            }
+        }
+    };
+    let nr = &jc.node_registration;
+    let hostname = crate::host::hostname();
+    let node_name = f.node_name.clone().or(non_empty(&nr.name)).unwrap_or_else(|| hostname.clone());
+    if !is_dns1123_subdomain(&node_name) {
+        return Err(Error::usage(format!(
+            "node name {node_name:?} is not a valid RFC 1123 subdomain (lowercase a-z, 0-9, '-', '.')"
+        )));
+    }
+    let timeouts = jc.timeouts.clone().unwrap_or_default();
+    let from_config = |field: &str, v: &Option<String>, default: Duration| -> Result<Duration> {
+        v.as_deref().map_or(Ok(default), |s| {
+            parse_duration(s).map_err(|m| Error::config(format!("JoinConfiguration timeouts.{field}: {m}")))
+        })
+    };
+    let discovery_timeout = match f.discovery_timeout {
+        Some(d) => d,
+        None => from_config("discovery", &timeouts.discovery, crate::timeouts::DISCOVERY)?,
+    };
+    let mut ignore = f.ignore_preflight_errors.clone();
+    ignore.extend(nr.ignore_preflight_errors.iter().cloned());
+    Ok(JoinArgs {
+        discovery,
+        node_name,
+        hostname,
+        cri_socket: f.cri_socket.clone().or(non_empty(&nr.cri_socket)).unwrap_or_else(|| DEFAULT_CRI_SOCKET.into()),
+        ca_cert_path: non_empty(&jc.ca_cert_path).unwrap_or_else(crate::paths::default_ca_cert),
+        kubelet_extra_args: nr.kubelet_extra_args.clone(),
+        taints: nr.taints.clone().unwrap_or_default(),
+        discovery_timeout,
+        tls_bootstrap_timeout: from_config("tlsBootstrap", &timeouts.tls_bootstrap, crate::timeouts::TLS_BOOTSTRAP)?,
+        ignore_preflight: ignore,
+    })
+}

@@ -1,0 +1,184 @@
+//! Every node path kubestrap reads or writes, with its mode, stated once (kubeadm's `constants.go`
+//! path functions are the model). Paths are host paths ("/etc/kubernetes/admin.conf"); `NodeFs`
+//! maps them under `--root`. Writes take a [`File`], so a file's mode cannot be restated at a call
+//! site; directories take their mode from [`DIRS`], so a directory's mode no longer depends on
+//! which write happens to create it first.
+
+use std::borrow::Cow;
+
+/// Keys, kubeconfigs with credentials, tokens, manifests, kubestrap's own state.
+pub const PRIVATE: u32 = 0o600;
+/// Certificates, public keys, the kubelet's config and flags.
+pub const READABLE: u32 = 0o644;
+/// Any directory not in [`DIRS`] (custom certificatesDir, pki/etcd, parents).
+pub const DIR_DEFAULT: u32 = 0o755;
+
+pub const KUBERNETES_DIR: &str = "/etc/kubernetes";
+pub const MANIFESTS_DIR: &str = "/etc/kubernetes/manifests";
+pub const DEFAULT_CERTS_DIR: &str = "/etc/kubernetes/pki";
+pub const ETCD_DATA_DIR: &str = "/var/lib/etcd";
+pub const KUBELET_DIR: &str = "/var/lib/kubelet";
+pub const KUBELET_PKI_DIR: &str = "/var/lib/kubelet/pki";
+/// kubestrap's own state: the boot plan, stamps, the run lock, a generated token.
+pub const STATE_DIR: &str = "/var/lib/kubestrap";
+/// Lost at reboot: the status file and datasource mounts.
+pub const RUN_DIR: &str = "/run/kubestrap";
+
+/// Directories with a mode of their own, as kubeadm and the kubelet create them.
+pub const DIRS: &[(&str, u32)] = &[
+    (KUBERNETES_DIR, 0o755),
+    // kubeadm's CreateStaticPodFiles: MkdirAll(manifestDir, 0700).
+    (MANIFESTS_DIR, 0o700),
+    (DEFAULT_CERTS_DIR, 0o755),
+    // etcd refuses a data dir readable by others.
+    (ETCD_DATA_DIR, 0o700),
+    // kubeadm's WriteConfigToDisk: MkdirAll(kubeletDir, 0700).
+    (KUBELET_DIR, 0o700),
+    (KUBELET_PKI_DIR, 0o755),
+    (STATE_DIR, 0o700),
+    (RUN_DIR, 0o755),
+];
+
+/// The mode a directory is created with.
+pub fn dir_mode(host_dir: &str) -> u32 {
+    let d = host_dir.trim_end_matches('/');
+    DIRS.iter().find(|(p, _)| *p == d).map_or(DIR_DEFAULT, |(_, m)| *m)
+}
+
+/// A file kubestrap writes: where, and with which mode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct File {
+    pub path: Cow<'static, str>,
+    pub mode: u32,
+}
+
+impl File {
+    pub const fn fixed(path: &'static str, mode: u32) -> File {
+        File { path: Cow::Borrowed(path), mode }
+    }
+    pub fn at(path: String, mode: u32) -> File {
+        File { path: Cow::Owned(path), mode }
+    }
+    pub fn as_str(&self) -> &str {
+        &self.path
+    }
+}
+
+impl AsRef<str> for File {
+    fn as_ref(&self) -> &str {
+        &self.path
+    }
+}
+
+impl std::fmt::Display for File {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.path)
+    }
+}
+
+/// A directory created with a fixed mode (the etcd data dir may be configured anywhere).
+pub struct Dir {
+    pub path: String,
+    pub mode: u32,
+}
+
+// /etc/kubernetes
+
+/// `/etc/kubernetes/<name>`: admin.conf, super-admin.conf, kubelet.conf, controller-manager.conf,
+/// scheduler.conf. They hold client keys.
+pub fn kubeconfig(file_name: &str) -> File {
+    File::at(format!("{KUBERNETES_DIR}/{file_name}"), PRIVATE)
+}
+pub const ADMIN_CONF: File = File::fixed("/etc/kubernetes/admin.conf", PRIVATE);
+pub const SUPER_ADMIN_CONF: File = File::fixed("/etc/kubernetes/super-admin.conf", PRIVATE);
+pub const KUBELET_CONF: File = File::fixed("/etc/kubernetes/kubelet.conf", PRIVATE);
+/// Written by join's discovery (it holds the bootstrap token), removed once the TLS bootstrap is done.
+pub const BOOTSTRAP_KUBELET_CONF: File = File::fixed("/etc/kubernetes/bootstrap-kubelet.conf", PRIVATE);
+
+/// `/etc/kubernetes/manifests/<component>.yaml`.
+pub fn manifest(component: &str) -> File {
+    File::at(format!("{MANIFESTS_DIR}/{component}.yaml"), PRIVATE)
+}
+
+// The PKI, under the configured certificatesDir.
+
+pub fn cert(certs_dir: &str, name: &str) -> File {
+    File::at(format!("{certs_dir}/{name}.crt"), READABLE)
+}
+pub fn key(certs_dir: &str, name: &str) -> File {
+    File::at(format!("{certs_dir}/{name}.key"), PRIVATE)
+}
+pub fn sa_pub(certs_dir: &str) -> File {
+    File::at(format!("{certs_dir}/sa.pub"), READABLE)
+}
+/// A CA certificate at a configured path (JoinConfiguration.caCertPath).
+pub fn ca_cert_at(path: &str) -> File {
+    File::at(path.to_string(), READABLE)
+}
+pub fn default_ca_cert() -> String {
+    format!("{DEFAULT_CERTS_DIR}/ca.crt")
+}
+
+/// The local etcd's data dir.
+pub fn etcd_data_dir(path: &str) -> Dir {
+    Dir { path: path.to_string(), mode: 0o700 }
+}
+
+// The kubelet.
+
+pub const KUBELET_CONFIG: File = File::fixed("/var/lib/kubelet/config.yaml", READABLE);
+pub const KUBELET_FLAGS_ENV: File = File::fixed("/var/lib/kubelet/kubeadm-flags.env", READABLE);
+/// The key of a pending TLS bootstrap, kept so a rerun finds the same CSR (named by the key).
+pub const KUBELET_CLIENT_KEY_TMP: File = File::fixed("/var/lib/kubelet/pki/kubelet-client.key.tmp", PRIVATE);
+/// The kubelet's rotating identity: an absolute symlink to the newest timestamped bundle.
+pub const KUBELET_CLIENT_CURRENT: File = File::fixed("/var/lib/kubelet/pki/kubelet-client-current.pem", PRIVATE);
+/// `kubelet-client-<ts>.pem`: certificate chain then key.
+pub fn kubelet_client_bundle(timestamp: &str) -> File {
+    File::at(format!("{KUBELET_PKI_DIR}/kubelet-client-{timestamp}.pem"), PRIVATE)
+}
+
+// kubestrap's own state.
+
+/// The plan the pre-kubelet boot stage worked from, for the post-kubelet one (holds the token).
+pub const BOOT_PLAN: File = File::fixed("/var/lib/kubestrap/plan.yaml", PRIVATE);
+/// Held (flock) for a whole run so two runs on one root never interleave.
+pub const RUN_LOCK: File = File::fixed("/var/lib/kubestrap/lock", PRIVATE);
+/// A bootstrap token kubestrap generated, so a rerun prints and uses the same one.
+pub const GENERATED_TOKEN: File = File::fixed("/var/lib/kubestrap/bootstrap-token", PRIVATE);
+/// Left by an init/join that got past preflight, so a resumed run accepts its own files.
+pub const INIT_IN_PROGRESS: File = File::fixed("/var/lib/kubestrap/init-in-progress", PRIVATE);
+pub const JOIN_IN_PROGRESS: File = File::fixed("/var/lib/kubestrap/join-in-progress", PRIVATE);
+/// A boot stage's done stamp and attempt counter.
+pub fn boot_done(stage: &str) -> File {
+    File::at(format!("{STATE_DIR}/done-{stage}"), PRIVATE)
+}
+pub fn boot_attempts(stage: &str) -> File {
+    File::at(format!("{STATE_DIR}/attempts-{stage}"), PRIVATE)
+}
+/// Readable by anyone who debugs the node; holds no secrets.
+pub const STATUS: File = File::fixed("/run/kubestrap/status.json", READABLE);
+
+/// Every directory kubestrap writes into besides the certificates dir: where a killed run may
+/// have left temp files.
+pub const WRITTEN_DIRS: &[&str] = &[KUBERNETES_DIR, MANIFESTS_DIR, KUBELET_DIR, KUBELET_PKI_DIR, STATE_DIR, RUN_DIR];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_are_private_and_dirs_have_one_mode() {
+        for f in [ADMIN_CONF, BOOTSTRAP_KUBELET_CONF, KUBELET_CLIENT_KEY_TMP, BOOT_PLAN, GENERATED_TOKEN] {
+            assert_eq!(f.mode, 0o600, "{f}");
+        }
+        assert_eq!(key("/x", "ca").mode, 0o600);
+        assert_eq!(cert("/x", "ca").mode, 0o644);
+        assert_eq!(kubeconfig("scheduler.conf"), File::at("/etc/kubernetes/scheduler.conf".into(), 0o600));
+        assert_eq!(dir_mode("/var/lib/kubelet"), 0o700);
+        assert_eq!(dir_mode("/var/lib/kubelet/"), 0o700);
+        assert_eq!(dir_mode("/etc/kubernetes/manifests"), 0o700);
+        assert_eq!(dir_mode("/srv/pki/etcd"), 0o755);
+        let mut seen = std::collections::HashSet::new();
+        assert!(DIRS.iter().all(|(p, _)| seen.insert(*p)), "a directory is listed twice");
+    }
+}

@@ -1,0 +1,112 @@
+//! Retrying with capped, jittered exponential backoff until a deadline; every failed attempt is
+//! logged with its reason, so a waiting node says why it waits. Time comes from a [`Clock`].
+
+use std::time::Duration;
+
+use log::info;
+use ring::rand::{SecureRandom, SystemRandom};
+
+use crate::clock::Clock;
+
+pub struct Backoff {
+    pub initial: Duration,
+    pub max: Duration,
+}
+
+impl Backoff {
+    /// The pause before attempt `n` (0-based): doubled each time, capped, with ±25% jitter so a
+    /// fleet booting together does not hit the API server in lockstep.
+    pub fn delay(&self, n: u32) -> Duration {
+        let base = self.initial.saturating_mul(1u32 << n.min(16)).min(self.max);
+        let mut b = [0u8; 2];
+        let r = if SystemRandom::new().fill(&mut b).is_ok() { u16::from_be_bytes(b) } else { 32768 };
+        let factor = 0.75 + 0.5 * f64::from(r) / 65535.0;
+        base.mul_f64(factor)
+    }
+}
+
+/// What one attempt says.
+pub enum Attempt<T> {
+    Done(T),
+    /// Not yet; the reason is logged and the attempt repeated.
+    Wait(String),
+    /// Give up now.
+    Fail(crate::error::Error),
+}
+
+/// How to retry: what is being waited for (for messages), the log tag, the time budget, the
+/// backoff, and the clock.
+pub struct Retry<'a> {
+    pub what: &'a str,
+    pub tag: &'a str,
+    pub timeout: Duration,
+    pub backoff: &'a Backoff,
+    pub clock: &'a dyn Clock,
+}
+
+impl Retry<'_> {
+    /// Repeats `f` until it is done, fails, or the timeout passes (then the last reason is the
+    /// error, with the number of attempts).
+    pub fn run<T>(&self, mut f: impl FnMut() -> Attempt<T>) -> crate::error::Result<T> {
+        let started = self.clock.now();
+        let deadline = started + self.timeout;
+        let mut n = 0u32;
+        loop {
+            match f() {
+                Attempt::Done(t) => return Ok(t),
+                Attempt::Fail(e) => return Err(e),
+                Attempt::Wait(reason) => {
+                    let now = self.clock.now();
+                    if now >= deadline {
+                        return Err(crate::error::Error::runtime(format!(
+                            "{}: gave up after {:.0?} ({} attempts); last reason: {reason}",
+                            self.what,
+                            now - started,
+                            n + 1
+                        )));
+                    }
+                    info!("[{}] {}: attempt {} failed: {reason}; retrying", self.tag, self.what, n + 1);
+                    self.clock.sleep(self.backoff.delay(n).min(deadline - now), &reason);
+                    n += 1;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::FakeClock;
+
+    #[test]
+    fn delays_grow_and_cap() {
+        let b = Backoff { initial: Duration::from_millis(100), max: Duration::from_secs(1) };
+        assert!(b.delay(0) >= Duration::from_millis(75) && b.delay(0) <= Duration::from_millis(125));
+        assert!(b.delay(10) <= Duration::from_millis(1250));
+        assert!(b.delay(10) >= Duration::from_millis(750));
+    }
+
+    #[test]
+    fn gives_up_at_the_deadline_with_the_last_reason() {
+        let clock = FakeClock::new();
+        let b = Backoff { initial: Duration::from_secs(1), max: Duration::from_secs(5) };
+        let r = Retry { what: "waiting", tag: "test", timeout: Duration::from_secs(60), backoff: &b, clock: &clock };
+        let e = r.run::<()>(|| Attempt::Wait("nope".into())).unwrap_err();
+        assert!(e.message.contains("last reason: nope"), "{}", e.message);
+        assert!(e.message.contains("gave up after 60s"), "{}", e.message);
+        assert_eq!(clock.elapsed(), Duration::from_secs(60));
+        // Capped at 5 s (+25%): at least 60 / 6.25 waits, every one with the reason.
+        let waits = clock.waits();
+        assert!(waits.len() >= 10, "{}", waits.len());
+        assert!(waits.iter().all(|w| w.why == "nope" && w.duration <= Duration::from_millis(6250)));
+        let mut i = 0;
+        let v = r
+            .run(|| {
+                i += 1;
+                if i == 3 { Attempt::Done(i) } else { Attempt::Wait("not yet".into()) }
+            })
+            .unwrap();
+        assert_eq!(v, 3);
+    }
+}

@@ -1,0 +1,38 @@
+//! Every timeout and retry figure, in one place, named after kubeadm's equivalent where there is
+//! one (kubeadm's `constants.go`). Config (`timeouts:` in v1beta4) and flags override the defaults.
+
+use std::time::Duration;
+
+use crate::retry::Backoff;
+
+/// kubeadm's DiscoveryTimeout: how long join keeps trying to find and trust the cluster.
+pub const DISCOVERY: Duration = Duration::from_secs(5 * 60);
+/// At boot, workers often start before the control plane: wait this long instead.
+pub const BOOT_DISCOVERY: Duration = Duration::from_secs(15 * 60);
+/// kubeadm's TLSBootstrapTimeout: waiting for the node's client certificate.
+pub const TLS_BOOTSTRAP: Duration = Duration::from_secs(5 * 60);
+/// kubeadm's KubernetesAPICallTimeout: one logical API write, retries included.
+pub const KUBERNETES_API_CALL: Duration = Duration::from_secs(60);
+/// kubeadm's ControlPlaneComponentHealthCheckTimeout (also sets the startup probes).
+pub const CONTROL_PLANE_COMPONENT_HEALTH_CHECK: Duration = Duration::from_secs(240);
+/// One HTTP request (kubeadm's discovery client uses 10 s).
+pub const REQUEST: Duration = Duration::from_secs(10);
+/// One CSR watch window; the watch is re-opened (after a GET) until the TLS bootstrap deadline.
+pub const CSR_WATCH_WINDOW: Duration = Duration::from_secs(60);
+/// How long `boot` waits for a datasource to appear (the `--datasource-timeout` default).
+pub const DATASOURCE: Duration = Duration::from_secs(5 * 60);
+/// The CRI Version call: a runtime that accepts but never answers is reported, not waited on.
+pub const CRI_PROBE: Duration = Duration::from_secs(2);
+
+/// API calls and waits for the control plane: start fast, back off to kubeadm's 5 s poll.
+pub const API_BACKOFF: Backoff = Backoff { initial: Duration::from_millis(200), max: Duration::from_secs(5) };
+/// Discovery: kubeadm's DiscoveryRetryInterval is 5 s; we start at 1 s and back off to it.
+pub const DISCOVERY_BACKOFF: Backoff = Backoff { initial: Duration::from_secs(1), max: Duration::from_secs(5) };
+/// After a broken CSR watch, before the next GET.
+pub const CSR_REWATCH_BACKOFF: Backoff =
+    Backoff { initial: Duration::from_millis(500), max: Duration::from_millis(500) };
+/// Datasource probing: media and metadata services appear within seconds of boot.
+pub const DATASOURCE_BACKOFF: Backoff =
+    Backoff { initial: Duration::from_millis(500), max: Duration::from_millis(500) };
+/// One IMDS request: a metadata service answers in milliseconds or is not there.
+pub const DATASOURCE_HTTP: Duration = Duration::from_secs(2);
