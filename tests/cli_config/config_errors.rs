@@ -1,20 +1,7 @@
 //! Bad configs: each exits 2 with a message naming the document, the field and the problem,
 //! and writes nothing.
 
-mod common;
-use common::*;
-
-const INIT: &str = "apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\n";
-const CLUSTER: &str = "apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\n";
-
-fn init_doc(body: &str) -> String {
-    format!("{INIT}nodeRegistration:\n  name: cp-1\n{body}")
-}
-fn cluster_doc(body: &str) -> String {
-    format!(
-        "{INIT}nodeRegistration:\n  name: cp-1\nlocalAPIEndpoint:\n  advertiseAddress: 10.0.0.10\n---\n{CLUSTER}{body}"
-    )
-}
+use crate::common::*;
 
 /// (case, config, substrings the error must contain)
 fn cases() -> Vec<(&'static str, String, Vec<&'static str>)> {
@@ -102,7 +89,7 @@ fn cases() -> Vec<(&'static str, String, Vec<&'static str>)> {
         ),
         (
             "invalid node name",
-            format!("{INIT}nodeRegistration:\n  name: CP_1\n"),
+            format!("{INIT_HEAD}nodeRegistration:\n  name: CP_1\n"),
             vec!["nodeRegistration.name", "\"CP_1\"", "RFC 1123"],
         ),
         (
@@ -143,7 +130,7 @@ fn cases() -> Vec<(&'static str, String, Vec<&'static str>)> {
         ),
         ("missing kind", "apiVersion: kubeadm.k8s.io/v1beta4\n".into(), vec!["document 1", "kind", "missing"]),
         ("missing apiVersion", "kind: InitConfiguration\n".into(), vec!["document 1", "apiVersion", "missing"]),
-        ("kind twice", format!("{INIT}---\n{INIT}"), vec!["InitConfiguration (document 2)", "appears twice"]),
+        ("kind twice", format!("{INIT_HEAD}---\n{INIT_HEAD}"), vec!["InitConfiguration (document 2)", "appears twice"]),
         (
             "old api version",
             "apiVersion: kubeadm.k8s.io/v1beta3\nkind: InitConfiguration\n".into(),
@@ -158,7 +145,9 @@ fn cases() -> Vec<(&'static str, String, Vec<&'static str>)> {
         ("not a mapping", "- a\n- b\n".into(), vec!["document 1", "not a mapping"]),
         (
             "duplicate in passthrough",
-            format!("{INIT}---\napiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\na: 1\na: 2\n"),
+            format!(
+                "{INIT_HEAD}---\napiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\na: 1\na: 2\n"
+            ),
             vec!["KubeletConfiguration", "duplicate"],
         ),
     ]

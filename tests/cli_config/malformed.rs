@@ -2,17 +2,7 @@
 //! keys, bad tokens, bad CIDRs, deep nesting): every one exits 2 with a message naming the
 //! problem, never panics, and writes nothing.
 
-mod common;
-use common::*;
-
-const INIT: &str = "apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\n";
-const CLUSTER: &str = "apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\n";
-
-fn doc(init_body: &str, cluster_body: &str) -> String {
-    format!(
-        "{INIT}nodeRegistration:\n  name: cp-1\nlocalAPIEndpoint:\n  advertiseAddress: 10.0.0.10\n{init_body}---\n{CLUSTER}{cluster_body}"
-    )
-}
+use crate::common::*;
 
 /// (label, bytes, a word the error must contain)
 fn corpus() -> Vec<(String, Vec<u8>, &'static str)> {
@@ -20,10 +10,7 @@ fn corpus() -> Vec<(String, Vec<u8>, &'static str)> {
     let mut add = |label: String, bytes: Vec<u8>, why: &'static str| c.push((label, bytes, why));
 
     // Truncated YAML: cut inside flow collections and quoted strings.
-    let flowy = doc(
-        "",
-        "apiServer:\n  certSANs: [\"a.example.com\", \"10.0.0.1\", \"b.example.com\"]\nnetworking: {podSubnet: \"10.244.0.0/16\", serviceSubnet: \"10.96.0.0/12\"}\n",
-    );
+    let flowy = fixture!("malformed/flow-collections.yaml");
     let marks: Vec<usize> =
         flowy.char_indices().filter(|(_, ch)| *ch == '"' || *ch == ',').map(|(i, _)| i + 1).collect();
     for (n, cut) in marks.iter().enumerate().filter(|(n, _)| n % 2 == 0) {
@@ -47,7 +34,7 @@ fn corpus() -> Vec<(String, Vec<u8>, &'static str)> {
         ("controllerManager", "\"x\""),
         ("scheduler", "7"),
     ] {
-        add(format!("wrong type {field}"), doc("", &format!("{field}: {bad}\n")).into_bytes(), "invalid type");
+        add(format!("wrong type {field}"), cluster_doc(&format!("{field}: {bad}\n")).into_bytes(), "invalid type");
     }
     for (field, bad) in [
         ("bootstrapTokens", "{token: x}"),
@@ -57,33 +44,33 @@ fn corpus() -> Vec<(String, Vec<u8>, &'static str)> {
         ("timeouts", "[]"),
         ("dryRun", "[]"),
     ] {
-        add(format!("wrong type {field}"), format!("{INIT}{field}: {bad}\n").into_bytes(), "invalid type");
+        add(format!("wrong type {field}"), format!("{INIT_HEAD}{field}: {bad}\n").into_bytes(), "invalid type");
     }
     // Huge values.
     add(
         "huge node name".into(),
-        format!("{INIT}nodeRegistration:\n  name: {}\n", "a".repeat(10_000)).into_bytes(),
+        format!("{INIT_HEAD}nodeRegistration:\n  name: {}\n", "a".repeat(10_000)).into_bytes(),
         "node name",
     );
     add(
         "huge port".into(),
-        format!("{INIT}localAPIEndpoint:\n  advertiseAddress: 10.0.0.1\n  bindPort: 100000000000000000000\n")
+        format!("{INIT_HEAD}localAPIEndpoint:\n  advertiseAddress: 10.0.0.1\n  bindPort: 100000000000000000000\n")
             .into_bytes(),
         "bindPort",
     );
     add(
         "huge duration".into(),
-        doc("", "certificateValidityPeriod: 99999999999999h\n").into_bytes(),
+        cluster_doc("certificateValidityPeriod: 99999999999999h\n").into_bytes(),
         "certificateValidityPeriod",
     );
-    add("huge file".into(), format!("{INIT}# {}\n", "x".repeat(2 << 20)).into_bytes(), "limit");
+    add("huge file".into(), format!("{INIT_HEAD}# {}\n", "x".repeat(2 << 20)).into_bytes(), "limit");
     add(
         "huge version".into(),
-        doc("", "kubernetesVersion: v1.99999999999999999999.0\n").into_bytes(),
+        cluster_doc("kubernetesVersion: v1.99999999999999999999.0\n").into_bytes(),
         "kubernetesVersion",
     );
     // Bad UTF-8 at several places.
-    let good = doc("", "clusterName: kubernetes\n").into_bytes();
+    let good = cluster_doc("clusterName: kubernetes\n").into_bytes();
     for at in [0usize, 5, 40, 100, good.len() - 3] {
         let mut b = good.clone();
         b.insert(at, 0xff);
@@ -100,9 +87,9 @@ fn corpus() -> Vec<(String, Vec<u8>, &'static str)> {
         ("etcd.local", "etcd:\n  local:\n    dataDir: /a\n    dataDir: /b\n"),
         ("dns", "dns:\n  disabled: true\n  disabled: false\n"),
     ] {
-        add(format!("duplicate key {label}"), doc("", body).into_bytes(), "duplicate");
+        add(format!("duplicate key {label}"), cluster_doc(body).into_bytes(), "duplicate");
     }
-    add("duplicate kind".into(), format!("{INIT}---\n{INIT}").into_bytes(), "twice");
+    add("duplicate kind".into(), format!("{INIT_HEAD}---\n{INIT_HEAD}").into_bytes(), "twice");
     // Bad tokens (the value is never echoed).
     for t in [
         "abc",
@@ -114,7 +101,11 @@ fn corpus() -> Vec<(String, Vec<u8>, &'static str)> {
         "abcdef.",
         "abcdé.0123456789abcdef",
     ] {
-        add(format!("bad token {t:?}"), format!("{INIT}bootstrapTokens:\n- token: \"{t}\"\n").into_bytes(), "token");
+        add(
+            format!("bad token {t:?}"),
+            format!("{INIT_HEAD}bootstrapTokens:\n- token: \"{t}\"\n").into_bytes(),
+            "token",
+        );
     }
     // Bad CIDRs and addresses.
     for (field, v) in [
@@ -136,35 +127,35 @@ fn corpus() -> Vec<(String, Vec<u8>, &'static str)> {
     ] {
         add(
             format!("bad {field} {v}"),
-            doc("", &format!("networking:\n  {field}: \"{v}\"\n")).into_bytes(),
+            cluster_doc(&format!("networking:\n  {field}: \"{v}\"\n")).into_bytes(),
             "networking",
         );
     }
     for ip in ["10.0.0.256", "0.0.0.0", "::", "224.0.0.1", "banana", "10.0.0.1/24", "1.2.3"] {
         add(
             format!("bad advertise address {ip}"),
-            format!("{INIT}localAPIEndpoint:\n  advertiseAddress: \"{ip}\"\n").into_bytes(),
+            format!("{INIT_HEAD}localAPIEndpoint:\n  advertiseAddress: \"{ip}\"\n").into_bytes(),
             "advertiseAddress",
         );
     }
     for ep in ["[fd00::1", "lb.example.com:0", "lb.example.com:http", "bad_host:6443", "a..b:6443"] {
         add(
             format!("bad endpoint {ep}"),
-            doc("", &format!("controlPlaneEndpoint: \"{ep}\"\n")).into_bytes(),
+            cluster_doc(&format!("controlPlaneEndpoint: \"{ep}\"\n")).into_bytes(),
             "controlPlaneEndpoint",
         );
     }
     for v in ["stable-1", "latest", "v1", "v1.37", "1.37.0.1", "v2.0.0", "v1.34.9", "v1.38.0"] {
         add(
             format!("bad version {v}"),
-            doc("", &format!("kubernetesVersion: \"{v}\"\n")).into_bytes(),
+            cluster_doc(&format!("kubernetesVersion: \"{v}\"\n")).into_bytes(),
             "kubernetesVersion",
         );
     }
     for d in ["1y", "1d", "-1h", "h", "1.2.3h", "10", "soon"] {
         add(
             format!("bad duration {d}"),
-            doc("", &format!("caCertificateValidityPeriod: \"{d}\"\n")).into_bytes(),
+            cluster_doc(&format!("caCertificateValidityPeriod: \"{d}\"\n")).into_bytes(),
             "caCertificateValidityPeriod",
         );
     }
@@ -172,53 +163,23 @@ fn corpus() -> Vec<(String, Vec<u8>, &'static str)> {
     for depth in [200usize, 2000, 20000] {
         add(
             format!("nested sequences {depth}"),
-            format!("{INIT}dryRun: {}{}\n", "[".repeat(depth), "]".repeat(depth)).into_bytes(),
+            format!("{INIT_HEAD}dryRun: {}{}\n", "[".repeat(depth), "]".repeat(depth)).into_bytes(),
             "document",
         );
         add(
             format!("nested mappings {depth}"),
-            format!("{INIT}nodeRegistration: {}{}\n", "{a: ".repeat(depth), "}".repeat(depth)).into_bytes(),
+            format!("{INIT_HEAD}nodeRegistration: {}{}\n", "{a: ".repeat(depth), "}".repeat(depth)).into_bytes(),
             "document",
         );
     }
-    // Structure.
-    for (label, text) in [
-        ("empty kind", "apiVersion: kubeadm.k8s.io/v1beta4\nkind: \"\"\n".to_string()),
-        ("number kind", "apiVersion: kubeadm.k8s.io/v1beta4\nkind: 5\n".to_string()),
-        ("list document", "- apiVersion: kubeadm.k8s.io/v1beta4\n".to_string()),
-        ("scalar document", "hello\n".to_string()),
-        ("v1beta3", "apiVersion: kubeadm.k8s.io/v1beta3\nkind: InitConfiguration\n".to_string()),
-        ("unknown kind", "apiVersion: kubeadm.k8s.io/v1beta4\nkind: NodeConfiguration\n".to_string()),
-        (
-            "bad kubelet version",
-            format!("{INIT}---\napiVersion: kubelet.config.k8s.io/v1\nkind: KubeletConfiguration\n"),
-        ),
-        ("tab indentation", format!("{INIT}nodeRegistration:\n\tname: x\n")),
-        ("anchor loop", format!("{INIT}nodeRegistration: &a\n  name: *a\n")),
-        ("unknown field", format!("{INIT}nodeRegistration:\n  nmae: x\n")),
-        ("unknown top field", format!("{INIT}metadata:\n  name: x\n")),
-        ("both etcds", doc("", "etcd:\n  local: {}\n  external: {endpoints: [\"https://1.2.3.4:2379\"]}\n")),
-        ("relative certs dir", doc("", "certificatesDir: pki\n")),
-        ("bad taint effect", format!("{INIT}nodeRegistration:\n  taints:\n  - key: a\n    effect: Sometimes\n")),
-        ("bad pull policy", format!("{INIT}nodeRegistration:\n  imagePullPolicy: Often\n")),
-        ("bad cri socket", format!("{INIT}nodeRegistration:\n  criSocket: tcp://1.2.3.4\n")),
-        ("bad extra arg", doc("", "apiServer:\n  extraArgs:\n  - name: \"\"\n")),
-        (
-            "bad volume path type",
-            doc("", "scheduler:\n  extraVolumes:\n  - {name: v, hostPath: /a, mountPath: /b, pathType: Folder}\n"),
-        ),
-        (
-            "bad token group",
-            format!("{INIT}bootstrapTokens:\n- token: abcdef.0123456789abcdef\n  groups: [system:nodes]\n"),
-        ),
-        (
-            "ttl and expires",
-            format!(
-                "{INIT}bootstrapTokens:\n- token: abcdef.0123456789abcdef\n  ttl: 1h\n  expires: \"2030-01-01T00:00:00Z\"\n"
-            ),
-        ),
-    ] {
-        add(label.to_string(), text.into_bytes(), "");
+    // Structure: whole documents, one file each (the label is the file name).
+    let dir = fixture_path("malformed/structure");
+    let mut files: Vec<_> = std::fs::read_dir(&dir).expect("malformed/structure").map(|e| e.unwrap().path()).collect();
+    files.sort();
+    assert!(files.len() >= 20, "{} holds only {} files", dir.display(), files.len());
+    for f in files {
+        let label = f.file_stem().unwrap().to_string_lossy().replace('-', " ");
+        add(label, std::fs::read(&f).unwrap(), "");
     }
     c
 }

@@ -2,30 +2,25 @@
 //! scratch root): events on stdout, the status file, the done stamp, failures that explain
 //! themselves, and the two stages around a kubelet (played by the API test double).
 
-mod common;
-use common::*;
+use crate::common::*;
 
-use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
-const TOKEN: &str = "abcdef.0123456789abcdef";
-const SECRET: &str = "0123456789abcdef";
-
 fn seed(root: &Path, user_data: &str, hostname: &str) {
     let d = root.join("var/lib/cloud/seed/nocloud");
-    std::fs::create_dir_all(&d).unwrap();
-    std::fs::write(d.join("user-data"), user_data).unwrap();
-    std::fs::write(d.join("meta-data"), format!("instance-id: i-1\nlocal-hostname: {hostname}\n")).unwrap();
-    // Only the seed: never probe a metadata server off this machine.
-    std::fs::create_dir_all(root.join("etc/kubestrap")).unwrap();
-    std::fs::write(root.join("etc/kubestrap/datasource"), "kubestrap.ds=nocloud\n").unwrap();
+    write_file(&d.join("user-data"), user_data);
+    write_file(&d.join("meta-data"), format!("instance-id: i-1\nlocal-hostname: {hostname}\n"));
+    only_nocloud(root);
+}
+
+/// Only the seed: never probe a metadata server off this machine.
+fn only_nocloud(root: &Path) {
+    write_file(&root.join("etc/kubestrap/datasource"), "kubestrap.ds=nocloud\n");
 }
 
 fn credential(root: &Path, name: &str, value: &str) {
-    let d = root.join("run/credentials/@system");
-    std::fs::create_dir_all(&d).unwrap();
-    std::fs::write(d.join(name), value).unwrap();
+    write_file(&root.join("run/credentials/@system").join(name), value);
 }
 
 fn boot(root: &Path, stage: &str) -> Run {
@@ -45,32 +40,12 @@ fn status(root: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(root.join("run/kubestrap/status.json")).expect("status.json")).unwrap()
 }
 
-fn control_plane_user_data(port: u16, healthz: u16) -> String {
-    format!(
-        "apiVersion: kubeadm.k8s.io/v1beta4
-kind: InitConfiguration
-bootstrapTokens:
-- token: {TOKEN}
-localAPIEndpoint:
-  advertiseAddress: 127.0.0.1
-  bindPort: {port}
----
-apiVersion: kubeadm.k8s.io/v1beta4
-kind: ClusterConfiguration
-kubernetesVersion: v1.37.0
----
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-healthzPort: {healthz}
-"
-    )
-}
-
 #[test]
 fn control_plane_then_worker_from_user_data_alone() {
     let cp = tempfile::tempdir().unwrap();
     let (port, healthz) = (free_port(), free_port());
-    seed(cp.path(), &control_plane_user_data(port, healthz), "cp-1");
+    let user_data = fill(fixture!("boot-control-plane/user-data"), &[("port", &port), ("healthz", &healthz)]);
+    seed(cp.path(), &user_data, "cp-1");
     // The unit's SetCredential= default: an empty credential means "none given".
     credential(cp.path(), "kubestrap.token", "");
 
@@ -87,20 +62,15 @@ fn control_plane_then_worker_from_user_data_alone() {
     assert!(cp.path().join("etc/kubernetes/manifests/kube-apiserver.yaml").exists());
     assert!(cp.path().join("etc/kubernetes/pki/ca.key").exists());
     let plan = cp.path().join("var/lib/kubestrap/plan.yaml");
-    use std::os::unix::fs::PermissionsExt;
-    assert_eq!(std::fs::metadata(&plan).unwrap().permissions().mode() & 0o777, 0o600, "the plan holds the token");
+    assert_eq!(mode(&plan), 0o600, "the plan holds the token");
     assert!(
         !r.stdout().contains(SECRET) && !r.stderr().contains(SECRET),
         "token secret leaked before the join command"
     );
 
     // The "kubelet" starts the static Pods: the API double on the generated PKI.
-    let mut cfg = kube_double::Config::from_pki_dir(&cp.path().join("etc/kubernetes/pki")).unwrap();
-    cfg.listen = SocketAddr::from(([127, 0, 0, 1], port));
-    cfg.kubelet_healthz = Some(SocketAddr::from(([127, 0, 0, 1], healthz)));
-    let double = kube_double::start(cfg).unwrap();
+    let double = start_double(&cp.path().join("etc/kubernetes/pki"), port, healthz, |_| {});
     double.register_node(&kubestrap::host::hostname(), &[]).ok();
-    double.register_node("cp-1", &[]).unwrap();
 
     let r = boot(cp.path(), "post-kubelet");
     assert_eq!(r.code(), 0, "{}\n{}", r.stdout(), r.stderr());
@@ -118,15 +88,9 @@ fn control_plane_then_worker_from_user_data_alone() {
     assert!(t.elapsed() < Duration::from_secs(2));
 
     // A worker: #cloud-config user-data without the token; the token only as a credential.
-    let hash = kubestrap(&["certs", "ca-hash", "--root", cp.path().to_str().unwrap()]).ok().stdout().trim().to_string();
+    let hash = ca_hash_of_root(cp.path());
     let w = tempfile::tempdir().unwrap();
-    seed(
-        w.path(),
-        &format!(
-            "#cloud-config\npackages: [vim]\nkubestrap:\n  role: worker\n  controlPlaneEndpoint: 127.0.0.1:{port}\n  caCertHashes: [\"{hash}\"]\n"
-        ),
-        "worker-1",
-    );
+    seed(w.path(), &fill(fixture!("boot-worker/user-data"), &[("port", &port), ("hash", &hash)]), "worker-1");
     credential(w.path(), "kubestrap.token", TOKEN);
     let r = boot(w.path(), "pre-kubelet");
     assert_eq!(r.code(), 0, "{}\n{}", r.stdout(), r.stderr());
@@ -145,11 +109,7 @@ fn control_plane_then_worker_from_user_data_alone() {
 #[test]
 fn broken_user_data_fails_with_the_reason_and_writes_nothing() {
     let r0 = tempfile::tempdir().unwrap();
-    seed(
-        r0.path(),
-        "apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\nlocalAPIEndpoint:\n  bindPort: seventy\n",
-        "cp-1",
-    );
+    seed(r0.path(), fixture!("boot-broken/user-data"), "cp-1");
     let r = boot(r0.path(), "pre-kubelet");
     assert_eq!(r.code(), 2, "{}", r.stderr());
     let last = events(&r).last().cloned().unwrap();
@@ -171,8 +131,7 @@ fn broken_user_data_fails_with_the_reason_and_writes_nothing() {
 #[test]
 fn no_datasource_is_reported_with_every_reason() {
     let r0 = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(r0.path().join("etc/kubestrap")).unwrap();
-    std::fs::write(r0.path().join("etc/kubestrap/datasource"), "kubestrap.ds=nocloud\n").unwrap();
+    only_nocloud(r0.path());
     let r = boot(r0.path(), "pre-kubelet");
     assert_eq!(r.code(), 1, "{}", r.stderr());
     assert!(r.stderr().contains("no datasource found"), "{}", r.stderr());

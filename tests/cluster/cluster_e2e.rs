@@ -2,18 +2,14 @@
 //! manifests exist, serving the certs kubestrap generated), then `join` of a second root with
 //! the printed join command; plus the attacks and faults join must fail closed on.
 
-mod common;
-use common::*;
+use crate::common::*;
 
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-
-const TOKEN: &str = "abcdef.0123456789abcdef";
-const SECRET: &str = "0123456789abcdef";
 
 struct Cluster {
     scratch: Scratch,
@@ -22,38 +18,12 @@ struct Cluster {
     init: Run,
 }
 
-fn config(port: u16, healthz: u16) -> String {
-    format!(
-        "apiVersion: kubeadm.k8s.io/v1beta4
-kind: InitConfiguration
-bootstrapTokens:
-- token: {TOKEN}
-  description: e2e
-nodeRegistration:
-  name: cp-1
-localAPIEndpoint:
-  advertiseAddress: 127.0.0.1
-  bindPort: {port}
----
-apiVersion: kubeadm.k8s.io/v1beta4
-kind: ClusterConfiguration
-kubernetesVersion: v1.37.0
-networking:
-  podSubnet: 10.244.0.0/16
----
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-healthzPort: {healthz}
-"
-    )
-}
-
 /// Runs `kubestrap init` while a thread plays the kubelet: once the API server manifest appears
 /// it starts the double on the generated PKI and registers the Node.
 fn init_cluster(tune: impl FnOnce(&mut kube_double::Config) + Send + 'static) -> Cluster {
     let port = free_port();
     let healthz = free_port();
-    let scratch = Scratch::new(&config(port, healthz));
+    let scratch = Scratch::new(&fill(fixture!("cluster-e2e/kubeadm.yaml"), &[("port", &port), ("healthz", &healthz)]));
     let root = scratch.root();
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
@@ -62,13 +32,7 @@ fn init_cluster(tune: impl FnOnce(&mut kube_double::Config) + Send + 'static) ->
         while !manifest.exists() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(20));
         }
-        let mut cfg = kube_double::Config::from_pki_dir(&root.join("etc/kubernetes/pki")).expect("double config");
-        cfg.listen = SocketAddr::from(([127, 0, 0, 1], port));
-        cfg.kubelet_healthz = Some(SocketAddr::from(([127, 0, 0, 1], healthz)));
-        tune(&mut cfg);
-        let h = kube_double::start(cfg).expect("start double");
-        h.register_node("cp-1", &[]).expect("register node");
-        let _ = tx.send(h);
+        let _ = tx.send(start_double(&root.join("etc/kubernetes/pki"), port, healthz, tune));
     });
     let init = scratch.init_full(&[]);
     let double = rx.recv_timeout(Duration::from_secs(60)).expect("double started");
@@ -76,8 +40,10 @@ fn init_cluster(tune: impl FnOnce(&mut kube_double::Config) + Send + 'static) ->
     Cluster { scratch, double, port, init }
 }
 
-fn ca_hash(c: &Cluster) -> String {
-    kubestrap(&["certs", "ca-hash", c.scratch.pki("ca.crt").to_str().unwrap()]).ok().stdout().trim().to_string()
+impl Cluster {
+    fn ca_hash(&self) -> String {
+        ca_hash(&self.scratch.pki("ca.crt"))
+    }
 }
 
 fn join(endpoint: &str, root: &Path, extra: &[&str]) -> Run {
@@ -106,16 +72,15 @@ fn assert_no_credentials(root: &Path) {
 }
 
 fn validate(objs: &[(String, Value)]) {
-    require_tool("kubernetes-validate");
     let dir = tempfile::tempdir().unwrap();
     let mut files = Vec::new();
     for (i, (name, o)) in objs.iter().enumerate() {
         let p = dir.path().join(format!("{i}-{}.json", name.replace(['/', ':'], "_")));
         std::fs::write(&p, serde_json::to_vec(o).unwrap()).unwrap();
-        files.push(p.display().to_string());
+        files.push(p);
     }
-    let (code, out, err) = sh(&format!("kubernetes-validate --strict -k 1.37.0 {}", files.join(" ")));
-    assert_eq!(code, 0, "kubernetes-validate rejected objects:\n{out}\n{err}");
+    let (code, out) = kubernetes_validate(&files);
+    assert_eq!(code, 0, "kubernetes-validate rejected objects:\n{out}");
 }
 
 #[test]
@@ -123,7 +88,7 @@ fn init_then_join_builds_a_kubeadm_shaped_cluster() {
     let c = init_cluster(|_| {});
     let d = &c.double;
     let out = c.init.stdout();
-    let hash = ca_hash(&c);
+    let hash = c.ca_hash();
     let expected =
         format!("kubestrap join 127.0.0.1:{} --token {TOKEN} \\\n\t--discovery-token-ca-cert-hash {hash}", c.port);
     assert!(out.contains(&expected), "join command missing:\n{out}");
@@ -201,7 +166,6 @@ fn init_then_join_builds_a_kubeadm_shaped_cluster() {
 }
 
 fn check_joined_node(root: &Path, c: &Cluster) {
-    use std::os::unix::fs::PermissionsExt;
     let at = |p: &str| root.join(p.trim_start_matches('/'));
     assert!(!at("/etc/kubernetes/bootstrap-kubelet.conf").exists(), "bootstrap-kubelet.conf must be deleted");
     assert!(!at("/var/lib/kubelet/pki/kubelet-client.key.tmp").exists());
@@ -212,7 +176,7 @@ fn check_joined_node(root: &Path, c: &Cluster) {
         "{target:?}"
     );
     let real: PathBuf = at(target.to_str().unwrap());
-    assert_eq!(std::fs::metadata(&real).unwrap().permissions().mode() & 0o777, 0o600);
+    assert_eq!(mode(&real), 0o600);
     let bundle = std::fs::read_to_string(&real).unwrap();
     assert!(bundle.contains("BEGIN CERTIFICATE") && bundle.contains("PRIVATE KEY"));
     let cert_file = root.join("client.crt");
@@ -231,7 +195,7 @@ fn check_joined_node(root: &Path, c: &Cluster) {
     );
     let kcfg = std::fs::read_to_string(at("/etc/kubernetes/kubelet.conf")).unwrap();
     assert!(kcfg.contains("client-certificate: /var/lib/kubelet/pki/kubelet-client-current.pem"), "{kcfg}");
-    assert_eq!(std::fs::metadata(at("/etc/kubernetes/kubelet.conf")).unwrap().permissions().mode() & 0o777, 0o600);
+    assert_eq!(mode(&at("/etc/kubernetes/kubelet.conf")), 0o600);
     let cm = c.double.object("/api/v1/namespaces/kube-system/configmaps/kubelet-config").unwrap();
     assert_eq!(
         std::fs::read_to_string(at("/var/lib/kubelet/config.yaml")).unwrap(),
@@ -258,7 +222,7 @@ fn check_joined_node(root: &Path, c: &Cluster) {
 #[test]
 fn join_waits_for_a_server_that_is_down_for_20s() {
     let c = init_cluster(|_| {});
-    let hash = ca_hash(&c);
+    let hash = c.ca_hash();
     // A port that refuses connections for 20 s, then forwards to the API server.
     let front = free_port();
     let back = c.port;
@@ -303,7 +267,7 @@ fn assert_join_fails(endpoint: &str, args: &[&str], why: &str) -> Run {
 fn join_fails_closed_on_attacks_and_faults() {
     let c = init_cluster(|_| {});
     let ep = format!("127.0.0.1:{}", c.port);
-    let hash = ca_hash(&c);
+    let hash = c.ca_hash();
     // Wrong CA pin.
     let wrong = "sha256:345959acb2c3b2feb87d281961c893f62a314207ef02599f1cc4a5fb255480b3";
     assert_join_fails(
@@ -352,7 +316,7 @@ fn join_fails_closed_when_another_ca_serves_or_the_csr_is_denied() {
     // b serves its own CA: a's pin must not accept it.
     assert_join_fails(
         &format!("127.0.0.1:{}", b.port),
-        &["--token", TOKEN, "--discovery-token-ca-cert-hash", &ca_hash(&a)],
+        &["--token", TOKEN, "--discovery-token-ca-cert-hash", &a.ca_hash()],
         "does not match any",
     );
     // b denies CSRs: discovery passes, the TLS bootstrap fails, and the token is removed again.
@@ -360,7 +324,7 @@ fn join_fails_closed_when_another_ca_serves_or_the_csr_is_denied() {
     let r = join(
         &format!("127.0.0.1:{}", b.port),
         w.path(),
-        &["--token", TOKEN, "--discovery-token-ca-cert-hash", &ca_hash(&b)],
+        &["--token", TOKEN, "--discovery-token-ca-cert-hash", &b.ca_hash()],
     );
     assert_eq!(r.code(), 1, "{}", r.stderr());
     assert!(r.stderr().contains("was denied"), "{}", r.stderr());
@@ -418,18 +382,11 @@ fn pipe(mut from: TcpStream, mut to: TcpStream) {
 #[test]
 fn join_from_a_join_configuration_and_from_a_discovery_file() {
     let c = init_cluster(|_| {});
-    let hash = ca_hash(&c);
+    let hash = c.ca_hash();
     // A v1beta4 JoinConfiguration instead of flags.
     let w = tempfile::tempdir().unwrap();
     let cfg = w.path().join("join.yaml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "apiVersion: kubeadm.k8s.io/v1beta4\nkind: JoinConfiguration\nnodeRegistration:\n  name: worker-1\n  kubeletExtraArgs:\n  - name: node-labels\n    value: pool=a\ndiscovery:\n  bootstrapToken:\n    token: {TOKEN}\n    apiServerEndpoint: 127.0.0.1:{}\n    caCertHashes: [\"{hash}\"]\n",
-            c.port
-        ),
-    )
-    .unwrap();
+    std::fs::write(&cfg, fill(fixture!("cluster-e2e/join.yaml"), &[("port", &c.port), ("hash", &hash)])).unwrap();
     let root = w.path().join("root");
     let r = kubestrap(&["join", "--config", cfg.to_str().unwrap(), "--root", root.to_str().unwrap()]);
     assert_eq!(r.code(), 0, "{}", r.stderr());
@@ -468,7 +425,7 @@ fn join_refuses_a_name_that_a_ready_node_has() {
     let r = join(
         &format!("127.0.0.1:{}", c.port),
         w.path(),
-        &["--token", TOKEN, "--discovery-token-ca-cert-hash", &ca_hash(&c)],
+        &["--token", TOKEN, "--discovery-token-ca-cert-hash", &c.ca_hash()],
     );
     assert_eq!(r.code(), 2, "{}", r.stderr());
     assert!(r.stderr().contains("already exists in the cluster and is Ready"), "{}", r.stderr());
@@ -511,7 +468,7 @@ fn join_fails_closed_when_cluster_info_changes_between_the_two_fetches() {
     });
     assert_join_fails(
         &format!("127.0.0.1:{front}"),
-        &["--token", TOKEN, "--discovery-token-ca-cert-hash", &ca_hash(&a)],
+        &["--token", TOKEN, "--discovery-token-ca-cert-hash", &a.ca_hash()],
         "changed between",
     );
 }

@@ -2,8 +2,7 @@
 //! to the same valid state (the first CA is never replaced, no temp files, every chain verifies);
 //! two runs on one root never interleave.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -46,8 +45,7 @@ fn assert_valid(s: &Scratch) {
         ("etcd/ca.crt", "apiserver-etcd-client.crt"),
     ];
     for (ca, leaf) in pairs {
-        let (code, out, err) = sh(&format!("openssl verify -CAfile {0}/{ca} {0}/{leaf}", pki.display()));
-        assert_eq!(code, 0, "{leaf}: {out}{err}");
+        openssl_verify(&pki.join(ca), &pki.join(leaf)).unwrap_or_else(|e| panic!("{leaf}: {e}"));
     }
     for f in snapshot(&s.root()) {
         let name = f.0.file_name().unwrap().to_string_lossy().into_owned();
@@ -178,15 +176,9 @@ fn sigkill_at_each_phase_boundary_then_rerun_converges() {
 fn sigkill_during_api_phases_and_join_then_rerun_converges() {
     let trials: u64 = std::env::var("KILL_TRIALS").ok().and_then(|v| v.parse().ok()).unwrap_or(50) / 5;
     let (port, healthz) = (free_port(), free_port());
-    let s = Scratch::new(&format!(
-        "apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\nbootstrapTokens:\n- token: abcdef.0123456789abcdef\nnodeRegistration:\n  name: cp-1\nlocalAPIEndpoint:\n  advertiseAddress: 127.0.0.1\n  bindPort: {port}\n---\napiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nhealthzPort: {healthz}\n"
-    ));
+    let s = Scratch::new(&fill(fixture!("crash-api-phases/kubeadm.yaml"), &[("port", &port), ("healthz", &healthz)]));
     s.init(&[]).ok();
-    let mut cfg = kube_double::Config::from_pki_dir(&s.pki("")).unwrap();
-    cfg.listen = std::net::SocketAddr::from(([127, 0, 0, 1], port));
-    cfg.kubelet_healthz = Some(std::net::SocketAddr::from(([127, 0, 0, 1], healthz)));
-    let double = kube_double::start(cfg).unwrap();
-    double.register_node("cp-1", &[]).unwrap();
+    let double = start_double(&s.pki(""), port, healthz, |_| {});
     let t = Instant::now();
     s.init_full(&[]).ok();
     let span = t.elapsed().as_micros() as u64;
@@ -209,14 +201,14 @@ fn sigkill_during_api_phases_and_join_then_rerun_converges() {
     }
 
     // Join, killed at random points: the rerun finds the same pending CSR or the issued identity.
-    let hash = kubestrap(&["certs", "ca-hash", "--root", &s.root_str()]).ok().stdout().trim().to_string();
+    let hash = ca_hash_of_root(&s.root());
     let w = tempfile::tempdir().unwrap();
     let join_args = |root: &Path, node: &str| {
         vec![
             "join".to_string(),
             format!("127.0.0.1:{port}"),
             "--token".into(),
-            "abcdef.0123456789abcdef".into(),
+            TOKEN.into(),
             "--discovery-token-ca-cert-hash".into(),
             hash.clone(),
             "--node-name".into(),

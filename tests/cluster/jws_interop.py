@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Independent checks for tests/jws_interop.rs, with jwcrypto and cryptography.
+"""Independent checks for tests/cluster/jws_interop.rs, with jwcrypto and cryptography.
 
 Usage: jws_interop.py MODE INPUT.json  -> prints one JSON object on stdout.
   verify  {content, token_id, secret, detached}  -> {valid, header, header_raw}

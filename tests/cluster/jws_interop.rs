@@ -1,32 +1,29 @@
 //! Cross-checks discovery and CSR code against independent implementations in Python:
 //! jwcrypto for the detached HS256 JWS, `cryptography` for the CSR, its kubelet object name
-//! and the CA pin. The helper is tests/jws_interop.py.
+//! and the CA pin. The helper is tests/cluster/jws_interop.py.
 
-mod common;
-
+use crate::common::*;
 use kubestrap::csr::{KUBELET_CLIENT_USAGES, node_csr};
 use kubestrap::discovery::{CaPin, Token, jws_sign, jws_verify};
 use rcgen::PublicKeyData;
 use serde_json::{Value, json};
 
 /// A kubeconfig-like payload as cluster-info carries it (trailing newline included).
-const KUBECONFIG: &str = "apiVersion: v1\nclusters:\n- cluster:\n    certificate-authority-data: AAAA\n    \
-                          server: https://10.0.0.1:6443\n  name: \"\"\ncontexts: null\ncurrent-context: \"\"\n\
-                          kind: Config\npreferences: {}\nusers: null\n";
+const KUBECONFIG: &str = fixture!("cluster-info/kubeconfig.yaml");
 
 fn python(mode: &str, input: &Value) -> Value {
-    common::require_tool("python3");
+    require_tool("python3");
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("input.json");
     std::fs::write(&path, serde_json::to_vec(input).unwrap()).unwrap();
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/jws_interop.py");
-    let (code, out, err) = common::sh(&format!("python3 '{script}' {mode} '{}'", path.display()));
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/cluster/jws_interop.py");
+    let (code, out, err) = sh(&format!("python3 '{script}' {mode} '{}'", path.display()));
     assert_eq!(code, 0, "python {mode} failed (needs jwcrypto and cryptography):\n{err}");
     serde_json::from_str(&out).unwrap_or_else(|e| panic!("python {mode} printed non-JSON ({e}): {out}"))
 }
 
 fn token() -> Token {
-    Token::parse("abcdef.0123456789abcdef").unwrap()
+    Token::parse(TOKEN).unwrap()
 }
 
 #[test]
@@ -76,8 +73,7 @@ fn cryptography_reads_our_csr_and_agrees_on_its_name() {
 
 #[test]
 fn cryptography_agrees_on_ca_pins() {
-    let fixture =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/pubkeypin-testCert.pem")).unwrap();
+    let fixture = fixture!("pubkeypin-testCert.pem").to_string();
     let generated = {
         let key = rcgen::KeyPair::generate().unwrap();
         let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();

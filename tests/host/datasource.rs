@@ -8,14 +8,15 @@ use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::common::{TOKEN, fixture, free_port, write_file};
 use kubestrap::config::userdata::{NodePlan, plan_detailed};
 use kubestrap::datasource::block::{self, FsType};
 use kubestrap::datasource::nocloud::Cidata;
 use kubestrap::datasource::{Datasource, Env, detect};
 use kubestrap::error::Kind;
 
-const TOKEN: &str = "abcdef.0123456789abcdef";
-const WORKER: &str = "#cloud-config\nkubestrap:\n  role: worker\n  controlPlaneEndpoint: 10.0.2.2:6443\n  caCertHashes: [sha256:0000000000000000000000000000000000000000000000000000000000000001]\n";
+/// A worker's #cloud-config user-data (the token comes as a credential).
+const WORKER: &str = fixture!("nocloud-worker/user-data");
 
 fn env(root: &Path) -> Env {
     Env {
@@ -25,11 +26,6 @@ fn env(root: &Path) -> Env {
         imds_base: None,
         mount_dir: root.join("mnt"),
     }
-}
-
-fn write(path: &Path, data: impl AsRef<[u8]>) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, data).unwrap();
 }
 
 fn soon() -> Instant {
@@ -120,10 +116,7 @@ fn imds(user_data: &'static str) -> Server {
 
 /// A port nothing listens on.
 fn closed_port_url() -> String {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let a = l.local_addr().unwrap();
-    drop(l);
-    format!("http://{a}")
+    format!("http://127.0.0.1:{}", free_port())
 }
 
 // ---------- detection order, overrides, credentials ----------
@@ -132,10 +125,10 @@ fn closed_port_url() -> String {
 fn detect_order_credentials_then_seed_and_credentials_merged() {
     let d = tempfile::tempdir().unwrap();
     let e = env(d.path());
-    write(&d.path().join("var/lib/cloud/seed/nocloud/user-data"), WORKER);
-    write(&d.path().join("var/lib/cloud/seed/nocloud/meta-data"), "instance-id: iid-1\nlocal-hostname: W1\n");
+    write_file(&d.path().join("var/lib/cloud/seed/nocloud/user-data"), WORKER);
+    write_file(&d.path().join("var/lib/cloud/seed/nocloud/meta-data"), "instance-id: iid-1\nlocal-hostname: W1\n");
     // The system credentials dir is used when $CREDENTIALS_DIRECTORY is unset.
-    write(&d.path().join("run/credentials/@system/kubestrap.token"), format!("{TOKEN}\n"));
+    write_file(&d.path().join("run/credentials/@system/kubestrap.token"), format!("{TOKEN}\n"));
     let g = detect(&e, soon()).unwrap();
     assert_eq!(g.source, "nocloud-seed");
     assert_eq!(g.meta.local_hostname.as_deref(), Some("W1"));
@@ -148,7 +141,7 @@ fn detect_order_credentials_then_seed_and_credentials_merged() {
 
     // A kubestrap.user-data credential comes first.
     let creds = d.path().join("creds");
-    write(&creds.join("kubestrap.user-data"), format!("{WORKER}  token: {TOKEN}\n"));
+    write_file(&creds.join("kubestrap.user-data"), format!("{WORKER}  token: {TOKEN}\n"));
     let e2 = Env { credentials_dir: Some(creds.clone()), ..e };
     let g = detect(&e2, soon()).unwrap();
     assert_eq!(g.source, "credentials");
@@ -159,8 +152,8 @@ fn detect_order_credentials_then_seed_and_credentials_merged() {
 #[test]
 fn detect_cmdline_override_and_override_file() {
     let d = tempfile::tempdir().unwrap();
-    write(&d.path().join("var/lib/cloud/seed/nocloud/user-data"), WORKER);
-    write(&d.path().join("etc/kubestrap/user-data"), "from-file");
+    write_file(&d.path().join("var/lib/cloud/seed/nocloud/user-data"), WORKER);
+    write_file(&d.path().join("etc/kubestrap/user-data"), "from-file");
     let mut e = env(d.path());
     e.cmdline = "ro kubestrap.ds=file:/etc/kubestrap/user-data quiet".into();
     let g = detect(&e, soon()).unwrap();
@@ -168,7 +161,7 @@ fn detect_cmdline_override_and_override_file() {
 
     // The same words in /etc/kubestrap/datasource, when the cmdline says nothing.
     e.cmdline = "ro".into();
-    write(&d.path().join("etc/kubestrap/datasource"), "kubestrap.ds=file:/etc/kubestrap/user-data\n");
+    write_file(&d.path().join("etc/kubestrap/datasource"), "kubestrap.ds=file:/etc/kubestrap/user-data\n");
     assert_eq!(detect(&e, soon()).unwrap().source, "file");
 
     // An override restricts detection: ec2 is disabled here, so nothing else is tried.
@@ -237,7 +230,7 @@ fn nocloud_net_from_cmdline_seed_url() {
     let d = tempfile::tempdir().unwrap();
     let mut e = env(d.path());
     // Present but lower priority: an override must win over the seed dir.
-    write(&d.path().join("var/lib/cloud/seed/nocloud/user-data"), WORKER);
+    write_file(&d.path().join("var/lib/cloud/seed/nocloud/user-data"), WORKER);
     e.cmdline = format!("ro ds=nocloud;s={}/seed/;h=cmdline-host", s.base);
     let g = detect(&e, soon()).unwrap();
     assert_eq!(g.source, "nocloud-net");
@@ -256,7 +249,7 @@ fn detect_waits_for_a_seed_that_appears_late() {
     let start = Instant::now();
     let t = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_secs(1));
-        write(&seed, WORKER);
+        write_file(&seed, WORKER);
     });
     let g = detect(&e, Instant::now() + Duration::from_secs(10)).unwrap();
     t.join().unwrap();
@@ -294,8 +287,8 @@ fn detect_deadline_names_every_sources_reason() {
 /// Makes a NoCloud ISO with xorriso exactly as the VM tests do.
 fn make_iso(dir: &Path, label: &str) -> PathBuf {
     let src = dir.join("iso-src");
-    write(&src.join("user-data"), WORKER);
-    write(&src.join("meta-data"), "instance-id: iso-1\nlocal-hostname: iso-node\n");
+    write_file(&src.join("user-data"), WORKER);
+    write_file(&src.join("meta-data"), "instance-id: iso-1\nlocal-hostname: iso-node\n");
     let iso = dir.join("seed.iso");
     let out = Command::new("xorriso")
         .args(["-as", "mkisofs", "-V", label, "-J", "-r", "-o"])
@@ -367,7 +360,7 @@ fn mounted(dir: &Path) -> bool {
 fn mount_ro_reads_a_real_filesystem_and_unmounts() {
     let d = tempfile::tempdir().unwrap();
     let src = d.path().join("src");
-    write(&src.join("user-data"), WORKER);
+    write_file(&src.join("user-data"), WORKER);
     let img = d.path().join("seed.ext4");
     std::fs::File::create(&img).unwrap().set_len(4 << 20).unwrap();
     let out = Command::new("mkfs.ext4").args(["-q", "-L", "cidata", "-d"]).arg(&src).arg(&img).output().unwrap();

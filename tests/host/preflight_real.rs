@@ -1,12 +1,11 @@
 //! Preflight against this real machine: a held port, real unix sockets (containerd, a mute
 //! socket, none), a non-root run, and the report's shape and exit codes.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::net::TcpListener;
 use std::os::unix::net::UnixListener;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn report(r: &Run) -> serde_json::Value {
@@ -44,17 +43,11 @@ fn a_held_port_fails_its_check() {
     assert_eq!(row(&report(&r), &format!("Port-{port}"))["result"], "pass");
 }
 
+/// A containerd of our own (killed first, then its state dir removed, when dropped).
 struct Containerd {
-    child: Child,
+    _child: ChildGuard,
     _dir: tempfile::TempDir,
     socket: String,
-}
-
-impl Drop for Containerd {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 fn start_containerd() -> Containerd {
@@ -62,22 +55,22 @@ fn start_containerd() -> Containerd {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().display().to_string();
     let socket = format!("{d}/containerd.sock");
-    let cfg = format!(
-        "version = 2\nroot = \"{d}/root\"\nstate = \"{d}/state\"\n[grpc]\n  address = \"{socket}\"\n[ttrpc]\n  address = \"{socket}.ttrpc\"\n"
-    );
+    let cfg = fill(fixture!("containerd/config.toml"), &[("dir", &d), ("socket", &socket)]);
     std::fs::write(dir.path().join("config.toml"), cfg).unwrap();
-    let child = Command::new("containerd")
-        .args(["--config", &format!("{d}/config.toml")])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start containerd");
+    let child = ChildGuard(
+        Command::new("containerd")
+            .args(["--config", &format!("{d}/config.toml")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start containerd"),
+    );
     let deadline = Instant::now() + Duration::from_secs(20);
     while !std::path::Path::new(&socket).exists() {
         assert!(Instant::now() < deadline, "containerd did not create {socket}");
         std::thread::sleep(Duration::from_millis(100));
     }
-    Containerd { child, _dir: dir, socket }
+    Containerd { _child: child, _dir: dir, socket }
 }
 
 #[test]

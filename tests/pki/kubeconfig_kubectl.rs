@@ -1,25 +1,7 @@
 //! Kubeconfig files read back by the real `kubectl` (reference: kubeadm-facts.md section 7,
 //! "Client certificates inside kubeconfig files").
 
-mod common;
-
-use common::{BASE_CONFIG, Scratch, require_tool};
-use std::os::unix::fs::PermissionsExt;
-use std::process::Command;
-
-const CPE_CONFIG: &str = "\
-apiVersion: kubeadm.k8s.io/v1beta4
-kind: InitConfiguration
-nodeRegistration:
-  name: cp-1
-localAPIEndpoint:
-  advertiseAddress: 10.0.0.10
----
-apiVersion: kubeadm.k8s.io/v1beta4
-kind: ClusterConfiguration
-kubernetesVersion: v1.37.0
-controlPlaneEndpoint: api.example.test:6443
-";
+use crate::common::{BASE_CONFIG, Scratch, fixture, kubectl, mode, require_tool, sh};
 
 const LOCAL_URL: &str = "https://10.0.0.10:6443";
 
@@ -31,16 +13,6 @@ const FILES: [(&str, &str, Option<&str>, bool); 5] = [
     ("controller-manager.conf", "system:kube-controller-manager", None, false),
     ("scheduler.conf", "system:kube-scheduler", None, false),
 ];
-
-/// Runs kubectl with a clean environment (no ambient KUBECONFIG); returns (code, stdout, stderr).
-fn kubectl(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new("kubectl").args(args).env_remove("KUBECONFIG").output().expect("run kubectl");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
 
 fn view(file: &str, extra: &[&str]) -> String {
     let mut args = vec!["config", "view", "--kubeconfig", file];
@@ -64,7 +36,7 @@ fn check_all(config: &str, cpe_url: Option<&str>) {
     for (name, user, org, uses_cpe) in FILES {
         let path = s.path(&format!("/etc/kubernetes/{name}"));
         let file = path.display().to_string();
-        let mode = std::fs::metadata(&path).unwrap_or_else(|e| panic!("{name}: {e}")).permissions().mode() & 0o7777;
+        let mode = mode(&path);
         assert_eq!(mode, 0o600, "{name}: mode {mode:o}");
 
         let json: serde_json::Value = serde_json::from_str(&view(&file, &["-o", "json"])).expect("kubectl json");
@@ -90,7 +62,7 @@ fn check_all(config: &str, cpe_url: Option<&str>) {
         assert_eq!(ctx["context"]["user"].as_str(), Some(user), "{name}: context user");
 
         // The embedded CA is byte-for-byte the cluster CA (through kubectl's raw view and base64 -d).
-        let (code, out, err) = common::sh(&format!(
+        let (code, out, err) = sh(&format!(
             "set -o pipefail; KUBECONFIG= kubectl config view --raw --kubeconfig '{file}' --minify \
              -o jsonpath='{{.clusters[0].cluster.certificate-authority-data}}' | base64 -d"
         ));
@@ -119,5 +91,5 @@ fn kubeconfigs_without_control_plane_endpoint_use_local_endpoint() {
 
 #[test]
 fn kubeconfigs_with_control_plane_endpoint() {
-    check_all(CPE_CONFIG, Some("https://api.example.test:6443"));
+    check_all(fixture!("control-plane-endpoint/kubeadm.yaml"), Some("https://api.example.test:6443"));
 }

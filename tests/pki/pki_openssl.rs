@@ -3,18 +3,17 @@
 //! (kubeadm-facts.md section 7), the client certificates inside the kubeconfigs, and the CA
 //! pin (section 3) against the openssl pipeline from the kubeadm docs.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::net::IpAddr;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::common::{
+    BASE_CONFIG, Scratch, ca_hash, ca_hash_of_root, capture, fixture_path, kubestrap, mode, require_tool, sh,
+};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
-use common::{BASE_CONFIG, Scratch, kubestrap, require_tool, sh};
 
 const DAY: i64 = 24 * 3600;
 const BACKDATE: i64 = 5 * 60;
@@ -179,12 +178,8 @@ fn now() -> i64 {
 
 /// Runs openssl; returns (success, stdout, stderr).
 fn openssl_try(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new("openssl").args(args).output().expect("run openssl");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let (code, out, err) = capture(Command::new("openssl").args(args));
+    (code == 0, out, err)
 }
 
 /// Runs openssl, which must succeed; returns stdout.
@@ -296,10 +291,6 @@ fn dates(path: &Path) -> (i64, i64) {
         epoch(line.trim())
     };
     (get("notBefore="), get("notAfter="))
-}
-
-fn mode(path: &Path) -> u32 {
-    std::fs::metadata(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())).permissions().mode() & 0o7777
 }
 
 /// The PEM public key of a private key file, as openssl derives it.
@@ -534,19 +525,12 @@ fn openssl_pin(cert: &Path, alg: Alg) -> String {
     format!("sha256:{hex}")
 }
 
-fn ca_hash(file: &Path) -> String {
-    let run = kubestrap(&["certs", "ca-hash", p(file)]).ok();
-    run.stdout().trim().to_string()
-}
-
 fn check_ca_hash(s: &Scratch, alg: Alg) {
     let ca = s.pki("ca.crt");
     let want = openssl_pin(&ca, alg);
     assert_eq!(ca_hash(&ca), want, "ca-hash of ca.crt ({alg:?})");
     // Without a file, ca-hash reads <root>/etc/kubernetes/pki/ca.crt.
-    let root = s.root_str();
-    let run = kubestrap(&["certs", "ca-hash", "--root", &root]).ok();
-    assert_eq!(run.stdout().trim(), want, "ca-hash --root");
+    assert_eq!(ca_hash_of_root(&s.root()), want, "ca-hash --root");
 }
 
 fn scratch_for(alg: Alg, extra: &str) -> Scratch {
@@ -575,10 +559,6 @@ fn certs_phase_check(alg: Alg, extra: &str, local_etcd: bool) {
     check_table(&s, alg, &ran, &default_apiserver_sans(), local_etcd);
     check_sa(&s, alg);
     check_ca_hash(&s, alg);
-}
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -618,7 +598,7 @@ fn ca_hash_matches_pin_test_vectors() {
         ("pubkeypin-testCert.pem", "sha256:345959acb2c3b2feb87d281961c893f62a314207ef02599f1cc4a5fb255480b3"),
         ("pubkeypin-testCert2.pem", "sha256:d1ef16989563fe7775f81a7dc55ce16a467ca9baedae2d081cb0a068b6a81971"),
     ] {
-        let path = fixture(file);
+        let path = fixture_path(file);
         assert_eq!(ca_hash(&path), pin, "{file}");
         // The vectors are RSA-2048: the docs' `openssl rsa` pipeline agrees.
         assert_eq!(openssl_pin(&path, Alg::Rsa(2048)), pin, "{file} via openssl");

@@ -2,47 +2,20 @@
 //! certificates from our PKI, then talks to it with etcdctl using the client certificates
 //! kubeadm hands out. Proves that the etcd certs, SANs and mTLS flags work together.
 
-mod common;
-
-use common::{Scratch, require_tool};
+use crate::common::{ChildGuard, PROXY_VARS, Scratch, fixture, mode, require_tool};
 use std::fs::File;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const CONFIG: &str = "\
-apiVersion: kubeadm.k8s.io/v1beta4
-kind: InitConfiguration
-nodeRegistration:
-  name: cp-1
-localAPIEndpoint:
-  advertiseAddress: 127.0.0.2
----
-apiVersion: kubeadm.k8s.io/v1beta4
-kind: ClusterConfiguration
-kubernetesVersion: v1.37.0
-";
+/// A control plane advertising 127.0.0.2: etcd's advertised URLs and server SANs use it.
+const CONFIG: &str = fixture!("etcd-loopback/kubeadm.yaml");
 
 /// Flags kubeadm emits for newer etcd (3.6 renamed the `experimental-*` ones) that etcd 3.4
 /// legitimately does not know. Any other unknown flag is a bug in our manifest.
 const NEWER_THAN_3_4: &[&str] = &["feature-gates", "watch-progress-notify-interval"];
-
-const PROXY_VARS: &[&str] = &["HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"];
-
-/// Kills etcd when the test ends, whether it passes or panics.
-struct EtcdGuard {
-    child: Child,
-}
-
-impl Drop for EtcdGuard {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// Three distinct ports free on every address (bound together, then released).
 fn free_ports() -> (u16, u16, u16) {
@@ -122,7 +95,7 @@ fn is_healthy(out: &str) -> bool {
 
 /// Starts etcd, dropping flags etcd 3.4 rejects as undefined, until it answers a health check.
 /// Returns the guard and the flags that had to be dropped.
-fn start_etcd(s: &Scratch, mut args: Vec<String>, client_url: &str, deadline: Instant) -> (EtcdGuard, Vec<String>) {
+fn start_etcd(s: &Scratch, mut args: Vec<String>, client_url: &str, deadline: Instant) -> (ChildGuard, Vec<String>) {
     let log_path: PathBuf = s.dir.path().join("etcd.log");
     let health_tls = tls_args(s, "etcd/ca.crt", Some("etcd/healthcheck-client"));
     let mut dropped = Vec::new();
@@ -139,11 +112,11 @@ fn start_etcd(s: &Scratch, mut args: Vec<String>, client_url: &str, deadline: In
                 cmd.env_remove(k);
             }
         }
-        let mut guard = EtcdGuard { child: cmd.spawn().expect("spawn /usr/bin/etcd") };
+        let mut guard = ChildGuard(cmd.spawn().expect("spawn /usr/bin/etcd"));
 
         let mut restart = false;
         while Instant::now() < deadline {
-            if let Some(status) = guard.child.try_wait().expect("try_wait") {
+            if let Some(status) = guard.0.try_wait().expect("try_wait") {
                 let text = read(&log_path);
                 let marker = "flag provided but not defined: -";
                 let bad = text
@@ -191,8 +164,7 @@ fn real_etcd_accepts_our_certs_and_flags() {
     let s = Scratch::new(CONFIG);
     s.init(&[]).ok();
     let data_dir = s.path("/var/lib/etcd");
-    let mode = std::fs::metadata(&data_dir).expect("data dir exists").permissions().mode() & 0o777;
-    assert_eq!(mode, 0o700, "etcd data dir mode");
+    assert_eq!(mode(&data_dir), 0o700, "etcd data dir mode");
 
     let manifest = std::fs::read_to_string(s.path("/etc/kubernetes/manifests/etcd.yaml")).expect("etcd.yaml");
     let pod: serde_yaml::Value = serde_yaml::from_str(&manifest).expect("parse etcd.yaml");

@@ -2,93 +2,15 @@
 //! strict mode, Kubernetes 1.37 schema) plus structural rules kubeadm follows
 //! (reference: kubeadm-facts.md section 8).
 
-mod common;
-
-use common::{BASE_CONFIG, Scratch, require_tool, sh};
+use crate::common::{BASE_CONFIG, Scratch, fixture, kubernetes_validate};
 use serde_yaml::Value;
 
 const COMPONENTS: [&str; 4] = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"];
 
 /// BASE_CONFIG's node plus a ClusterConfiguration exercising most customisation knobs.
-const RICH_CONFIG: &str = "\
-apiVersion: kubeadm.k8s.io/v1beta4
-kind: InitConfiguration
-nodeRegistration:
-  name: cp-1
-localAPIEndpoint:
-  advertiseAddress: 10.0.0.10
----
-apiVersion: kubeadm.k8s.io/v1beta4
-kind: ClusterConfiguration
-kubernetesVersion: v1.37.0
-controlPlaneEndpoint: api.example.test:6443
-imageRepository: my.registry.example/k8s
-networking:
-  podSubnet: 10.244.0.0/16
-etcd:
-  local:
-    extraArgs:
-    - name: snapshot-count
-      value: \"5000\"
-    - name: heartbeat-interval
-      value: \"250\"
-    extraEnvs:
-    - name: FOO
-      value: bar
-apiServer:
-  extraArgs:
-  - name: audit-log-path
-    value: /var/log/audit.log
-  - name: enable-admission-plugins
-    value: NodeRestriction,PodNodeSelector
-  extraVolumes:
-  - name: audit
-    hostPath: /var/log
-    mountPath: /var/log
-    readOnly: false
-    pathType: DirectoryOrCreate
-  extraEnvs:
-  - name: FOO
-    value: bar
-controllerManager:
-  extraArgs:
-  - name: node-cidr-mask-size
-    value: \"24\"
-  - name: bind-address
-    value: 10.0.0.10
-  extraEnvs:
-  - name: FOO
-    value: bar
-scheduler:
-  extraArgs:
-  - name: bind-address
-    value: 0.0.0.0
-  - name: v
-    value: \"2\"
-  extraEnvs:
-  - name: FOO
-    value: bar
-";
+const RICH_CONFIG: &str = fixture!("rich-manifests/kubeadm.yaml");
 
-const EXTERNAL_ETCD_CONFIG: &str = "\
-apiVersion: kubeadm.k8s.io/v1beta4
-kind: InitConfiguration
-nodeRegistration:
-  name: cp-1
-localAPIEndpoint:
-  advertiseAddress: 10.0.0.10
----
-apiVersion: kubeadm.k8s.io/v1beta4
-kind: ClusterConfiguration
-kubernetesVersion: v1.37.0
-etcd:
-  external:
-    endpoints:
-    - https://10.0.0.50:2379
-    caFile: /etc/etcd/pki/ca.crt
-    certFile: /etc/etcd/pki/apiserver-etcd-client.crt
-    keyFile: /etc/etcd/pki/apiserver-etcd-client.key
-";
+const EXTERNAL_ETCD_CONFIG: &str = fixture!("external-etcd/kubeadm.yaml");
 
 // ---------------------------------------------------------------------------------------------
 // helpers
@@ -105,9 +27,7 @@ fn load(s: &Scratch, component: &str) -> Value {
 
 /// `kubernetes-validate --strict -k 1.37.0 FILE` must exit 0 and say the file passed.
 fn assert_validates(s: &Scratch, component: &str) {
-    let p = manifest_path(s, component);
-    let (code, out, err) = sh(&format!("kubernetes-validate --strict -k 1.37.0 '{}' 2>&1", p.display()));
-    let text = format!("{out}{err}");
+    let (code, text) = kubernetes_validate(&[manifest_path(s, component)]);
     assert_eq!(code, 0, "kubernetes-validate rejected {component}.yaml:\n{text}");
     assert!(
         text.contains("passed") && !text.contains("ERROR") && !text.contains("did not validate"),
@@ -246,14 +166,18 @@ fn init(config: &str) -> Scratch {
 // ---------------------------------------------------------------------------------------------
 // tests
 
-#[test]
-fn base_config_manifests_pass_strict_schema_validation() {
-    require_tool("kubernetes-validate");
-    let s = init(BASE_CONFIG);
+/// Every manifest of a config validates and has kubeadm's shape.
+fn assert_all_validate(config: &str) {
+    let s = init(config);
     for c in COMPONENTS {
         assert_validates(&s, c);
         assert_common_shape(&load(&s, c), c);
     }
+}
+
+#[test]
+fn base_config_manifests_pass_strict_schema_validation() {
+    assert_all_validate(BASE_CONFIG);
 }
 
 #[test]
@@ -288,12 +212,7 @@ fn base_config_defaults_match_kubeadm() {
 
 #[test]
 fn rich_config_manifests_pass_strict_schema_validation() {
-    require_tool("kubernetes-validate");
-    let s = init(RICH_CONFIG);
-    for c in COMPONENTS {
-        assert_validates(&s, c);
-        assert_common_shape(&load(&s, c), c);
-    }
+    assert_all_validate(RICH_CONFIG);
 }
 
 #[test]
@@ -391,7 +310,6 @@ fn rich_config_extra_volume_and_env() {
 
 #[test]
 fn external_etcd_has_no_local_etcd_and_points_apiserver_at_it() {
-    require_tool("kubernetes-validate");
     let s = init(EXTERNAL_ETCD_CONFIG);
     assert!(!manifest_path(&s, "etcd").exists(), "external etcd must not produce etcd.yaml");
     assert!(!s.pki("etcd").exists(), "external etcd must not produce pki/etcd/");

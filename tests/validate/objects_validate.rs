@@ -2,12 +2,10 @@
 //! `kubernetes-validate --strict -k 1.37.0` on each object as YAML and as JSON, and `kubectl`
 //! reading the kubeconfigs we render. Plus the kubelet config.yaml's kubeadm defaults.
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use common::{BASE_CONFIG, require_tool, sh};
+use crate::common::{BASE_CONFIG, TOKEN, fixture, kubectl, kubernetes_validate, require_tool, sh};
 use kubestrap::config::types::BootstrapToken;
 use kubestrap::config::{HostFacts, InitConfig, parse_documents, resolve_init};
 use kubestrap::objects::{self, configmaps, coredns, kubelet, node, proxy, rbac, tokens};
@@ -15,53 +13,9 @@ use serde_json::{Value, json};
 
 /// BASE_CONFIG's node, with a pod subnet, a custom registry, CoreDNS overrides and passthrough
 /// kubelet and kube-proxy documents.
-const RICH_CONFIG: &str = "\
-apiVersion: kubeadm.k8s.io/v1beta4
-kind: InitConfiguration
-bootstrapTokens:
-- token: abcdef.0123456789abcdef
-  description: workers
-  ttl: 2h
-nodeRegistration:
-  name: cp-1
-  taints:
-  - key: dedicated
-    value: infra
-    effect: NoExecute
-  kubeletExtraArgs:
-  - name: node-labels
-    value: tier=infra
-localAPIEndpoint:
-  advertiseAddress: 10.0.0.10
----
-apiVersion: kubeadm.k8s.io/v1beta4
-kind: ClusterConfiguration
-kubernetesVersion: v1.37.0
-controlPlaneEndpoint: api.example.test:6443
-imageRepository: my.registry.example/k8s
-networking:
-  podSubnet: 10.244.0.0/16
-  serviceSubnet: 10.100.0.0/16
-  dnsDomain: corp.internal
-dns:
-  imageRepository: dns.registry.example
-  imageTag: v1.12.1
----
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-cgroupDriver: cgroupfs
-maxPods: 60
-evictionHard:
-  memory.available: 200Mi
----
-apiVersion: kubeproxy.config.k8s.io/v1alpha1
-kind: KubeProxyConfiguration
-mode: ipvs
-ipvs:
-  strictARP: true
-";
+const RICH_CONFIG: &str = fixture!("rich-objects/kubeadm.yaml");
 
-const CA_PEM: &[u8] = include_bytes!("fixtures/ca/ca.crt");
+const CA_PEM: &[u8] = fixture!("ca/ca.crt").as_bytes();
 
 fn resolve(text: &str) -> InitConfig {
     let docs = parse_documents("test", text).expect("parse config");
@@ -70,7 +24,7 @@ fn resolve(text: &str) -> InitConfig {
 
 fn default_token() -> BootstrapToken {
     BootstrapToken {
-        token: "abcdef.0123456789abcdef".into(),
+        token: TOKEN.into(),
         ttl: Some("24h0m0s".into()),
         usages: vec!["signing".into(), "authentication".into()],
         groups: vec![objects::BOOTSTRAP_GROUP.into()],
@@ -137,9 +91,7 @@ fn write_all(dir: &Path, objs: &[Value]) -> Vec<PathBuf> {
 
 /// `kubernetes-validate --strict -k 1.37.0` must exit 0 and report every file as passed.
 fn assert_validate(paths: &[PathBuf]) {
-    let list: Vec<String> = paths.iter().map(|p| format!("'{}'", p.display())).collect();
-    let (code, out, err) = sh(&format!("kubernetes-validate --strict -k 1.37.0 {} 2>&1", list.join(" ")));
-    let text = format!("{out}{err}");
+    let (code, text) = kubernetes_validate(paths);
     assert_eq!(code, 0, "kubernetes-validate rejected objects:\n{text}");
     for p in paths {
         let line = text.lines().find(|l| l.contains(&p.display().to_string()));
@@ -157,7 +109,6 @@ fn check_shape(objs: &[Value]) {
 }
 
 fn validate_config(text: &str) -> (InitConfig, Vec<Value>) {
-    require_tool("kubernetes-validate");
     let cfg = resolve(text);
     let objs = all_objects(&cfg);
     check_shape(&objs);
@@ -179,18 +130,17 @@ fn find<'a>(objs: &'a [Value], kind: &str, name: &str) -> &'a Value {
 fn validator_rejects_a_broken_object() {
     // Guards the tests below: strict mode must reject an unknown field and a wrong type, or
     // "passed" would mean nothing.
-    require_tool("kubernetes-validate");
     let dir = tempfile::tempdir().unwrap();
     let mut ds = proxy::kube_proxy_daemon_set(&resolve(BASE_CONFIG), &[]);
     ds["spec"]["template"]["spec"]["hostNetwrk"] = json!(true);
     let p = dir.path().join("bad.yaml");
     std::fs::write(&p, objects::to_yaml(&ds)).unwrap();
-    let (code, out, err) = sh(&format!("kubernetes-validate --strict -k 1.37.0 '{}' 2>&1", p.display()));
-    assert_ne!(code, 0, "a misspelt field passed strict validation:\n{out}{err}");
+    let (code, out) = kubernetes_validate(std::slice::from_ref(&p));
+    assert_ne!(code, 0, "a misspelt field passed strict validation:\n{out}");
     let mut svc = coredns::kube_dns_service(&resolve(BASE_CONFIG));
     svc["spec"]["ports"][0]["port"] = json!("fifty-three");
     std::fs::write(&p, serde_json::to_string(&svc).unwrap()).unwrap();
-    let (code, _, _) = sh(&format!("kubernetes-validate --strict -k 1.37.0 '{}' 2>&1", p.display()));
+    let (code, _) = kubernetes_validate(std::slice::from_ref(&p));
     assert_ne!(code, 0, "a string port passed validation");
 }
 
@@ -358,7 +308,7 @@ fn kubectl_reads_rendered_kubeconfigs() {
     let view = |name: &str, text: &str| -> Value {
         let p = dir.path().join(name);
         std::fs::write(&p, text).unwrap();
-        let (code, out, err) = sh(&format!("kubectl config view --raw -o json --kubeconfig '{}'", p.display()));
+        let (code, out, err) = kubectl(&["config", "view", "--raw", "-o", "json", "--kubeconfig", p.to_str().unwrap()]);
         assert_eq!(code, 0, "kubectl could not read {name}: {err}\n{text}");
         serde_json::from_str(&out).unwrap_or_else(|e| panic!("kubectl output for {name}: {e}\n{out}"))
     };
@@ -382,11 +332,11 @@ fn kubectl_reads_rendered_kubeconfigs() {
         "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
     );
 
-    let boot = kubelet::bootstrap_kubelet_conf("https://api.example.test:6443", CA_PEM, "abcdef.0123456789abcdef");
+    let boot = kubelet::bootstrap_kubelet_conf("https://api.example.test:6443", CA_PEM, TOKEN);
     let v = view("bootstrap-kubelet.conf", &boot.to_yaml());
     assert_eq!(v["current-context"], "tls-bootstrap-token-user@kubernetes");
     assert_eq!(v["users"][0]["name"], "tls-bootstrap-token-user");
-    assert_eq!(v["users"][0]["user"]["token"], "abcdef.0123456789abcdef");
+    assert_eq!(v["users"][0]["user"]["token"], TOKEN);
 
     let rot = kubelet::kubelet_conf_for_rotation("https://api.example.test:6443", CA_PEM);
     let v = view("kubelet.conf", &rot.to_yaml());

@@ -2,9 +2,7 @@
 //! (every rule), anonymous, and anonymous access to cluster-info only once
 //! kubeadm's Role and RoleBinding exist.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::json;
 
 const CLUSTER_INFO: &str = "/api/v1/namespaces/kube-public/configmaps/cluster-info";

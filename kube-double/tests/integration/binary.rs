@@ -1,9 +1,7 @@
 //! The standalone `kube-double` binary: starts from a PKI directory, prints
 //! its address, serves, registers nodes, and runs until killed.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 

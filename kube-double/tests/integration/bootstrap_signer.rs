@@ -2,14 +2,14 @@
 //! signing token, stale ones are removed, and `signer_delay` holds signing
 //! back.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
 const CLUSTER_INFO: &str = "/api/v1/namespaces/kube-public/configmaps/cluster-info";
-const KUBECONFIG: &str = "apiVersion: v1\nclusters:\n- cluster:\n    certificate-authority-data: AAAA\n    server: https://10.0.0.1:6443\n  name: \"\"\ncontexts: null\ncurrent-context: \"\"\nkind: Config\nusers: null\n";
+/// The kubeconfig cluster-info carries (kube-double/tests/fixtures/cluster-info/kubeconfig.yaml).
+const KUBECONFIG: &str =
+    include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/cluster-info/kubeconfig.yaml"));
 
 fn jws_keys(cm: &Value) -> Vec<String> {
     cm["data"].as_object().unwrap().keys().filter(|k| k.starts_with("jws-kubeconfig-")).cloned().collect()

@@ -2,9 +2,7 @@
 //! the nodeclient/selfnodeclient SubjectAccessReviews, signing by the
 //! cluster CA, the legacy usage rule, manual approval, denial, and watch.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader};
 use std::time::Duration;

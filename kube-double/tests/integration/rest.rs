@@ -2,9 +2,7 @@
 //! delete with the real server's 404/409/422/400 answers, selectors,
 //! generated metadata, and the fault/stand-in knobs (down_for, kubelet).
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::json;
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};
