@@ -1,24 +1,63 @@
-//! Shared helpers for integration tests: run the real binary against a scratch root.
+//! Shared helpers for the integration-test binaries: each `tests/<area>/main.rs` loads this file
+//! with `#[path = "../common/mod.rs"] mod common;`. Runs the real binary against a scratch root,
+//! reads the fixtures under tests/fixtures/, and drives the external tools the tests check with.
 #![allow(dead_code)]
 
+use std::fmt::Display;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_kubestrap");
 
+/// The bootstrap token the fixtures and tests use.
+pub const TOKEN: &str = "abcdef.0123456789abcdef";
+/// Its secret half, which must never reach a log.
+pub const SECRET: &str = "0123456789abcdef";
+
+/// Proxy variables no child process may inherit from the test environment.
+pub const PROXY_VARS: &[&str] = &["HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"];
+
+/// A file under tests/fixtures/, embedded at compile time: `fixture!("base/kubeadm.yaml")`.
+macro_rules! fixture {
+    ($name:literal) => {
+        include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/", $name))
+    };
+}
+pub(crate) use fixture;
+
 /// A minimal, deterministic control-plane config (explicit node name and address).
-pub const BASE_CONFIG: &str = "\
-apiVersion: kubeadm.k8s.io/v1beta4
-kind: InitConfiguration
-nodeRegistration:
-  name: cp-1
-localAPIEndpoint:
-  advertiseAddress: 10.0.0.10
----
-apiVersion: kubeadm.k8s.io/v1beta4
-kind: ClusterConfiguration
-kubernetesVersion: v1.37.0
-";
+pub const BASE_CONFIG: &str = fixture!("base/kubeadm.yaml");
+
+/// The head of an InitConfiguration document, for configs built up a field at a time.
+pub const INIT_HEAD: &str = "apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\n";
+
+/// An InitConfiguration (node cp-1) ending in `body`.
+pub fn init_doc(body: &str) -> String {
+    format!("{}{body}", fixture!("bad-config/init-head.yaml"))
+}
+
+/// A valid InitConfiguration (node cp-1 on 10.0.0.10), then a ClusterConfiguration ending in
+/// `body`.
+pub fn cluster_doc(body: &str) -> String {
+    format!("{}{body}", fixture!("bad-config/cluster-head.yaml"))
+}
+
+/// The path of a file or directory under tests/fixtures/, for tests that read it at run time.
+pub fn fixture_path(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+}
+
+/// A fixture template with its `{name}` placeholders filled in; every name given must occur.
+pub fn fill(template: &str, vars: &[(&str, &dyn Display)]) -> String {
+    let mut out = template.to_string();
+    for (name, value) in vars {
+        let placeholder = format!("{{{name}}}");
+        assert!(out.contains(&placeholder), "the template has no {placeholder}:\n{template}");
+        out = out.replace(&placeholder, &value.to_string());
+    }
+    out
+}
 
 pub struct Run {
     pub out: Output,
@@ -42,18 +81,12 @@ impl Run {
 
 /// Runs kubestrap with args; no proxy variables leak in from the test environment.
 pub fn kubestrap(args: &[&str]) -> Run {
-    let out = Command::new(BIN)
-        .args(args)
-        .env_remove("HTTP_PROXY")
-        .env_remove("HTTPS_PROXY")
-        .env_remove("NO_PROXY")
-        .env_remove("http_proxy")
-        .env_remove("https_proxy")
-        .env_remove("no_proxy")
-        .env_remove("JOURNAL_STREAM")
-        .output()
-        .expect("run kubestrap");
-    let run = Run { out };
+    let mut cmd = Command::new(BIN);
+    cmd.args(args).env_remove("JOURNAL_STREAM");
+    for v in PROXY_VARS {
+        cmd.env_remove(v);
+    }
+    let run = Run { out: cmd.output().expect("run kubestrap") };
     assert_no_secrets(args, &run);
     run
 }
@@ -61,7 +94,7 @@ pub fn kubestrap(args: &[&str]) -> Run {
 /// The test token secret and private keys must never reach logs; stdout may carry the token only
 /// where the user asked for it (init's join command, `token create`).
 fn assert_no_secrets(args: &[&str], run: &Run) {
-    const SECRETS: &[&str] = &["0123456789abcdef", "PRIVATE KEY-----"];
+    const SECRETS: &[&str] = &[SECRET, "PRIVATE KEY-----"];
     let stdout_may_show_token = matches!(args.first(), Some(&"init") | Some(&"token") | Some(&"boot"));
     for s in SECRETS {
         assert!(!run.stderr().contains(s), "kubestrap {args:?} logged a secret ({s}):\n{}", run.stderr());
@@ -69,6 +102,16 @@ fn assert_no_secrets(args: &[&str], run: &Run) {
             assert!(!run.stdout().contains(s), "kubestrap {args:?} printed a secret ({s}):\n{}", run.stdout());
         }
     }
+}
+
+/// `kubestrap certs ca-hash` of a CA certificate file.
+pub fn ca_hash(ca_crt: &Path) -> String {
+    kubestrap(&["certs", "ca-hash", ca_crt.to_str().expect("utf-8 path")]).ok().stdout().trim().to_string()
+}
+
+/// `kubestrap certs ca-hash --root`: the pin of `<root>/etc/kubernetes/pki/ca.crt`.
+pub fn ca_hash_of_root(root: &Path) -> String {
+    kubestrap(&["certs", "ca-hash", "--root", root.to_str().expect("utf-8 path")]).ok().stdout().trim().to_string()
 }
 
 /// A scratch dir holding `config.yaml` and a node root `root/`.
@@ -123,9 +166,26 @@ impl Scratch {
     }
 }
 
+/// Plays the kubelet once the static Pod manifests exist: starts the API test double on the
+/// node's PKI with the API server on `port` and the kubelet's healthz on `healthz` (after `tune`
+/// adjusts its config), and registers the control-plane Node cp-1.
+pub fn start_double(
+    pki_dir: &Path,
+    port: u16,
+    healthz: u16,
+    tune: impl FnOnce(&mut kube_double::Config),
+) -> kube_double::Handle {
+    let mut cfg = kube_double::Config::from_pki_dir(pki_dir).expect("double config");
+    cfg.listen = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    cfg.kubelet_healthz = Some(std::net::SocketAddr::from(([127, 0, 0, 1], healthz)));
+    tune(&mut cfg);
+    let double = kube_double::start(cfg).expect("start double");
+    double.register_node("cp-1", &[]).expect("register node");
+    double
+}
+
 /// Every regular file under `dir` with its bytes, sorted by path.
 pub fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>, u32)> {
-    use std::os::unix::fs::PermissionsExt;
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
@@ -144,14 +204,35 @@ pub fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>, u32)> {
     out
 }
 
+/// A file's permission bits (with setuid, setgid and sticky).
+pub fn mode(path: &Path) -> u32 {
+    std::fs::metadata(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())).permissions().mode() & 0o7777
+}
+
+/// Writes a file, creating its parent directories.
+pub fn write_file(path: &Path, data: impl AsRef<[u8]>) {
+    std::fs::create_dir_all(path.parent().expect("a parent dir")).expect("mkdir -p");
+    std::fs::write(path, data).expect("write file");
+}
+
 /// A TCP port on loopback that is free right now.
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
 }
 
-/// Runs a shell command, returning (status code, stdout, stderr).
-pub fn sh(cmd: &str) -> (i32, String, String) {
-    let out = Command::new("bash").arg("-c").arg(cmd).output().expect("run bash");
+/// Kills a child process (and reaps it) when the test ends, whether it passes or panics.
+pub struct ChildGuard(pub Child);
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Runs a command to the end, returning (status code, stdout, stderr).
+pub fn capture(cmd: &mut Command) -> (i32, String, String) {
+    let out = cmd.output().unwrap_or_else(|e| panic!("run {cmd:?}: {e}"));
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -159,9 +240,34 @@ pub fn sh(cmd: &str) -> (i32, String, String) {
     )
 }
 
+/// Runs a shell command, returning (status code, stdout, stderr).
+pub fn sh(cmd: &str) -> (i32, String, String) {
+    capture(Command::new("bash").arg("-c").arg(cmd))
+}
+
 /// Is a command on PATH? Tests that need an external tool fail loudly when it is missing
 /// (.ci/run installs them), never skip silently.
 pub fn require_tool(name: &str) {
     let (code, _, _) = sh(&format!("command -v {name}"));
     assert_eq!(code, 0, "{name} is required for this test; .ci/run installs it");
+}
+
+/// Runs kubectl with a clean environment (no ambient KUBECONFIG); returns (code, stdout, stderr).
+pub fn kubectl(args: &[&str]) -> (i32, String, String) {
+    capture(Command::new("kubectl").args(args).env_remove("KUBECONFIG"))
+}
+
+/// `kubernetes-validate --strict -k 1.37.0` on the files (the Kubernetes 1.37 schema, strict
+/// mode); returns its exit code and its whole output.
+pub fn kubernetes_validate(files: &[PathBuf]) -> (i32, String) {
+    require_tool("kubernetes-validate");
+    let list: Vec<String> = files.iter().map(|p| format!("'{}'", p.display())).collect();
+    let (code, out, err) = sh(&format!("kubernetes-validate --strict -k 1.37.0 {} 2>&1", list.join(" ")));
+    (code, format!("{out}{err}"))
+}
+
+/// `openssl verify -CAfile ca leaf`: Ok, or openssl's complaint.
+pub fn openssl_verify(ca: &Path, leaf: &Path) -> Result<(), String> {
+    let (code, out, err) = sh(&format!("openssl verify -CAfile '{}' '{}'", ca.display(), leaf.display()));
+    if code == 0 { Ok(()) } else { Err(format!("{out}{err}")) }
 }

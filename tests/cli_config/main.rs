@@ -1,0 +1,10 @@
+//! The configuration front end through the CLI: bad and malformed configs (exit 2, a message
+//! naming the problem, nothing written) and the golden manifests and kubeconfigs.
+//! One test binary, one module per former test file.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod config_errors;
+mod golden;
+mod malformed;

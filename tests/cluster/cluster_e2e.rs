@@ -1,0 +1,474 @@
+//! Full `init` against the API test double (standing in for kubelet + API server once the
+//! manifests exist, serving the certs kubestrap generated), then `join` of a second root with
+//! the printed join command; plus the attacks and faults join must fail closed on.
+
+use crate::common::*;
+
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+struct Cluster {
+    scratch: Scratch,
+    double: kube_double::Handle,
+    port: u16,
+    init: Run,
+}
+
+/// Runs `kubestrap init` while a thread plays the kubelet: once the API server manifest appears
+/// it starts the double on the generated PKI and registers the Node.
+fn init_cluster(tune: impl FnOnce(&mut kube_double::Config) + Send + 'static) -> Cluster {
+    let port = free_port();
+    let healthz = free_port();
+    let scratch = Scratch::new(&fill(fixture!("cluster-e2e/kubeadm.yaml"), &[("port", &port), ("healthz", &healthz)]));
+    let root = scratch.root();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let manifest = root.join("etc/kubernetes/manifests/kube-apiserver.yaml");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !manifest.exists() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = tx.send(start_double(&root.join("etc/kubernetes/pki"), port, healthz, tune));
+    });
+    let init = scratch.init_full(&[]);
+    let double = rx.recv_timeout(Duration::from_secs(60)).expect("double started");
+    assert_eq!(init.code(), 0, "init failed:\n{}\n{}", init.stdout(), init.stderr());
+    Cluster { scratch, double, port, init }
+}
+
+impl Cluster {
+    fn ca_hash(&self) -> String {
+        ca_hash(&self.scratch.pki("ca.crt"))
+    }
+}
+
+fn join(endpoint: &str, root: &Path, extra: &[&str]) -> Run {
+    let root = root.display().to_string();
+    let mut args = vec!["join", endpoint, "--root", root.as_str(), "--node-name", "worker-1"];
+    args.extend_from_slice(extra);
+    kubestrap(&args)
+}
+
+fn assert_no_secret(r: &Run) {
+    for out in [r.stdout(), r.stderr()] {
+        assert!(!out.contains(SECRET), "token secret leaked:\n{out}");
+    }
+}
+
+/// Nothing credential-like may stay behind after a failed join.
+fn assert_no_credentials(root: &Path) {
+    for p in [
+        "etc/kubernetes/bootstrap-kubelet.conf",
+        "etc/kubernetes/kubelet.conf",
+        "var/lib/kubelet/pki/kubelet-client.key.tmp",
+        "var/lib/kubelet/pki/kubelet-client-current.pem",
+    ] {
+        assert!(!root.join(p).exists(), "{p} left behind");
+    }
+}
+
+fn validate(objs: &[(String, Value)]) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut files = Vec::new();
+    for (i, (name, o)) in objs.iter().enumerate() {
+        let p = dir.path().join(format!("{i}-{}.json", name.replace(['/', ':'], "_")));
+        std::fs::write(&p, serde_json::to_vec(o).unwrap()).unwrap();
+        files.push(p);
+    }
+    let (code, out) = kubernetes_validate(&files);
+    assert_eq!(code, 0, "kubernetes-validate rejected objects:\n{out}");
+}
+
+#[test]
+fn init_then_join_builds_a_kubeadm_shaped_cluster() {
+    let c = init_cluster(|_| {});
+    let d = &c.double;
+    let out = c.init.stdout();
+    let hash = c.ca_hash();
+    let expected =
+        format!("kubestrap join 127.0.0.1:{} --token {TOKEN} \\\n\t--discovery-token-ca-cert-hash {hash}", c.port);
+    assert!(out.contains(&expected), "join command missing:\n{out}");
+    assert!(!c.init.stderr().contains(SECRET), "token secret in the logs:\n{}", c.init.stderr());
+
+    // Every object kubeadm creates, exactly once by name.
+    let wanted = [
+        "/api/v1/namespaces/kube-system/secrets/bootstrap-token-abcdef",
+        "/apis/rbac.authorization.k8s.io/v1/clusterroles/kubeadm:get-nodes",
+        "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/kubeadm:get-nodes",
+        "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/kubeadm:kubelet-bootstrap",
+        "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/kubeadm:node-autoapprove-bootstrap",
+        "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/kubeadm:node-autoapprove-certificate-rotation",
+        "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/kubeadm:cluster-admins",
+        "/apis/rbac.authorization.k8s.io/v1/namespaces/kube-public/roles/kubeadm:bootstrap-signer-clusterinfo",
+        "/apis/rbac.authorization.k8s.io/v1/namespaces/kube-public/rolebindings/kubeadm:bootstrap-signer-clusterinfo",
+        "/apis/rbac.authorization.k8s.io/v1/namespaces/kube-system/roles/kubeadm:nodes-kubeadm-config",
+        "/apis/rbac.authorization.k8s.io/v1/namespaces/kube-system/rolebindings/kubeadm:nodes-kubeadm-config",
+        "/apis/rbac.authorization.k8s.io/v1/namespaces/kube-system/roles/kubeadm:kubelet-config",
+        "/apis/rbac.authorization.k8s.io/v1/namespaces/kube-system/rolebindings/kubeadm:kubelet-config",
+        "/api/v1/namespaces/kube-public/configmaps/cluster-info",
+        "/api/v1/namespaces/kube-system/configmaps/kubeadm-config",
+        "/api/v1/namespaces/kube-system/configmaps/kubelet-config",
+        "/api/v1/namespaces/kube-system/configmaps/kube-proxy",
+        "/api/v1/namespaces/kube-system/configmaps/coredns",
+        "/api/v1/namespaces/kube-system/serviceaccounts/kube-proxy",
+        "/api/v1/namespaces/kube-system/serviceaccounts/coredns",
+        "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/kubeadm:node-proxier",
+        "/apis/rbac.authorization.k8s.io/v1/namespaces/kube-system/roles/kube-proxy",
+        "/apis/rbac.authorization.k8s.io/v1/namespaces/kube-system/rolebindings/kube-proxy",
+        "/apis/rbac.authorization.k8s.io/v1/clusterroles/system:coredns",
+        "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/system:coredns",
+        "/apis/apps/v1/namespaces/kube-system/daemonsets/kube-proxy",
+        "/apis/apps/v1/namespaces/kube-system/deployments/coredns",
+        "/api/v1/namespaces/kube-system/services/kube-dns",
+    ];
+    let mut objs = Vec::new();
+    for path in wanted {
+        let o = d.object(path).unwrap_or_else(|| panic!("{path} was not created"));
+        objs.push((path.to_string(), o));
+    }
+    validate(&objs);
+    let ci = d.object("/api/v1/namespaces/kube-public/configmaps/cluster-info").unwrap();
+    assert!(ci["data"]["jws-kubeconfig-abcdef"].is_string(), "cluster-info not signed: {ci}");
+    assert_eq!(
+        d.object("/api/v1/namespaces/kube-system/services/kube-dns").unwrap()["spec"]["clusterIP"],
+        "10.96.0.10"
+    );
+    let node = d.object("/api/v1/nodes/cp-1").unwrap();
+    assert_eq!(node["metadata"]["labels"]["node-role.kubernetes.io/control-plane"], "");
+    assert_eq!(node["spec"]["taints"][0]["key"], "node-role.kubernetes.io/control-plane");
+    assert_eq!(node["spec"]["taints"][0]["effect"], "NoSchedule");
+
+    // A rerun converges without duplicates or failures.
+    let again = c.scratch.init_full(&[]);
+    assert_eq!(again.code(), 0, "{}", again.stderr());
+    assert_eq!(
+        d.list("/api/v1/namespaces/kube-system/secrets")
+            .iter()
+            .filter(|s| s["metadata"]["name"] == "bootstrap-token-abcdef")
+            .count(),
+        1
+    );
+
+    // Join a second root with the printed command.
+    let w = tempfile::tempdir().unwrap();
+    d.clear_request_log();
+    let endpoint = format!("127.0.0.1:{}", c.port);
+    let started = Instant::now();
+    let r = join(&endpoint, w.path(), &["--token", TOKEN, "--discovery-token-ca-cert-hash", &hash]);
+    assert_eq!(r.code(), 0, "join failed:\n{}\n{}", r.stdout(), r.stderr());
+    println!("join took {:?} and {} HTTP requests", started.elapsed(), d.request_log().len());
+    assert_no_secret(&r);
+    check_joined_node(w.path(), &c);
+}
+
+fn check_joined_node(root: &Path, c: &Cluster) {
+    let at = |p: &str| root.join(p.trim_start_matches('/'));
+    assert!(!at("/etc/kubernetes/bootstrap-kubelet.conf").exists(), "bootstrap-kubelet.conf must be deleted");
+    assert!(!at("/var/lib/kubelet/pki/kubelet-client.key.tmp").exists());
+    let link = at("/var/lib/kubelet/pki/kubelet-client-current.pem");
+    let target = std::fs::read_link(&link).expect("kubelet-client-current.pem must be a symlink");
+    assert!(
+        target.is_absolute() && target.to_string_lossy().starts_with("/var/lib/kubelet/pki/kubelet-client-"),
+        "{target:?}"
+    );
+    let real: PathBuf = at(target.to_str().unwrap());
+    assert_eq!(mode(&real), 0o600);
+    let bundle = std::fs::read_to_string(&real).unwrap();
+    assert!(bundle.contains("BEGIN CERTIFICATE") && bundle.contains("PRIVATE KEY"));
+    let cert_file = root.join("client.crt");
+    std::fs::write(&cert_file, &bundle).unwrap();
+    let (code, out, err) = sh(&format!(
+        "openssl verify -CAfile {ca} {crt} && openssl x509 -in {crt} -noout -subject -ext extendedKeyUsage -nameopt RFC2253",
+        ca = c.scratch.pki("ca.crt").display(),
+        crt = cert_file.display()
+    ));
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("CN=system:node:worker-1,O=system:nodes"), "{out}");
+    assert!(out.contains("TLS Web Client Authentication"), "{out}");
+    assert_eq!(
+        std::fs::read(at("/etc/kubernetes/pki/ca.crt")).unwrap(),
+        std::fs::read(c.scratch.pki("ca.crt")).unwrap()
+    );
+    let kcfg = std::fs::read_to_string(at("/etc/kubernetes/kubelet.conf")).unwrap();
+    assert!(kcfg.contains("client-certificate: /var/lib/kubelet/pki/kubelet-client-current.pem"), "{kcfg}");
+    assert_eq!(mode(&at("/etc/kubernetes/kubelet.conf")), 0o600);
+    let cm = c.double.object("/api/v1/namespaces/kube-system/configmaps/kubelet-config").unwrap();
+    assert_eq!(
+        std::fs::read_to_string(at("/var/lib/kubelet/config.yaml")).unwrap(),
+        cm["data"]["kubelet"].as_str().unwrap()
+    );
+    let flags = std::fs::read_to_string(at("/var/lib/kubelet/kubeadm-flags.env")).unwrap();
+    assert!(flags.starts_with("KUBELET_KUBEADM_ARGS=\"") && flags.contains("--container-runtime-endpoint="), "{flags}");
+
+    // The identity works: the API authenticates the kubelet.conf's certificate as the node.
+    let kc = kubestrap::kubeconfig::Kubeconfig::parse(kcfg.as_bytes()).unwrap();
+    // Absolute symlinks point at host paths: resolve them inside the root.
+    let read = |p: &str| {
+        let f = at(p);
+        let f = std::fs::read_link(&f).map(|t| at(t.to_str().unwrap())).unwrap_or(f);
+        std::fs::read(f).ok()
+    };
+    let client = kubestrap::kube::Client::from_kubeconfig(&kc, &read, Duration::from_secs(5)).unwrap();
+    c.double.clear_request_log();
+    let _ = client.request("GET", "/api/v1/nodes/worker-1", None).unwrap();
+    let log = c.double.request_log();
+    assert_eq!(log.last().map(|l| l.user.as_str()), Some("system:node:worker-1"), "{log:?}");
+}
+
+#[test]
+fn join_waits_for_a_server_that_is_down_for_20s() {
+    let c = init_cluster(|_| {});
+    let hash = c.ca_hash();
+    // A port that refuses connections for 20 s, then forwards to the API server.
+    let front = free_port();
+    let back = c.port;
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(20));
+        let l = TcpListener::bind(("127.0.0.1", front)).unwrap();
+        for conn in l.incoming().flatten() {
+            if let Ok(up) = TcpStream::connect(("127.0.0.1", back)) {
+                pipe(conn.try_clone().unwrap(), up.try_clone().unwrap());
+                pipe(up, conn);
+            }
+        }
+    });
+    let w = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let r = join(
+        &format!("127.0.0.1:{front}"),
+        w.path(),
+        &["--token", TOKEN, "--discovery-token-ca-cert-hash", &hash, "--discovery-timeout", "90s"],
+    );
+    assert_eq!(r.code(), 0, "{}", r.stderr());
+    assert!(started.elapsed() >= Duration::from_secs(19));
+    assert!(r.stderr().contains("connection refused"), "each retry says why:\n{}", r.stderr());
+    assert_no_secret(&r);
+    check_joined_node(w.path(), &c);
+}
+
+/// Runs a join that must fail with exit 1 and `why` in the error, leaving no credential behind.
+fn assert_join_fails(endpoint: &str, args: &[&str], why: &str) -> Run {
+    let w = tempfile::tempdir().unwrap();
+    let mut a = args.to_vec();
+    a.extend_from_slice(&["--discovery-timeout", "4s"]);
+    let r = join(endpoint, w.path(), &a);
+    assert_eq!(r.code(), 1, "join must fail:\n{}", r.stderr());
+    assert!(r.stderr().contains(why), "error lacks {why:?}:\n{}", r.stderr());
+    assert_no_secret(&r);
+    assert_no_credentials(w.path());
+    r
+}
+
+#[test]
+fn join_fails_closed_on_attacks_and_faults() {
+    let c = init_cluster(|_| {});
+    let ep = format!("127.0.0.1:{}", c.port);
+    let hash = c.ca_hash();
+    // Wrong CA pin.
+    let wrong = "sha256:345959acb2c3b2feb87d281961c893f62a314207ef02599f1cc4a5fb255480b3";
+    assert_join_fails(
+        &ep,
+        &["--token", TOKEN, "--discovery-token-ca-cert-hash", wrong],
+        "does not match any --discovery-token-ca-cert-hash",
+    );
+    // Unknown token (valid format, never created).
+    let r = assert_join_fails(
+        &ep,
+        &["--token", "zzzzzz.0123456789abcdef", "--discovery-token-ca-cert-hash", &hash],
+        "no signature for token id \"zzzzzz\"",
+    );
+    assert!(r.stderr().contains("rejects this token"), "{}", r.stderr());
+    // Expired token: the signer drops its signature and the API server rejects it.
+    let expired = serde_json::json!({
+        "apiVersion": "v1", "kind": "Secret", "type": "bootstrap.kubernetes.io/token",
+        "metadata": {"name": "bootstrap-token-oldtok", "namespace": "kube-system"},
+        "stringData": {"token-id": "oldtok", "token-secret": "0123456789abcdef", "expiration": "2020-01-01T00:00:00Z",
+                       "usage-bootstrap-signing": "true", "usage-bootstrap-authentication": "true",
+                       "auth-extra-groups": "system:bootstrappers:kubeadm:default-node-token"}
+    });
+    c.double.put_object(expired).unwrap();
+    let r = assert_join_fails(
+        &ep,
+        &["--token", "oldtok.0123456789abcdef", "--discovery-token-ca-cert-hash", &hash],
+        "unknown or expired",
+    );
+    assert!(r.stderr().contains("gave up"), "{}", r.stderr());
+    // Tampered signature (the signer is held back so the forgery stays).
+    c.double.set_knobs(|k| k.signer_delay = Duration::from_secs(3600));
+    let mut ci = c.double.object("/api/v1/namespaces/kube-public/configmaps/cluster-info").unwrap();
+    let forged = kubestrap::discovery::jws_sign(
+        ci["data"]["kubeconfig"].as_str().unwrap(),
+        &kubestrap::discovery::Token::parse("abcdef.ffffffffffffffff").unwrap(),
+    );
+    ci["data"]["jws-kubeconfig-abcdef"] = Value::String(forged);
+    c.double.put_object(ci).unwrap();
+    assert_join_fails(&ep, &["--token", TOKEN, "--discovery-token-ca-cert-hash", &hash], "does not verify");
+}
+
+#[test]
+fn join_fails_closed_when_another_ca_serves_or_the_csr_is_denied() {
+    let a = init_cluster(|_| {});
+    let b = init_cluster(|cfg| cfg.deny_csrs = true);
+    // b serves its own CA: a's pin must not accept it.
+    assert_join_fails(
+        &format!("127.0.0.1:{}", b.port),
+        &["--token", TOKEN, "--discovery-token-ca-cert-hash", &a.ca_hash()],
+        "does not match any",
+    );
+    // b denies CSRs: discovery passes, the TLS bootstrap fails, and the token is removed again.
+    let w = tempfile::tempdir().unwrap();
+    let r = join(
+        &format!("127.0.0.1:{}", b.port),
+        w.path(),
+        &["--token", TOKEN, "--discovery-token-ca-cert-hash", &b.ca_hash()],
+    );
+    assert_eq!(r.code(), 1, "{}", r.stderr());
+    assert!(r.stderr().contains("was denied"), "{}", r.stderr());
+    assert_no_secret(&r);
+    assert_no_credentials(w.path());
+}
+
+#[test]
+fn join_stops_at_the_deadline_when_the_server_never_comes() {
+    let w = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let r = join(
+        &format!("127.0.0.1:{}", free_port()),
+        w.path(),
+        &[
+            "--token",
+            TOKEN,
+            "--discovery-token-ca-cert-hash",
+            "sha256:345959acb2c3b2feb87d281961c893f62a314207ef02599f1cc4a5fb255480b3",
+            "--discovery-timeout",
+            "5s",
+        ],
+    );
+    assert_eq!(r.code(), 1);
+    assert!(started.elapsed() < Duration::from_secs(15));
+    assert!(r.stderr().contains("gave up") && r.stderr().contains("connection refused"), "{}", r.stderr());
+    assert_no_credentials(w.path());
+}
+
+#[test]
+fn token_commands_create_list_and_delete() {
+    let c = init_cluster(|_| {});
+    let root = c.scratch.root_str();
+    let created = kubestrap(&["token", "create", "--root", &root, "--description", "for workers", "--ttl", "2h"]).ok();
+    let tok = created.stdout().trim().to_string();
+    assert!(kubestrap::token::is_valid_token(&tok), "{tok}");
+    let listed = kubestrap(&["token", "list", "--root", &root]).ok().stdout();
+    let id = &tok[..6];
+    assert!(listed.contains(id) && listed.contains("for workers") && listed.contains("abcdef"), "{listed}");
+    assert!(!listed.contains(&tok[7..]), "list must never show a secret:\n{listed}");
+    assert!(listed.contains("authentication,signing"), "usages are listed sorted, as kubeadm decodes them:\n{listed}");
+    kubestrap(&["token", "delete", "--root", &root, id]).ok();
+    assert!(c.double.object(&format!("/api/v1/namespaces/kube-system/secrets/bootstrap-token-{id}")).is_none());
+    assert_eq!(kubestrap(&["token", "delete", "--root", &root, id]).code(), 2);
+}
+
+/// Copies one direction of a proxied connection on its own thread.
+fn pipe(mut from: TcpStream, mut to: TcpStream) {
+    std::thread::spawn(move || {
+        let _ = std::io::copy(&mut from, &mut to);
+        let _ = to.shutdown(std::net::Shutdown::Write);
+    });
+}
+
+#[test]
+fn join_from_a_join_configuration_and_from_a_discovery_file() {
+    let c = init_cluster(|_| {});
+    let hash = c.ca_hash();
+    // A v1beta4 JoinConfiguration instead of flags.
+    let w = tempfile::tempdir().unwrap();
+    let cfg = w.path().join("join.yaml");
+    std::fs::write(&cfg, fill(fixture!("cluster-e2e/join.yaml"), &[("port", &c.port), ("hash", &hash)])).unwrap();
+    let root = w.path().join("root");
+    let r = kubestrap(&["join", "--config", cfg.to_str().unwrap(), "--root", root.to_str().unwrap()]);
+    assert_eq!(r.code(), 0, "{}", r.stderr());
+    check_joined_node(&root, &c);
+    let flags = std::fs::read_to_string(root.join("var/lib/kubelet/kubeadm-flags.env")).unwrap();
+    assert!(flags.contains("--node-labels=pool=a"), "{flags}");
+
+    // File discovery: a kubeconfig with the cluster and a bootstrap token.
+    let kc = kubestrap::objects::kubelet::bootstrap_kubelet_conf(
+        &format!("https://127.0.0.1:{}", c.port),
+        &std::fs::read(c.scratch.pki("ca.crt")).unwrap(),
+        TOKEN,
+    );
+    let file = w.path().join("discovery.conf");
+    std::fs::write(&file, kc.to_yaml()).unwrap();
+    let root2 = w.path().join("root2");
+    let r = kubestrap(&[
+        "join",
+        "--discovery-file",
+        file.to_str().unwrap(),
+        "--root",
+        root2.to_str().unwrap(),
+        "--node-name",
+        "worker-2",
+    ]);
+    assert_eq!(r.code(), 0, "{}", r.stderr());
+    assert!(std::fs::read_link(root2.join("var/lib/kubelet/pki/kubelet-client-current.pem")).is_ok());
+    assert_no_secret(&r);
+}
+
+#[test]
+fn join_refuses_a_name_that_a_ready_node_has() {
+    let c = init_cluster(|_| {});
+    c.double.register_node("worker-1", &[]).unwrap();
+    let w = tempfile::tempdir().unwrap();
+    let r = join(
+        &format!("127.0.0.1:{}", c.port),
+        w.path(),
+        &["--token", TOKEN, "--discovery-token-ca-cert-hash", &c.ca_hash()],
+    );
+    assert_eq!(r.code(), 2, "{}", r.stderr());
+    assert!(r.stderr().contains("already exists in the cluster and is Ready"), "{}", r.stderr());
+    assert_no_credentials(w.path());
+}
+
+#[test]
+fn join_fails_closed_when_cluster_info_changes_between_the_two_fetches() {
+    // An attacker who knows the token answers the unverified fetch with a correctly signed
+    // cluster-info that carries the real CA but another server; the CA-verified re-fetch then
+    // differs, and join must refuse.
+    let a = init_cluster(|_| {});
+    let b = init_cluster(|_| {});
+    let real = a.double.object("/api/v1/namespaces/kube-public/configmaps/cluster-info").unwrap();
+    let forged_kc =
+        real["data"]["kubeconfig"].as_str().unwrap().replace(&format!("127.0.0.1:{}", a.port), "evil.example.com:6443");
+    let mut forged = b.double.object("/api/v1/namespaces/kube-public/configmaps/cluster-info").unwrap();
+    forged["data"] = serde_json::json!({ "kubeconfig": forged_kc });
+    b.double.put_object(forged).unwrap();
+    // b's bootstrap signer signs the forgery with the shared token.
+    assert!(
+        b.double
+            .wait_for("/api/v1/namespaces/kube-public/configmaps/cluster-info", Duration::from_secs(5), |cm| cm["data"]
+                ["jws-kubeconfig-abcdef"]
+                .is_string())
+            .is_some()
+    );
+    // A front door that sends odd connections to b (unverified fetch) and even ones to a.
+    let front = free_port();
+    let (a_port, b_port) = (a.port, b.port);
+    let l = TcpListener::bind(("127.0.0.1", front)).unwrap();
+    std::thread::spawn(move || {
+        for (n, conn) in l.incoming().flatten().enumerate() {
+            let back = if n % 2 == 0 { b_port } else { a_port };
+            if let Ok(up) = TcpStream::connect(("127.0.0.1", back)) {
+                pipe(conn.try_clone().unwrap(), up.try_clone().unwrap());
+                pipe(up, conn);
+            }
+        }
+    });
+    assert_join_fails(
+        &format!("127.0.0.1:{front}"),
+        &["--token", TOKEN, "--discovery-token-ca-cert-hash", &a.ca_hash()],
+        "changed between",
+    );
+}

@@ -1,0 +1,185 @@
+//! Preflight against this real machine: a held port, real unix sockets (containerd, a mute
+//! socket, none), a non-root run, and the report's shape and exit codes.
+
+use crate::common::*;
+
+use std::net::TcpListener;
+use std::os::unix::net::UnixListener;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn report(r: &Run) -> serde_json::Value {
+    serde_json::from_str(&r.stdout())
+        .unwrap_or_else(|e| panic!("report is not JSON ({e}):\n{}\n{}", r.stdout(), r.stderr()))
+}
+
+fn row<'a>(rep: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    rep["rows"].as_array().unwrap().iter().find(|r| r["name"] == name).unwrap_or_else(|| panic!("no row {name}"))
+}
+
+fn worker(extra: &[&str]) -> Run {
+    let mut args = vec!["preflight", "--role", "worker", "--output", "json"];
+    args.extend_from_slice(extra);
+    kubestrap(&args)
+}
+
+#[test]
+fn a_held_port_fails_its_check() {
+    let held = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = held.local_addr().unwrap().port();
+    let s = Scratch::new(
+        &BASE_CONFIG
+            .replace("advertiseAddress: 10.0.0.10", &format!("advertiseAddress: 10.0.0.10\n  bindPort: {port}")),
+    );
+    let config = s.config();
+    let r = kubestrap(&["preflight", "--role", "control-plane", "--config", &config, "--output", "json"]);
+    assert_eq!(r.code(), 3, "{}", r.stderr());
+    let rep = report(&r);
+    let p = row(&rep, &format!("Port-{port}"));
+    assert_eq!(p["result"], "error", "{p}");
+    assert!(r.stderr().contains(&format!("[ERROR Port-{port}]")), "{}", r.stderr());
+    drop(held);
+    let r = kubestrap(&["preflight", "--role", "control-plane", "--config", &config, "--output", "json"]);
+    assert_eq!(row(&report(&r), &format!("Port-{port}"))["result"], "pass");
+}
+
+/// A containerd of our own (killed first, then its state dir removed, when dropped).
+struct Containerd {
+    _child: ChildGuard,
+    _dir: tempfile::TempDir,
+    socket: String,
+}
+
+fn start_containerd() -> Containerd {
+    require_tool("containerd");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display().to_string();
+    let socket = format!("{d}/containerd.sock");
+    let cfg = fill(fixture!("containerd/config.toml"), &[("dir", &d), ("socket", &socket)]);
+    std::fs::write(dir.path().join("config.toml"), cfg).unwrap();
+    let child = ChildGuard(
+        Command::new("containerd")
+            .args(["--config", &format!("{d}/config.toml")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start containerd"),
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !std::path::Path::new(&socket).exists() {
+        assert!(Instant::now() < deadline, "containerd did not create {socket}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Containerd { _child: child, _dir: dir, socket }
+}
+
+#[test]
+fn cri_answers_from_real_containerd_and_not_from_a_mute_or_missing_socket() {
+    let ctd = start_containerd();
+    let sock = format!("unix://{}", ctd.socket);
+    // containerd may take a moment to serve the CRI plugin after creating the socket.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let cri = loop {
+        let rep = report(&worker(&["--cri-socket", &sock]));
+        let cri = row(&rep, "CRI").clone();
+        if cri["result"] == "pass" || Instant::now() > deadline {
+            break cri;
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    assert_eq!(cri["result"], "pass", "{cri}");
+    assert!(cri["message"].as_str().unwrap().contains("containerd"), "{cri}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let mute_path = dir.path().join("mute.sock");
+    let mute = UnixListener::bind(&mute_path).unwrap();
+    // Accepts and then says nothing, like a wedged runtime.
+    let holder = std::thread::spawn(move || {
+        let conn = mute.accept();
+        std::thread::sleep(Duration::from_secs(4));
+        drop(conn);
+    });
+    let start = Instant::now();
+    let rep = report(&worker(&["--cri-socket", &format!("unix://{}", mute_path.display())]));
+    let cri = row(&rep, "CRI");
+    assert_eq!(cri["result"], "error", "{cri}");
+    assert!(cri["message"].as_str().unwrap().contains("did not answer"), "{cri}");
+    assert!(start.elapsed() < Duration::from_secs(4), "the CRI probe must be bounded");
+    let _ = holder.join();
+
+    let rep = report(&worker(&["--cri-socket", "unix:///nonexistent/cri.sock"]));
+    assert!(row(&rep, "CRI")["message"].as_str().unwrap().contains("cannot connect"));
+}
+
+#[test]
+fn non_root_fails_is_privileged_user() {
+    require_tool("setpriv");
+    let out = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            BIN,
+            "preflight",
+            "--role",
+            "worker",
+            "--output",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+    let rep: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let p = row(&rep, "IsPrivilegedUser");
+    assert_eq!(p["result"], "error");
+    assert!(p["message"].as_str().unwrap().contains("euid 65534"), "{p}");
+}
+
+#[test]
+fn report_is_complete_and_ignoring_all_exits_zero() {
+    let r = worker(&["--ignore-preflight-errors", "all,NoSuchCheck"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr());
+    let rep = report(&r);
+    let rows = rep["rows"].as_array().unwrap();
+    for name in [
+        "IsPrivilegedUser",
+        "Swap",
+        "SystemVerification",
+        "Hostname",
+        "CRI",
+        "KubeletVersion",
+        "Service-Kubelet",
+        "ClockSanity",
+        "DiskSpace--var-lib",
+        "Entropy",
+        "Port-10250",
+        "FileAvailable--etc-kubernetes-kubelet.conf",
+        "FileExisting-ip",
+        "FileExisting-iptables",
+        "FileExisting-mount",
+        "FileExisting-nsenter",
+        "FileExisting-touch",
+        "FileContent--proc-sys-net-ipv4-ip_forward",
+    ] {
+        let r = row(&rep, name);
+        assert!(["pass", "warning", "error", "skipped"].contains(&r["result"].as_str().unwrap()), "{r}");
+        assert!(r["duration_us"].is_u64());
+    }
+    assert!(rows.iter().all(|r| r["result"] != "error"), "all errors must be ignored");
+    assert_eq!(rep["unknown_ignores"], serde_json::json!(["nosuchcheck"]));
+    assert!(r.stderr().contains("nosuchcheck"), "{}", r.stderr());
+    assert_eq!(row(&rep, "IsPrivilegedUser")["result"], "pass", "tests run as root");
+}
+
+#[test]
+fn bad_role_and_output_are_usage_errors() {
+    assert_eq!(kubestrap(&["preflight", "--role", "master"]).code(), 2);
+    assert_eq!(kubestrap(&["preflight", "--role", "worker", "--output", "yaml"]).code(), 2);
+}
+
+#[test]
+fn init_under_a_scratch_root_skips_host_checks() {
+    let s = Scratch::new(BASE_CONFIG);
+    let r = s.init(&[]).ok();
+    assert!(r.stderr().contains("[preflight] Skipped: --root"), "{}", r.stderr());
+}

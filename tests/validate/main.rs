@@ -1,0 +1,10 @@
+//! What we generate, checked by independent validators: the static Pod manifests and every API
+//! object against `kubernetes-validate --strict`, and a real etcd with our flags and certs.
+//! One test binary, one module per former test file.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod etcd_real;
+mod manifests_validate;
+mod objects_validate;
