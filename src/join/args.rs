@@ -46,10 +46,15 @@ pub fn resolve(f: &JoinFlags, jc: &JoinConfiguration) -> Result<JoinArgs> {
     let tls_str = f.tls_bootstrap_token.clone().or(f.token.clone()).or(non_empty(&jc.discovery.tls_bootstrap_token));
     let tls_bootstrap_token = tls_str.as_deref().map(|t| token("--tls-bootstrap-token", t)).transpose()?;
     let file = f.discovery_file.clone().or(jc.discovery.file.as_ref().map(|f| f.kube_config_path.clone()));
+    let token_given = f.token.is_some() || f.discovery_token.is_some() || !bt.token.is_empty();
+    let endpoint = f.endpoint.clone().or(non_empty(&bt.api_server_endpoint));
     let discovery = match file {
-        Some(location) => Discovery::File { location, tls_bootstrap_token },
+        Some(location) => Some(Discovery::File { location, tls_bootstrap_token }),
+        // Nothing to discover with: fine for `join phase kubelet-start`, which reads what the
+        // discovery phase left; the discovery phase itself says what is missing.
+        None if endpoint.is_none() && !token_given => None,
         None => {
-            let endpoint = f.endpoint.clone().or(non_empty(&bt.api_server_endpoint)).ok_or_else(|| {
+            let endpoint = endpoint.ok_or_else(|| {
                 Error::usage("give the API server endpoint (kubestrap join HOST:PORT --token ...) or --discovery-file")
             })?;
             let t = f
@@ -69,13 +74,13 @@ pub fn resolve(f: &JoinFlags, jc: &JoinConfiguration) -> Result<JoinArgs> {
                     CaPin::parse(h).map_err(|m| Error::usage(format!("--discovery-token-ca-cert-hash {h:?}: {m}")))
                 })
                 .collect::<Result<Vec<_>>>()?;
-            Discovery::Token {
+            Some(Discovery::Token {
                 endpoint,
                 token: token("--token", &t)?,
                 pins,
                 unsafe_skip_ca: f.discovery_token_unsafe_skip_ca_verification || bt.unsafe_skip_ca_verification,
                 tls_bootstrap_token,
-            }
+            })
         }
     };
     let nr = &jc.node_registration;

@@ -88,8 +88,11 @@ impl Found {
 /// this same join found (same token, CA matching the pins).
 pub fn phase(ctx: &JoinContext) -> Result<()> {
     let a = ctx.args;
+    let d = a.discovery.as_ref().ok_or_else(|| {
+        Error::usage("discovery needs the API server endpoint and --token (kubestrap join HOST:PORT --token ...), or --discovery-file")
+    })?;
     if let Some(prev) = Found::load(ctx.fs)?
-        && still_valid(&prev, &a.discovery)
+        && still_valid(&prev, d)
     {
         info!(
             "[discovery] Using the cluster an earlier, interrupted join verified: {} (CA {}), from {BOOTSTRAP_KUBELET_CONF}",
@@ -97,7 +100,7 @@ pub fn phase(ctx: &JoinContext) -> Result<()> {
         );
         return Ok(());
     }
-    let found = discover(&a.discovery, a.discovery_timeout, ctx.clock)?;
+    let found = discover(d, a.discovery_timeout, ctx.clock)?;
     info!("[discovery] Cluster {} verified (CA {})", found.server, found.ca_pin);
     found.save(ctx.fs, &a.ca_cert_path)
 }

@@ -31,7 +31,8 @@ pub use kubelet_start::kubelet_start;
 
 /// Everything join needs, resolved from flags and/or a JoinConfiguration.
 pub struct JoinArgs {
-    pub discovery: Discovery,
+    /// `None` when no discovery input was given (enough for `join phase kubelet-start`).
+    pub discovery: Option<Discovery>,
     pub node_name: String,
     pub hostname: String,
     pub cri_socket: String,
@@ -69,7 +70,7 @@ impl<'a> JoinContext<'a> {
 pub fn preflight(ctx: &JoinContext) -> Result<()> {
     let a = ctx.args;
     if ctx.fs.root() == Path::new("/") {
-        let host = a.discovery.endpoint_host();
+        let host = a.discovery.as_ref().and_then(Discovery::endpoint_host);
         let mut input =
             crate::preflight::Input::worker(ctx.fs.root(), a.node_name.clone(), Some(a.cri_socket.clone()), host);
         input.ca_cert_path = a.ca_cert_path.clone();

@@ -11,16 +11,16 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-struct Cluster {
-    scratch: Scratch,
-    double: kube_double::Handle,
-    port: u16,
-    init: Run,
+pub struct Cluster {
+    pub scratch: Scratch,
+    pub double: kube_double::Handle,
+    pub port: u16,
+    pub init: Run,
 }
 
 /// Runs `kubestrap init` while a thread plays the kubelet: once the API server manifest appears
 /// it starts the double on the generated PKI and registers the Node.
-fn init_cluster(tune: impl FnOnce(&mut kube_double::Config) + Send + 'static) -> Cluster {
+pub fn init_cluster(tune: impl FnOnce(&mut kube_double::Config) + Send + 'static) -> Cluster {
     let port = free_port();
     let healthz = free_port();
     let scratch = Scratch::new(&fill(fixture!("cluster-e2e/kubeadm.yaml"), &[("port", &port), ("healthz", &healthz)]));
@@ -41,26 +41,26 @@ fn init_cluster(tune: impl FnOnce(&mut kube_double::Config) + Send + 'static) ->
 }
 
 impl Cluster {
-    fn ca_hash(&self) -> String {
+    pub fn ca_hash(&self) -> String {
         ca_hash(&self.scratch.pki("ca.crt"))
     }
 }
 
-fn join(endpoint: &str, root: &Path, extra: &[&str]) -> Run {
+pub fn join(endpoint: &str, root: &Path, extra: &[&str]) -> Run {
     let root = root.display().to_string();
     let mut args = vec!["join", endpoint, "--root", root.as_str(), "--node-name", "worker-1"];
     args.extend_from_slice(extra);
     kubestrap(&args)
 }
 
-fn assert_no_secret(r: &Run) {
+pub fn assert_no_secret(r: &Run) {
     for out in [r.stdout(), r.stderr()] {
         assert!(!out.contains(SECRET), "token secret leaked:\n{out}");
     }
 }
 
 /// Nothing credential-like may stay behind after a failed join.
-fn assert_no_credentials(root: &Path) {
+pub fn assert_no_credentials(root: &Path) {
     for p in [
         "etc/kubernetes/bootstrap-kubelet.conf",
         "etc/kubernetes/kubelet.conf",
@@ -165,7 +165,7 @@ fn init_then_join_builds_a_kubeadm_shaped_cluster() {
     check_joined_node(w.path(), &c);
 }
 
-fn check_joined_node(root: &Path, c: &Cluster) {
+pub fn check_joined_node(root: &Path, c: &Cluster) {
     let at = |p: &str| root.join(p.trim_start_matches('/'));
     assert!(!at("/etc/kubernetes/bootstrap-kubelet.conf").exists(), "bootstrap-kubelet.conf must be deleted");
     assert!(!at("/var/lib/kubelet/pki/kubelet-client.key.tmp").exists());
@@ -217,37 +217,6 @@ fn check_joined_node(root: &Path, c: &Cluster) {
     let _ = client.request("GET", "/api/v1/nodes/worker-1", None).unwrap();
     let log = c.double.request_log();
     assert_eq!(log.last().map(|l| l.user.as_str()), Some("system:node:worker-1"), "{log:?}");
-}
-
-#[test]
-fn join_waits_for_a_server_that_is_down_for_20s() {
-    let c = init_cluster(|_| {});
-    let hash = c.ca_hash();
-    // A port that refuses connections for 20 s, then forwards to the API server.
-    let front = free_port();
-    let back = c.port;
-    std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_secs(20));
-        let l = TcpListener::bind(("127.0.0.1", front)).unwrap();
-        for conn in l.incoming().flatten() {
-            if let Ok(up) = TcpStream::connect(("127.0.0.1", back)) {
-                pipe(conn.try_clone().unwrap(), up.try_clone().unwrap());
-                pipe(up, conn);
-            }
-        }
-    });
-    let w = tempfile::tempdir().unwrap();
-    let started = Instant::now();
-    let r = join(
-        &format!("127.0.0.1:{front}"),
-        w.path(),
-        &["--token", TOKEN, "--discovery-token-ca-cert-hash", &hash, "--discovery-timeout", "90s"],
-    );
-    assert_eq!(r.code(), 0, "{}", r.stderr());
-    assert!(started.elapsed() >= Duration::from_secs(19));
-    assert!(r.stderr().contains("connection refused"), "each retry says why:\n{}", r.stderr());
-    assert_no_secret(&r);
-    check_joined_node(w.path(), &c);
 }
 
 /// Runs a join that must fail with exit 1 and `why` in the error, leaving no credential behind.
@@ -333,28 +302,6 @@ fn join_fails_closed_when_another_ca_serves_or_the_csr_is_denied() {
 }
 
 #[test]
-fn join_stops_at_the_deadline_when_the_server_never_comes() {
-    let w = tempfile::tempdir().unwrap();
-    let started = Instant::now();
-    let r = join(
-        &format!("127.0.0.1:{}", free_port()),
-        w.path(),
-        &[
-            "--token",
-            TOKEN,
-            "--discovery-token-ca-cert-hash",
-            "sha256:345959acb2c3b2feb87d281961c893f62a314207ef02599f1cc4a5fb255480b3",
-            "--discovery-timeout",
-            "5s",
-        ],
-    );
-    assert_eq!(r.code(), 1);
-    assert!(started.elapsed() < Duration::from_secs(15));
-    assert!(r.stderr().contains("gave up") && r.stderr().contains("connection refused"), "{}", r.stderr());
-    assert_no_credentials(w.path());
-}
-
-#[test]
 fn token_commands_create_list_and_delete() {
     let c = init_cluster(|_| {});
     let root = c.scratch.root_str();
@@ -372,7 +319,7 @@ fn token_commands_create_list_and_delete() {
 }
 
 /// Copies one direction of a proxied connection on its own thread.
-fn pipe(mut from: TcpStream, mut to: TcpStream) {
+pub fn pipe(mut from: TcpStream, mut to: TcpStream) {
     std::thread::spawn(move || {
         let _ = std::io::copy(&mut from, &mut to);
         let _ = to.shutdown(std::net::Shutdown::Write);

@@ -8,4 +8,5 @@ mod common;
 mod boot;
 mod cluster_e2e;
 mod crash_safety;
+mod join_phases;
 mod jws_interop;
