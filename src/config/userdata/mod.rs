@@ -7,9 +7,9 @@
 //! local-hostname names the node unless the user-data does. Token values never appear in errors
 //! or notices.
 //!
-//! One file per step, in the order [`plan_detailed`] runs them: [`decode`] (bytes → text, format,
-//! private keys), [`cloud_config`] (the shorthand), [`overrides`] (credentials, node name,
-//! shorthand-vs-document merging), then [`init_plan`] or [`join_plan`]. This file picks the
+//! One file per step, in the order [`plan_detailed`] runs them: `decode` (bytes → text, format,
+//! private keys), `cloud_config` (the shorthand), `overrides` (credentials, node name,
+//! shorthand-vs-document merging), then `init_plan` or `join_plan`. This file picks the
 //! user-data, decides the role and owns the [`NodePlan`] value.
 
 mod cloud_config;
