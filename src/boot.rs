@@ -90,23 +90,19 @@ fn stage(fs: &NodeFs, args: &BootArgs, report: &Reporter, clock: &dyn Clock) -> 
                 log::warn!("[gather] {n}");
             }
             let p = planned.plan;
-            let text = serde_yaml::to_string(&p).map_err(|e| Error::runtime(format!("encoding {PLAN_FILE}: {e}")))?;
+            let text = p.to_yaml().map_err(|e| Error::runtime(format!("rendering {PLAN_FILE}: {e}")))?;
             fs.write(&PLAN_FILE, text.as_bytes())?;
             fs.commit()?;
             p
         }
         Stage::PostKubelet => {
             report.set(|s| s.datasource = format!("{PLAN_FILE} (gathered by the pre-kubelet stage)"));
-            let bytes = fs
-                .read(&PLAN_FILE)?
-                .ok_or_else(|| Error::state(format!("{PLAN_FILE} is missing: the pre-kubelet stage has not run")))?;
-            serde_yaml::from_slice(&bytes).map_err(|e| Error::state(format!("{PLAN_FILE}: {e}")))?
+            read_plan(fs)?
         }
     };
     match node_plan {
-        NodePlan::Init { config_text } => {
+        NodePlan::Init { docs } => {
             report.set(|s| s.role = "control-plane".into());
-            let docs = crate::config::parse_documents("user-data", &config_text)?;
             let cfg = crate::config::resolve_init("user-data", docs, &crate::host::facts())?;
             let ctx = phases::context(&cfg, fs, Vec::new(), Some(report), clock);
             let in_stage = |name: &str| ON_DISK_PHASES.contains(&name) == (args.stage == Stage::PreKubelet);
@@ -132,10 +128,17 @@ fn stage(fs: &NodeFs, args: &BootArgs, report: &Reporter, clock: &dyn Clock) -> 
     }
 }
 
+/// The plan the pre-kubelet stage wrote.
+fn read_plan(fs: &NodeFs) -> Result<NodePlan> {
+    let bytes = fs
+        .read(&PLAN_FILE)?
+        .ok_or_else(|| Error::state(format!("{PLAN_FILE} is missing: the pre-kubelet stage has not run")))?;
+    NodePlan::from_yaml(&bytes).map_err(|e| Error::state(format!("{PLAN_FILE}: {e}")))
+}
+
 /// Is this the node's last stage (a worker's pre-kubelet, a control plane's post-kubelet)?
 fn last_stage(fs: &NodeFs, stage: Stage) -> bool {
-    let is_join = fs.read(&PLAN_FILE).ok().flatten().is_some_and(|b| String::from_utf8_lossy(&b).starts_with("!Join"));
-    stage == Stage::PostKubelet || is_join
+    stage == Stage::PostKubelet || read_plan(fs).is_ok_and(|p| p.is_join())
 }
 
 /// Once the node is bootstrapped, the bootstrap tokens kubestrap kept are no longer needed:

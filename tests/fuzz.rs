@@ -281,8 +281,8 @@ fn fuzz_user_data() {
             credentials: Default::default(),
             notices: Vec::new(),
         };
-        if let Ok(kubestrap::config::userdata::NodePlan::Init { config_text }) = kubestrap::config::userdata::plan(&g) {
-            let _ = kubestrap::config::parse_documents("fuzz", &config_text);
+        if let Ok(kubestrap::config::userdata::NodePlan::Init { docs }) = kubestrap::config::userdata::plan(&g) {
+            let _ = kubestrap::config::resolve_init("fuzz", docs, &kubestrap::config::HostFacts::default());
         }
     });
 }

@@ -2,23 +2,34 @@
 //! SplitConfigDocuments + strict unmarshalling: a missing apiVersion/kind or a kind given twice is
 //! an error; documents of unknown groups are ignored with a warning.
 
-use serde::Deserialize;
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 
 use super::ConfigError;
 use super::types::{ClusterConfiguration, InitConfiguration, JoinConfiguration};
 use crate::constants::{KUBEADM_API_VERSION, KUBELET_API_VERSION, KUBEPROXY_API_VERSION};
 
 /// A config file's documents, decoded.
-#[derive(Debug, Default, Clone)]
+///
+/// Serializable only so a boot plan can carry them between the boot stages (see
+/// `userdata::NodePlan`); user input always goes through [`parse_documents`], which checks each
+/// document's apiVersion and kind.
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Documents {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub init: Option<InitConfiguration>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cluster: Option<ClusterConfiguration>,
     /// KubeletConfiguration, kept as given and passed through.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kubelet: Option<serde_yaml::Mapping>,
     /// KubeProxyConfiguration, kept as given and passed through.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kube_proxy: Option<serde_yaml::Mapping>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub join: Option<JoinConfiguration>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
 }
 

@@ -1,0 +1,248 @@
+//! User-data → what this node does: `init` with typed kubeadm documents, or `join` with a
+//! JoinConfiguration. The schema is in docs/user-data.md.
+//!
+//! Formats: kubeadm v1beta4 documents unchanged; `#cloud-config` with a `kubestrap:` mapping (the
+//! shorthand, optionally with embedded kubeadm documents under `kubeadm:`); either of them
+//! gzip-compressed. The `kubestrap.*` credentials override the same fields, and meta-data's
+//! local-hostname names the node unless the user-data does. Token values never appear in errors
+//! or notices.
+//!
+//! One file per step, in the order [`plan_detailed`] runs them: `decode` (bytes → text, format,
+//! private keys), `cloud_config` (the shorthand), `overrides` (credentials, node name,
+//! shorthand-vs-document merging), then `init_plan` or `join_plan`. This file picks the
+//! user-data, decides the role and owns the [`NodePlan`] value.
+
+mod cloud_config;
+mod decode;
+mod init_plan;
+mod join_plan;
+mod overrides;
+#[cfg(test)]
+mod test_support;
+
+use serde::{Deserialize, Serialize};
+
+use self::cloud_config::Shorthand;
+use self::overrides::Overrides;
+use super::types::JoinConfiguration;
+use super::{ConfigError, Documents, parse_documents};
+use crate::datasource::{CRED_USER_DATA, Gathered};
+
+pub use self::decode::MAX_USER_DATA_BYTES;
+
+/// What the node will do. The boot command keeps it between its two stages as YAML (see
+/// [`NodePlan::to_yaml`]), so it is plain typed data rather than anything resolved against the host.
+// Built once per boot and moved, never stored in bulk: the size difference does not matter, and
+// a plain field keeps matching simple.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum NodePlan {
+    /// Control plane: the kubeadm documents for [`crate::config::resolve_init`], which runs on
+    /// the node (it needs the host's address and hostname), once per stage.
+    Init { docs: Documents },
+    /// Worker.
+    Join { join: JoinConfiguration },
+}
+
+impl NodePlan {
+    /// The plan file's text. YAML, with the variant as a tag (`!Init` / `!Join`), so an operator
+    /// can read it and the token scrub after bootstrap can work on the text: a token is a plain
+    /// `<id>.<secret>` scalar there.
+    pub fn to_yaml(&self) -> Result<String, serde_yaml::Error> {
+        serde_yaml::to_string(self)
+    }
+
+    /// Reads what [`NodePlan::to_yaml`] wrote.
+    pub fn from_yaml(bytes: &[u8]) -> Result<NodePlan, serde_yaml::Error> {
+        serde_yaml::from_slice(bytes)
+    }
+
+    /// A worker's plan (its only stage is pre-kubelet).
+    pub fn is_join(&self) -> bool {
+        matches!(self, NodePlan::Join { .. })
+    }
+}
+
+/// A plan and the notices (ignored keys, overridden values) the operator should see.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Planned {
+    pub plan: NodePlan,
+    pub notices: Vec<String>,
+}
+
+/// Plans the node from what the datasource gathered; notices are logged as warnings.
+pub fn plan(g: &Gathered) -> Result<NodePlan, ConfigError> {
+    let p = plan_detailed(g)?;
+    for n in &p.notices {
+        log::warn!("{n}");
+    }
+    Ok(p.plan)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    ControlPlane,
+    Worker,
+}
+
+/// [`plan`], returning the notices instead of logging them.
+pub fn plan_detailed(g: &Gathered) -> Result<Planned, ConfigError> {
+    let mut notices = Vec::new();
+    let (raw, src, from_credential) = match g.credentials.get(CRED_USER_DATA) {
+        Some(c) => {
+            if g.user_data.is_some() && g.source != "credentials" {
+                notices.push(format!("credential {CRED_USER_DATA} replaces the user-data from {}", g.source));
+            }
+            (c.as_slice(), format!("credential {CRED_USER_DATA}"), true)
+        }
+        None => match &g.user_data {
+            Some(u) => (u.as_slice(), format!("user-data ({})", g.source), false),
+            None => {
+                return Err(ConfigError::file(
+                    &format!("user-data ({})", g.source),
+                    "is missing: pass kubeadm config documents or #cloud-config with a kubestrap: key (see docs/user-data.md)"
+                        .into(),
+                ));
+            }
+        },
+    };
+    let text = decode::to_text(&src, raw)?;
+
+    let is_cloud_config = decode::is_cloud_config(&text);
+    let (mut docs, sh) = if is_cloud_config {
+        let (docs, sh) = cloud_config::cloud_config(&src, &text, from_credential, &mut notices)?;
+        (docs, Some(sh))
+    } else {
+        decode::refuse_private_keys(&src, &text, from_credential, false)?;
+        (parse_documents(&src, &text)?, None)
+    };
+    // Reported once, here; the plan does not carry them on.
+    notices.append(&mut docs.warnings);
+
+    let role = role(&src, &docs, sh.as_ref())?;
+    let sh = sh.unwrap_or_default();
+    let token = Overrides::read(&src, g, &sh, &mut notices)?;
+    let plan = match role {
+        Role::ControlPlane => init_plan::init_plan(&src, docs, &sh, &token, g, &mut notices)?,
+        Role::Worker => join_plan::join_plan(&src, docs, &sh, is_cloud_config, &token, g, &mut notices)?,
+    };
+    Ok(Planned { plan, notices })
+}
+
+/// The role: `kubestrap.role` when given, else the kind of kubeadm document; the two must agree.
+fn role(src: &str, docs: &Documents, sh: Option<&Shorthand>) -> Result<Role, ConfigError> {
+    let has_init = docs.init.is_some() || docs.cluster.is_some();
+    let has_join = docs.join.is_some();
+    if has_init && has_join {
+        return Err(ConfigError::file(
+            src,
+            "holds both InitConfiguration/ClusterConfiguration and JoinConfiguration; a node either inits (control plane) or joins (worker): keep one".into(),
+        ));
+    }
+    let role = match sh.and_then(|s| s.role.as_deref()) {
+        Some("control-plane") => Role::ControlPlane,
+        Some("worker") => Role::Worker,
+        Some(other) => {
+            return Err(ConfigError::doc(
+                src,
+                "kubestrap",
+                "role",
+                format!("{other:?} must be control-plane or worker"),
+            ));
+        }
+        None if has_init => Role::ControlPlane,
+        None if has_join => Role::Worker,
+        None if sh.is_some() => {
+            return Err(ConfigError::doc(
+                src,
+                "kubestrap",
+                "role",
+                "is missing: set control-plane or worker (or embed kubeadm documents under kubeadm:)".into(),
+            ));
+        }
+        None => {
+            return Err(ConfigError::file(
+                src,
+                "has no InitConfiguration, ClusterConfiguration or JoinConfiguration document, so the node's role is unknown".into(),
+            ));
+        }
+    };
+    if role == Role::Worker && has_init {
+        return Err(ConfigError::doc(
+            src,
+            "kubestrap",
+            "role",
+            "is worker but kubestrap.kubeadm holds an InitConfiguration/ClusterConfiguration".into(),
+        ));
+    }
+    if role == Role::ControlPlane && has_join {
+        return Err(ConfigError::doc(
+            src,
+            "kubestrap",
+            "role",
+            "is control-plane but kubestrap.kubeadm holds a JoinConfiguration".into(),
+        ));
+    }
+    Ok(role)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_support::*;
+    use super::*;
+    use crate::config::resolve_init;
+
+    #[test]
+    fn userdata_role_and_format_errors() {
+        let both = format!("{KUBEADM_INIT}---\n{}", kubeadm_join());
+        assert!(plan_detailed(&gathered(&both)).unwrap_err().to_string().contains("either inits"));
+        let only_kubelet = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n";
+        assert!(plan_detailed(&gathered(only_kubelet)).unwrap_err().to_string().contains("role is unknown"));
+        let mut g = gathered("");
+        g.user_data = None;
+        assert!(plan_detailed(&g).unwrap_err().to_string().contains("is missing"));
+        let ud = "#cloud-config\nkubestrap:\n  role: control-plane\n  kubeadm: {apiVersion: kubeadm.k8s.io/v1beta4, kind: JoinConfiguration}\n";
+        assert!(plan_detailed(&gathered(ud)).unwrap_err().to_string().contains("is control-plane but"));
+    }
+
+    /// Every kind of plan, with the fields the plan file must keep (tokens, pins, pass-through
+    /// kubelet settings).
+    fn plans() -> Vec<NodePlan> {
+        let mut g = gathered(&cp_cloud_config());
+        g.meta.local_hostname = Some("cp-0".into());
+        [g, gathered(KUBEADM_INIT), gathered(&worker_cloud_config()), gathered(&kubeadm_join())]
+            .iter()
+            .map(|g| plan_detailed(g).unwrap().plan)
+            .collect()
+    }
+
+    #[test]
+    fn userdata_plan_round_trips_through_the_plan_file() {
+        for p in plans() {
+            let text = p.to_yaml().unwrap();
+            assert_eq!(NodePlan::from_yaml(text.as_bytes()).unwrap(), p, "{text}");
+            assert_eq!(text.starts_with("!Join"), p.is_join(), "{text}");
+            assert!(!text.contains("null") && !text.contains("~"), "no noise in the plan file:\n{text}");
+        }
+        // The token is a plain scalar the scrub after bootstrap finds, and what it leaves still reads.
+        let text = plans()[0].to_yaml().unwrap();
+        assert!(text.contains(&format!("token: {TOKEN}\n")), "{text}");
+        let scrubbed = text.replace(TOKEN, "scrubbed-after-bootstrap");
+        assert!(matches!(NodePlan::from_yaml(scrubbed.as_bytes()).unwrap(), NodePlan::Init { .. }));
+    }
+
+    #[test]
+    fn userdata_post_kubelet_stage_resolves_the_same_init_config() {
+        for p in plans().into_iter().filter(|p| !p.is_join()) {
+            let NodePlan::Init { docs } = &p else { unreachable!() };
+            // pre-kubelet: the plan as built; post-kubelet: the plan as read back from its file.
+            let pre = resolve_init("user-data", docs.clone(), &host()).unwrap();
+            let NodePlan::Init { docs } = NodePlan::from_yaml(p.to_yaml().unwrap().as_bytes()).unwrap() else {
+                panic!("the plan file changed the role")
+            };
+            let post = resolve_init("user-data", docs, &host()).unwrap();
+            // InitConfig has no PartialEq; its Debug form shows every field.
+            assert_eq!(format!("{pre:?}"), format!("{post:?}"));
+        }
+    }
+}
