@@ -395,7 +395,7 @@ impl Overrides {
                     return Err(ConfigError::file(&origin, "is empty; expected sha256:<64 hex>".into()));
                 }
                 for h in &list {
-                    crate::discovery::CaPin::parse(h).map_err(|m| ConfigError::file(&origin, m))?;
+                    crate::discovery::CaPin::parse(h).map_err(|m| ConfigError::file(&origin, m.to_string()))?;
                 }
                 Some(list)
             }
@@ -719,7 +719,7 @@ fn validate_join(src: &str, join: &JoinConfiguration, shorthand: bool) -> Result
                         src,
                         doc,
                         &format!("{}[{i}]", hint("caCertHashes", "discovery.bootstrapToken.caCertHashes")),
-                        m,
+                        m.to_string(),
                     )
                 })?;
             }

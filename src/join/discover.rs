@@ -115,7 +115,7 @@ fn token_attempt(base: &str, token: &Token, pins: &[CaPin], skip_ca: bool) -> At
     };
     let cm = match fetch(&insecure) {
         Ok(cm) => cm,
-        Err(reason) => return Attempt::Wait(reason),
+        Err(reason) => return Attempt::Wait(reason.to_string()),
     };
     let info = match discovery::validate_cluster_info(&cm, token, pins, skip_ca) {
         Ok(i) => i,
@@ -147,12 +147,12 @@ fn token_attempt(base: &str, token: &Token, pins: &[CaPin], skip_ca: bool) -> At
     }
 }
 
-fn fetch(c: &Client) -> std::result::Result<Value, String> {
+fn fetch(c: &Client) -> std::result::Result<Value, DiscoveryProblem> {
     match c.get(CLUSTER_INFO) {
         Ok(Some(cm)) => Ok(cm),
-        Ok(None) => Err(DiscoveryProblem::NoClusterInfo.to_string()),
-        Err(ApiError::Status { code: 403, .. }) => Err(DiscoveryProblem::NoClusterInfo.to_string()),
-        Err(e) => Err(e.to_string()),
+        Ok(None) => Err(DiscoveryProblem::NoClusterInfo),
+        Err(ApiError::Status { code: 403, .. }) => Err(DiscoveryProblem::NoClusterInfo),
+        Err(e) => Err(DiscoveryProblem::Transport(e.to_string())),
     }
 }
 

@@ -70,7 +70,7 @@ pub fn run(fs: &NodeFs, a: &JoinArgs, report: Option<&crate::status::Reporter>) 
 fn bootstrap(fs: &NodeFs, a: &JoinArgs, found: &discover::Found) -> Result<()> {
     let bootstrap_conf =
         crate::objects::kubelet::bootstrap_kubelet_conf(&found.server, &found.ca_pem, &found.tls_token);
-    fs.write(BOOTSTRAP_KUBELET_CONF, bootstrap_conf.to_yaml().as_bytes(), 0o600, 0o755)?;
+    fs.write(BOOTSTRAP_KUBELET_CONF, bootstrap_conf.to_yaml()?.as_bytes(), 0o600, 0o755)?;
     if !fs.exists(&a.ca_cert_path) {
         fs.write(&a.ca_cert_path, &found.ca_pem, 0o644, 0o755)?;
     }

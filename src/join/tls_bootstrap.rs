@@ -24,7 +24,7 @@ pub fn run(fs: &NodeFs, client: &Client, found: &Found, node_name: &str, timeout
     if let Some(why) = existing_identity(fs, found, node_name) {
         info!("[kubelet-start] {why}; keeping it");
         let kc = crate::objects::kubelet::kubelet_conf_for_rotation(&found.server, &found.ca_pem);
-        fs.write(KUBELET_CONF, kc.to_yaml().as_bytes(), 0o600, 0o755)?;
+        fs.write(KUBELET_CONF, kc.to_yaml()?.as_bytes(), 0o600, 0o755)?;
         fs.commit()?;
         return fs.remove(KEY_TMP);
     }
@@ -38,7 +38,7 @@ pub fn run(fs: &NodeFs, client: &Client, found: &Found, node_name: &str, timeout
         },
         None => new_key(fs)?,
     };
-    let (pem, name) = crate::csr::node_csr(node_name, &key).map_err(Error::runtime)?;
+    let (pem, name) = crate::csr::node_csr(node_name, &key)?;
     let csr = crate::csr::csr_object(&name, &pem, &crate::csr::KUBELET_CLIENT_USAGES);
     match client.create(&csr)? {
         Created::New(_) => info!("[kubelet-start] Sent certificate signing request {name} for system:node:{node_name}"),
@@ -91,7 +91,7 @@ fn new_key(fs: &NodeFs) -> Result<rcgen::KeyPair> {
 fn wait_for_certificate(client: &Client, name: &str, timeout: Duration) -> Result<String> {
     let path = format!("/apis/certificates.k8s.io/v1/certificatesigningrequests/{name}");
     let deadline = Instant::now() + timeout;
-    let check = |obj: &Value| -> Option<std::result::Result<String, String>> {
+    let check = |obj: &Value| -> Option<std::result::Result<String, crate::csr::CsrError>> {
         match crate::csr::certificate_from_status(obj) {
             Ok(Some(pem)) => Some(Ok(pem)),
             Ok(None) => None,
@@ -103,7 +103,7 @@ fn wait_for_certificate(client: &Client, name: &str, timeout: Duration) -> Resul
         if let Some(obj) = client.get(&path)?
             && let Some(r) = check(&obj)
         {
-            return r.map_err(Error::runtime);
+            return r.map_err(Error::from);
         }
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
@@ -118,7 +118,7 @@ fn wait_for_certificate(client: &Client, name: &str, timeout: Duration) -> Resul
             |_, obj| check(obj),
         );
         match watched {
-            Ok(Some(r)) => return r.map_err(Error::runtime),
+            Ok(Some(r)) => return r.map_err(Error::from),
             Ok(None) => {}
             // A broken stream is not fatal: the GET above catches up.
             Err(e) => {
@@ -150,7 +150,7 @@ fn write_identity(fs: &NodeFs, found: &Found, cert_pem: &str, key_pem: &str) -> 
     fs.write(&file, bundle.as_bytes(), 0o600, 0o755)?;
     fs.symlink(CURRENT, &file)?;
     let kc = crate::objects::kubelet::kubelet_conf_for_rotation(&found.server, &found.ca_pem);
-    fs.write(KUBELET_CONF, kc.to_yaml().as_bytes(), 0o600, 0o755)?;
+    fs.write(KUBELET_CONF, kc.to_yaml()?.as_bytes(), 0o600, 0o755)?;
     fs.commit()?;
     fs.remove(KEY_TMP)?;
     info!("[kubelet-start] Wrote {file} and {CURRENT} -> it; {KUBELET_CONF} uses it");

@@ -70,7 +70,7 @@ pub fn wait_control_plane(ctx: &InitContext) -> Result<()> {
         until("waiting for the kubelet", "wait-control-plane", Instant::now() + timeout, &Backoff::API, || {
             match crate::kube::http_ok(&url, REQUEST_TIMEOUT) {
                 Ok(()) => Attempt::Done(()),
-                Err(e) => Attempt::Wait(e),
+                Err(e) => Attempt::Wait(e.to_string()),
             }
         })?;
         info!("[wait-control-plane] The kubelet is healthy after {:.3?}", t.elapsed());
@@ -94,9 +94,9 @@ pub fn upload_config(ctx: &InitContext) -> Result<()> {
     info!(
         "[upload-config] Storing the configuration used in ConfigMap \"kubeadm-config\" in the \"kube-system\" Namespace"
     );
-    let mut objs = vec![objects::configmaps::kubeadm_config(ctx.cfg)];
+    let mut objs = vec![objects::configmaps::kubeadm_config(ctx.cfg)?];
     objs.extend(objects::rbac::upload_config_rbac());
-    objs.push(objects::configmaps::kubelet_config_map(ctx.cfg));
+    objs.push(objects::configmaps::kubelet_config_map(ctx.cfg)?);
     apply_all(&client, "upload-config", &objs)
 }
 
@@ -152,7 +152,7 @@ pub fn bootstrap_token(ctx: &InitContext) -> Result<()> {
     let client = admin(ctx)?;
     let now = time::OffsetDateTime::now_utc();
     for t in tokens(ctx)? {
-        let secret = objects::tokens::token_secret(&t, now).map_err(Error::config)?;
+        let secret = objects::tokens::token_secret(&t, now)?;
         apply_with_retry(&client, &secret)?;
         info!(
             "[bootstrap-token] Stored bootstrap token {} (secret not shown)",
@@ -186,7 +186,7 @@ pub fn addons(ctx: &InitContext) -> Result<()> {
         info!("[addons] CoreDNS is disabled");
     }
     apply_all(&client, "addons", &dns)?;
-    let proxy = objects::proxy::kube_proxy_objects_with_env(ctx.cfg, &ctx.env.proxy_env);
+    let proxy = objects::proxy::kube_proxy_objects_with_env(ctx.cfg, &ctx.env.proxy_env)?;
     if proxy.is_empty() {
         info!("[addons] kube-proxy is disabled");
     }
@@ -198,7 +198,7 @@ pub fn addons(ctx: &InitContext) -> Result<()> {
 pub fn show_join_command(ctx: &InitContext) -> Result<()> {
     let ca =
         ctx.fs.read(&format!("{}/ca.crt", ctx.cfg.certs_dir()))?.ok_or_else(|| Error::state("ca.crt is missing"))?;
-    let hash = crate::pki::ca_hash(&ca).map_err(Error::state)?;
+    let hash = crate::pki::ca_hash(&ca)?;
     let token = tokens(ctx)?.into_iter().next().map(|t| t.token).unwrap_or_default();
     let ep = &ctx.cfg.endpoint;
     let endpoint =

@@ -12,7 +12,7 @@ pub const FLAGS_ENV: &str = "/var/lib/kubelet/kubeadm-flags.env";
 pub fn run(ctx: &InitContext) -> Result<()> {
     let cfg = ctx.cfg;
     info!("[kubelet-start] Writing kubelet configuration to file {CONFIG:?}");
-    ctx.fs.write(CONFIG, kubelet::config_yaml(cfg).as_bytes(), 0o644, 0o700)?;
+    ctx.fs.write(CONFIG, kubelet::config_yaml(cfg)?.as_bytes(), 0o644, 0o700)?;
     let nr = &cfg.init.node_registration;
     let env = kubelet::kubeadm_flags_env(
         &nr.cri_socket,

@@ -133,7 +133,7 @@ pub const MANIFEST_DIR_MODE: u32 = 0o700;
 /// Writes `/etc/kubernetes/manifests/<name>.yaml`.
 fn write_manifest(ctx: &InitContext, name: &str, pod: &serde_json::Value) -> Result<()> {
     let path = format!("{}/{name}.yaml", crate::constants::MANIFESTS_DIR);
-    let yaml = crate::manifests::pod::to_yaml(pod);
+    let yaml = crate::manifests::pod::to_yaml(pod)?;
     if ctx.fs.read(&path)?.as_deref() == Some(yaml.as_bytes()) {
         info!("[manifests] {path} is up to date");
     } else {
