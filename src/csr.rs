@@ -21,6 +21,32 @@ pub const KUBELET_CLIENT_USAGES: [&str; 3] = ["digital signature", "key encipher
 /// Prefix of the CSR object name the kubelet uses.
 pub const NODE_CSR_PREFIX: &str = "node-csr-";
 
+/// Why a node certificate request could not be made, or what its status says went wrong.
+/// Every variant names the request (its CN or its object name).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CsrError {
+    #[error("the node name is empty")]
+    EmptyNodeName,
+    /// rcgen/x509-parser failed while `step` ("creating", "encoding", "re-reading") the request.
+    #[error("{step} the certificate request for {cn}: {detail}")]
+    Request { step: &'static str, cn: String, detail: String },
+    #[error("certificate signing request {name} was denied: {reason}: {message}")]
+    Denied { name: String, reason: String, message: String },
+    #[error("certificate signing request {name} failed: {reason}: {message}")]
+    Failed { name: String, reason: String, message: String },
+    #[error("certificate signing request {name}: status.certificate is not base64: {detail}")]
+    NotBase64 { name: String, detail: String },
+    /// `block` counts from 1.
+    #[error("certificate signing request {name}: PEM block #{block} is malformed: {detail}")]
+    BadPem { name: String, block: usize, detail: String },
+    #[error("certificate signing request {name}: certificate #{block} is not valid X.509: {detail}")]
+    BadCertificate { name: String, block: usize, detail: String },
+    #[error("certificate signing request {name}: status.certificate holds no PEM CERTIFICATE")]
+    NoCertificate { name: String },
+    #[error("certificate signing request {name}: status.certificate is not text")]
+    NotText { name: String },
+}
+
 /// The kubelet's `digestedName`: `node-csr-` + base64url-no-pad(SHA-512/256(stream)), where
 /// the stream is, for the PKIX-DER public key, the CN, each O and each usage in order,
 /// base64url-no-pad(field) followed by '|'.
@@ -40,9 +66,9 @@ pub fn digested_name(spki_der: &[u8], cn: &str, orgs: &[&str], usages: &[&str]) 
 /// A PKCS#10 request with subject `O=system:nodes, CN=system:node:<node_name>` and no SANs or
 /// extensions, signed by `key`, and the CSR object name the kubelet would give it (with
 /// [`KUBELET_CLIENT_USAGES`]). Returns (PEM "CERTIFICATE REQUEST", object name).
-pub fn node_csr(node_name: &str, key: &KeyPair) -> Result<(String, String), String> {
+pub fn node_csr(node_name: &str, key: &KeyPair) -> Result<(String, String), CsrError> {
     if node_name.is_empty() {
-        return Err("the node name is empty".into());
+        return Err(CsrError::EmptyNodeName);
     }
     let cn = format!("{NODE_CN_PREFIX}{node_name}");
     let mut params = CertificateParams::default();
@@ -51,11 +77,16 @@ pub fn node_csr(node_name: &str, key: &KeyPair) -> Result<(String, String), Stri
     dn.push(DnType::OrganizationName, NODES_GROUP);
     dn.push(DnType::CommonName, cn.as_str());
     params.distinguished_name = dn;
-    let csr = params.serialize_request(key).map_err(|e| format!("creating the certificate request for {cn}: {e}"))?;
-    let pem = csr.pem().map_err(|e| format!("encoding the certificate request for {cn}: {e}"))?;
+    let failed = |step: &'static str, e: &dyn std::fmt::Display| CsrError::Request {
+        step,
+        cn: cn.clone(),
+        detail: e.to_string(),
+    };
+    let csr = params.serialize_request(key).map_err(|e| failed("creating", &e))?;
+    let pem = csr.pem().map_err(|e| failed("encoding", &e))?;
     // Digest the public key exactly as it sits in the request.
     let (_, parsed) = x509_parser::certification_request::X509CertificationRequest::from_der(csr.der())
-        .map_err(|e| format!("re-reading the certificate request for {cn}: {e}"))?;
+        .map_err(|e| failed("re-reading", &e))?;
     let spki = parsed.certification_request_info.subject_pki.raw;
     let name = digested_name(spki, &cn, &[NODES_GROUP], &KUBELET_CLIENT_USAGES);
     Ok((pem, name))
@@ -78,7 +109,7 @@ pub fn csr_object(name: &str, pem: &str, usages: &[&str]) -> Value {
 /// Reads a CSR object's status: `Ok(None)` while pending (or approved but not yet issued),
 /// `Err` naming the reason and message if Denied or Failed, `Ok(Some(pem))` once
 /// `status.certificate` holds a PEM certificate chain.
-pub fn certificate_from_status(csr: &Value) -> Result<Option<String>, String> {
+pub fn certificate_from_status(csr: &Value) -> Result<Option<String>, CsrError> {
     let name = csr.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("(unnamed)");
     let status = csr.get("status");
     let conditions = status.and_then(|s| s.get("conditions")).and_then(Value::as_array);
@@ -87,35 +118,37 @@ pub fn certificate_from_status(csr: &Value) -> Result<Option<String>, String> {
         // v1 conditions always carry a status; treat a missing one as True, as older objects did.
         let active = c.get("status").and_then(Value::as_str).unwrap_or("True") != "False";
         if active && (kind == "Denied" || kind == "Failed") {
-            let reason = c.get("reason").and_then(Value::as_str).unwrap_or("(no reason)");
-            let message = c.get("message").and_then(Value::as_str).unwrap_or("(no message)");
-            let verb = if kind == "Denied" { "was denied" } else { "failed" };
-            return Err(format!("certificate signing request {name} {verb}: {reason}: {message}"));
+            let name = name.to_string();
+            let reason = c.get("reason").and_then(Value::as_str).unwrap_or("(no reason)").to_string();
+            let message = c.get("message").and_then(Value::as_str).unwrap_or("(no message)").to_string();
+            return Err(if kind == "Denied" {
+                CsrError::Denied { name, reason, message }
+            } else {
+                CsrError::Failed { name, reason, message }
+            });
         }
     }
     let Some(b64) = status.and_then(|s| s.get("certificate")).and_then(Value::as_str).filter(|s| !s.is_empty()) else {
         return Ok(None);
     };
-    let bytes = B64
-        .decode(b64)
-        .map_err(|e| format!("certificate signing request {name}: status.certificate is not base64: {e}"))?;
+    let name = name.to_string();
+    let bytes = B64.decode(b64).map_err(|e| CsrError::NotBase64 { name: name.clone(), detail: e.to_string() })?;
     let mut certs = 0;
     for (i, block) in x509_parser::pem::Pem::iter_from_buffer(&bytes).enumerate() {
-        let block =
-            block.map_err(|e| format!("certificate signing request {name}: PEM block #{} is malformed: {e}", i + 1))?;
+        let block = block.map_err(|e| CsrError::BadPem { name: name.clone(), block: i + 1, detail: e.to_string() })?;
         if block.label == "CERTIFICATE" {
-            x509_parser::parse_x509_certificate(&block.contents).map_err(|e| {
-                format!("certificate signing request {name}: certificate #{} is not valid X.509: {e}", i + 1)
+            x509_parser::parse_x509_certificate(&block.contents).map_err(|e| CsrError::BadCertificate {
+                name: name.clone(),
+                block: i + 1,
+                detail: e.to_string(),
             })?;
             certs += 1;
         }
     }
     if certs == 0 {
-        return Err(format!("certificate signing request {name}: status.certificate holds no PEM CERTIFICATE"));
+        return Err(CsrError::NoCertificate { name });
     }
-    String::from_utf8(bytes)
-        .map(Some)
-        .map_err(|_| format!("certificate signing request {name}: status.certificate is not text"))
+    String::from_utf8(bytes).map(Some).map_err(|_| CsrError::NotText { name })
 }
 
 #[cfg(test)]
@@ -204,7 +237,7 @@ mod tests {
 
     #[test]
     fn node_csr_rejects_empty_name() {
-        assert!(node_csr("", &KeyPair::generate().unwrap()).is_err());
+        assert_eq!(node_csr("", &KeyPair::generate().unwrap()), Err(CsrError::EmptyNodeName));
     }
 
     #[test]
@@ -241,14 +274,14 @@ mod tests {
     fn status_denied_or_failed_names_reason_and_message() {
         let denied = json!({"conditions": [
             {"type": "Denied", "status": "True", "reason": "NotMine", "message": "go away"}]});
-        let err = certificate_from_status(&with_status(denied)).unwrap_err();
+        let err = certificate_from_status(&with_status(denied)).unwrap_err().to_string();
         assert!(err.contains("node-csr-x") && err.contains("denied"), "{err}");
         assert!(err.contains("NotMine") && err.contains("go away"), "{err}");
         let failed = json!({"certificate": "", "conditions": [
             {"type": "Approved", "status": "True"},
             {"type": "Failed", "status": "True", "reason": "SignerValidationFailure",
              "message": "usages did not match"}]});
-        let err = certificate_from_status(&with_status(failed)).unwrap_err();
+        let err = certificate_from_status(&with_status(failed)).unwrap_err().to_string();
         assert!(err.contains("failed") && err.contains("SignerValidationFailure") && err.contains("usages"), "{err}");
     }
 
@@ -259,7 +292,7 @@ mod tests {
         assert_eq!(certificate_from_status(&with_status(issued)).unwrap().as_deref(), Some(CERT));
         for bad in [json!("%%%"), json!(B64.encode("hello")), json!(B64.encode(CERT.replace("MII", "MIX")))] {
             let err = certificate_from_status(&with_status(json!({"certificate": bad}))).unwrap_err();
-            assert!(err.contains("node-csr-x"), "{err}");
+            assert!(err.to_string().starts_with("certificate signing request node-csr-x: "), "{err}");
         }
     }
 }

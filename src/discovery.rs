@@ -8,7 +8,7 @@ use std::fmt;
 use base64::Engine;
 use base64::engine::general_purpose::{STANDARD as B64, URL_SAFE_NO_PAD as B64URL};
 use ring::hmac;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -24,6 +24,46 @@ pub const JWS_KEY_PREFIX: &str = "jws-kubeconfig-";
 // ---------------------------------------------------------------------------------------------
 // Token
 
+/// The accepted token form, appended to every [`BadToken`] message.
+const TOKEN_FORM: &str = "a bootstrap token is <6 characters [a-z0-9]>.<16 characters [a-z0-9]>";
+
+/// Why a string is not a bootstrap token. Never carries the input: any part of it may be the
+/// secret. Only the id is named, once it is known to be well-formed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BadToken {
+    #[error("the token contains whitespace (a stray newline?); {TOKEN_FORM}")]
+    Whitespace,
+    #[error("the token has no '.'; {TOKEN_FORM}")]
+    NoDot,
+    #[error("the token id (before the '.') is malformed; {TOKEN_FORM}")]
+    BadId,
+    #[error("the secret of token {id:?} (after the '.') is malformed ({chars} characters); {TOKEN_FORM}")]
+    BadSecret { id: String, chars: usize },
+}
+
+/// Why a CA pin does not parse, or why served CA certificates do not satisfy the pins. Each
+/// message names the pin or the certificate.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PinError {
+    #[error("CA cert hash {value:?} is malformed: expected sha256:<64 hex characters>")]
+    Malformed { value: String },
+    #[error("CA cert hash {value:?} uses unsupported format {format:?}: only sha256 is supported")]
+    UnsupportedFormat { value: String, format: String },
+    #[error("CA cert hash {value:?} has {len} hex characters, want 64 (a SHA-256 is 32 bytes)")]
+    WrongLength { value: String, len: usize },
+    #[error("CA cert hash {value:?} is not valid hex")]
+    NotHex { value: String },
+    /// Phrased to follow what the certificate is ("CA certificate #2 is not ...").
+    #[error("is not an X.509 certificate: {detail}")]
+    NotX509 { detail: String },
+    /// `index` counts from 1.
+    #[error("CA certificate #{index} is not an X.509 certificate: {detail}")]
+    CertNotX509 { index: usize, detail: String },
+    /// No certificate matches any pin; `got` lists the certificates' own pins.
+    #[error("none of the public keys {:?} are pinned", .got.join(":"))]
+    NotPinned { got: Vec<String> },
+}
+
 /// A bootstrap token `<id>.<secret>`. The secret never shows in Debug output or errors.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Token {
@@ -38,22 +78,18 @@ fn is_token_part(s: &str, len: usize) -> bool {
 impl Token {
     /// Parses `[a-z0-9]{6}.[a-z0-9]{16}`. The error says what is wrong without echoing the
     /// input (any part of it may be the secret).
-    pub fn parse(s: &str) -> Result<Token, String> {
-        const FORM: &str = "a bootstrap token is <6 characters [a-z0-9]>.<16 characters [a-z0-9]>";
+    pub fn parse(s: &str) -> Result<Token, BadToken> {
         if s.chars().any(char::is_whitespace) {
-            return Err(format!("the token contains whitespace (a stray newline?); {FORM}"));
+            return Err(BadToken::Whitespace);
         }
         let Some((id, secret)) = s.split_once('.') else {
-            return Err(format!("the token has no '.'; {FORM}"));
+            return Err(BadToken::NoDot);
         };
         if !is_token_part(id, 6) {
-            return Err(format!("the token id (before the '.') is malformed; {FORM}"));
+            return Err(BadToken::BadId);
         }
         if !is_token_part(secret, 16) {
-            return Err(format!(
-                "the secret of token {id:?} (after the '.') is malformed ({} characters); {FORM}",
-                secret.chars().count()
-            ));
+            return Err(BadToken::BadSecret { id: id.to_string(), chars: secret.chars().count() });
         }
         Ok(Token { id: id.to_string(), secret: secret.to_string() })
     }
@@ -82,17 +118,11 @@ impl fmt::Debug for Token {
 // ---------------------------------------------------------------------------------------------
 // Detached JWS (HS256), as the bootstrap signer computes it
 
-/// Field order matters: the protected header is exactly `{"alg":"HS256","kid":"<id>"}`.
-#[derive(Serialize)]
-struct JwsHeader<'a> {
-    alg: &'static str,
-    kid: &'a str,
-}
-
+/// The protected header, exactly `{"alg":"HS256","kid":"<id>"}` (field order matters), base64url.
 fn jws_header_b64(id: &str) -> String {
-    let header = JwsHeader { alg: "HS256", kid: id };
-    // Invariant: a struct of two strings always serialises.
-    let json = serde_json::to_string(&header).unwrap_or_default();
+    // Written out rather than serialised, so there is no serialisation error to handle; the id
+    // is escaped by serde_json's Display for a string Value, which cannot fail.
+    let json = format!(r#"{{"alg":"HS256","kid":{}}}"#, Value::String(id.to_string()));
     B64URL.encode(json)
 }
 
@@ -153,35 +183,31 @@ fn hex_value(c: u8) -> Option<u8> {
 impl CaPin {
     /// Parses `sha256:<64 hex>` as kubeadm does: exactly one ':', the format name compared
     /// without regard to case, upper- or lowercase hex.
-    pub fn parse(s: &str) -> Result<CaPin, String> {
-        const FORM: &str = "expected sha256:<64 hex characters>";
+    pub fn parse(s: &str) -> Result<CaPin, PinError> {
         let parts: Vec<&str> = s.split(':').collect();
         let [format, hex] = parts.as_slice() else {
-            return Err(format!("CA cert hash {s:?} is malformed: {FORM}"));
+            return Err(PinError::Malformed { value: s.to_string() });
         };
         if !format.eq_ignore_ascii_case("sha256") {
-            return Err(format!("CA cert hash {s:?} uses unsupported format {format:?}: only sha256 is supported"));
+            return Err(PinError::UnsupportedFormat { value: s.to_string(), format: format.to_string() });
         }
         if hex.len() != 64 {
-            return Err(format!(
-                "CA cert hash {s:?} has {} hex characters, want 64 (a SHA-256 is 32 bytes)",
-                hex.len()
-            ));
+            return Err(PinError::WrongLength { value: s.to_string(), len: hex.len() });
         }
         let mut out = [0u8; 32];
         for (i, pair) in hex.as_bytes().chunks(2).enumerate() {
             match (hex_value(pair[0]), hex_value(pair[1])) {
                 (Some(hi), Some(lo)) => out[i] = hi << 4 | lo,
-                _ => return Err(format!("CA cert hash {s:?} is not valid hex")),
+                _ => return Err(PinError::NotHex { value: s.to_string() }),
             }
         }
         Ok(CaPin(out))
     }
 
     /// The pin of a DER certificate.
-    pub fn of_cert_der(der: &[u8]) -> Result<CaPin, String> {
+    pub fn of_cert_der(der: &[u8]) -> Result<CaPin, PinError> {
         let (_, cert) =
-            x509_parser::parse_x509_certificate(der).map_err(|e| format!("is not an X.509 certificate: {e}"))?;
+            x509_parser::parse_x509_certificate(der).map_err(|e| PinError::NotX509 { detail: e.to_string() })?;
         Ok(CaPin::of_spki(cert.tbs_certificate.subject_pki.raw))
     }
 
@@ -213,16 +239,19 @@ impl fmt::Debug for CaPin {
 
 /// Passes if any certificate matches any pin (kubeadm `CheckAny`). The error lists every
 /// certificate's own pin, joined with ':' as kubeadm does.
-pub fn check_any(pins: &[CaPin], certs_der: &[Vec<u8>]) -> Result<(), String> {
+pub fn check_any(pins: &[CaPin], certs_der: &[Vec<u8>]) -> Result<(), PinError> {
     let mut got = Vec::with_capacity(certs_der.len());
     for (i, der) in certs_der.iter().enumerate() {
-        let pin = CaPin::of_cert_der(der).map_err(|e| format!("CA certificate #{} {e}", i + 1))?;
+        let pin = CaPin::of_cert_der(der).map_err(|e| match e {
+            PinError::NotX509 { detail } => PinError::CertNotX509 { index: i + 1, detail },
+            other => other,
+        })?;
         if pins.contains(&pin) {
             return Ok(());
         }
         got.push(pin.to_string());
     }
-    Err(format!("none of the public keys {:?} are pinned", got.join(":")))
+    Err(PinError::NotPinned { got })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -334,20 +363,21 @@ fn kubeconfig_of(configmap: &Value) -> Result<&str, DiscoveryProblem> {
     }
 }
 
-/// The DER of every certificate in a PEM bundle; at least one, all parseable.
-fn certs_in_pem(pem: &[u8]) -> Result<Vec<Vec<u8>>, String> {
+/// The DER of every certificate in cluster-info's CA data; at least one, all parseable.
+fn certs_in_pem(pem: &[u8]) -> Result<Vec<Vec<u8>>, DiscoveryProblem> {
+    let bad = |m: String| DiscoveryProblem::BadKubeconfig(format!("its certificate-authority-data {m}"));
     let mut out = Vec::new();
     for (i, block) in x509_parser::pem::Pem::iter_from_buffer(pem).enumerate() {
-        let block = block.map_err(|e| format!("PEM block #{} is malformed: {e}", i + 1))?;
+        let block = block.map_err(|e| bad(format!("PEM block #{} is malformed: {e}", i + 1)))?;
         if block.label != "CERTIFICATE" {
             continue;
         }
         x509_parser::parse_x509_certificate(&block.contents)
-            .map_err(|e| format!("certificate #{} is not valid X.509: {e}", i + 1))?;
+            .map_err(|e| bad(format!("certificate #{} is not valid X.509: {e}", i + 1)))?;
         out.push(block.contents);
     }
     if out.is_empty() {
-        return Err("holds no PEM CERTIFICATE".into());
+        return Err(bad("holds no PEM CERTIFICATE".into()));
     }
     Ok(out)
 }
@@ -394,7 +424,7 @@ pub fn validate_cluster_info(
     };
     let ca_pem =
         B64.decode(ca_b64.trim()).map_err(|e| bad(format!("its certificate-authority-data is not base64: {e}")))?;
-    let certs = certs_in_pem(&ca_pem).map_err(|e| bad(format!("its certificate-authority-data {e}")))?;
+    let certs = certs_in_pem(&ca_pem)?;
 
     if !skip_ca_verification {
         let got: Vec<CaPin> = certs
@@ -509,11 +539,16 @@ mod tests {
             "abcdef.0123456789abcde".to_string(),
             String::new(),
         ] {
-            let err = Token::parse(&bad).unwrap_err();
+            let err = Token::parse(&bad).unwrap_err().to_string();
             assert!(!err.contains(secret) && !err.contains("0123456789abcde"), "{err}");
             assert!(err.contains("6 characters"), "{err}");
         }
-        assert!(Token::parse("abcdef.0123456789abcdef\n").unwrap_err().contains("whitespace"));
+        assert_eq!(Token::parse("abcdef.0123456789abcdef\n").unwrap_err(), BadToken::Whitespace);
+        let e = Token::parse("abcdef.0123").unwrap_err();
+        assert_eq!(e, BadToken::BadSecret { id: "abcdef".into(), chars: 4 });
+        assert!(
+            e.to_string().starts_with("the secret of token \"abcdef\" (after the '.') is malformed (4 characters)")
+        );
     }
 
     #[test]
@@ -631,8 +666,9 @@ mod tests {
             (format!("sha256: {}", &hash[..63]), "not valid hex"),
             (String::new(), "malformed"),
         ] {
-            let err = CaPin::parse(&bad).unwrap_err();
+            let err = CaPin::parse(&bad).unwrap_err().to_string();
             assert!(err.contains(why), "{bad:?}: {err}");
+            assert!(err.starts_with(&format!("CA cert hash {bad:?} ")), "{err}");
         }
     }
 
@@ -647,11 +683,12 @@ mod tests {
         check_any(&[p1], only1).unwrap();
         check_any(&[p1], &[both[1].clone(), both[0].clone()]).unwrap();
         check_any(&[p2, p1], only2).unwrap();
-        let err = check_any(&[p1], only2).unwrap_err();
+        let err = check_any(&[p1], only2).unwrap_err().to_string();
         assert!(err.contains(PIN2) && !err.contains(PIN1), "{err}");
-        let err = check_any(&[], &both).unwrap_err();
+        let err = check_any(&[], &both).unwrap_err().to_string();
         assert!(err.contains(&format!("{PIN1}:{PIN2}")), "{err}");
-        assert!(check_any(&[p1], &[b"junk".to_vec()]).is_err());
+        let err = check_any(&[p1], &[both[1].clone(), b"junk".to_vec()]).unwrap_err().to_string();
+        assert!(err.starts_with("CA certificate #2 is not an X.509 certificate"), "{err}");
     }
 
     // --- cluster-info
@@ -831,7 +868,7 @@ mod tests {
         assert_eq!(k.clusters[0].name, "kubernetes");
         assert_eq!(k.users[0].name, "tls-bootstrap-token-user");
         // It round-trips through our own loader.
-        assert_eq!(Kubeconfig::parse(k.to_yaml().as_bytes()).unwrap(), k);
+        assert_eq!(Kubeconfig::parse(k.to_yaml().unwrap().as_bytes()).unwrap(), k);
     }
 
     #[test]

@@ -1,7 +1,29 @@
-//! One error type for the crate. The kind decides the exit code; the message is a chain of
-//! "verb + object" contexts ending in the cause, printed on one line.
+//! One error type for what commands return. The kind decides the exit code; the message is a
+//! chain of "verb + object" contexts ending in the cause, printed on one line.
+//!
+//! Each layer has its own typed error that carries the context where the failure happened (the
+//! file, field, URL, socket or object): [`PkiError`], [`KubeconfigError`], [`ApiError`],
+//! [`CsrError`], [`SourceError`], and so on. They become an [`Error`] through the `From` impls
+//! below, which are the one place that decides which [`Kind`] (and so which exit code) each
+//! failure gets; `?` does the conversion.
 
 use std::fmt;
+
+use crate::config::ConfigError;
+use crate::config::values::ValueError;
+use crate::csr::CsrError;
+use crate::datasource::SourceError;
+use crate::discovery::{BadToken, DiscoveryProblem, PinError};
+use crate::host::HostError;
+use crate::kube::ApiError;
+use crate::kube::paths::PathError;
+use crate::kubeconfig::KubeconfigError;
+use crate::objects::RenderError;
+use crate::objects::tokens::TokenError;
+use crate::pki::check::{CertProblem, PkiError};
+use crate::pki::keys::KeyProblem;
+use crate::preflight::PreflightError;
+use crate::preflight::cri::CriError;
 
 /// What went wrong, coarsely: enough to choose an exit code and a hint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,6 +54,7 @@ impl Kind {
 #[derive(Debug)]
 pub struct Error {
     pub kind: Kind,
+    /// The whole one-line text: contexts, then the layer error's own message.
     pub message: String,
 }
 
@@ -68,7 +91,8 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
-/// Adds context to any fallible result, turning foreign errors into runtime errors.
+/// Adds context to any fallible result, turning foreign errors into runtime errors and layer
+/// errors into the kind decided below.
 pub trait Context<T> {
     fn ctx(self, what: impl fmt::Display) -> Result<T>;
 }
@@ -88,5 +112,137 @@ impl<T> Context<T> for std::io::Result<T> {
 impl<T> Context<T> for std::result::Result<T, rcgen::Error> {
     fn ctx(self, what: impl fmt::Display) -> Result<T> {
         self.map_err(|e| Error::runtime(format!("{what}: {e}")))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The kind of every layer error: the only place exit codes are decided.
+
+/// `layer!(Type => |e| kind)`: `From<Type> for Error` with the kind computed from `&Type`, the
+/// message from its Display, and [`Context`] for results carrying it.
+macro_rules! layer {
+    ($($ty:ty => |$e:ident| $kind:expr;)+) => {$(
+        impl From<$ty> for Error {
+            fn from(err: $ty) -> Self {
+                let kind: Kind = {
+                    let $e = &err;
+                    $kind
+                };
+                Error::new(kind, err.to_string())
+            }
+        }
+
+        impl<T> Context<T> for std::result::Result<T, $ty> {
+            fn ctx(self, what: impl fmt::Display) -> Result<T> {
+                self.map_err(|e| Error::from(e).context(what))
+            }
+        }
+    )+};
+}
+
+fn kubeconfig_kind(e: &KubeconfigError) -> Kind {
+    match e {
+        // Our own value failed to serialise: not the operator's input.
+        KubeconfigError::Render { .. } => Kind::Runtime,
+        // A kubeconfig on disk (or handed to us) that we would have to trust.
+        _ => Kind::State,
+    }
+}
+
+layer! {
+    ConfigError => |_e| Kind::Config;
+    ValueError => |_e| Kind::Config;
+    PreflightError => |_e| Kind::Preflight;
+
+    // Certificates and keys found on disk are state; making new ones is runtime.
+    CertProblem => |_e| Kind::State;
+    KeyProblem => |_e| Kind::State;
+    PkiError => |e| match e {
+        PkiError::Cert { .. } | PkiError::Key { .. } | PkiError::Rejected { .. } => Kind::State,
+        PkiError::Generate { .. } | PkiError::GeneratorPanicked | PkiError::Random => Kind::Runtime,
+    };
+
+    KubeconfigError => |e| kubeconfig_kind(e);
+    ApiError => |e| match e {
+        ApiError::Kubeconfig(k) => kubeconfig_kind(k),
+        _ => Kind::Runtime,
+    };
+    // An object of ours without a REST path is a bug, not bad input.
+    PathError => |_e| Kind::Runtime;
+    RenderError => |_e| Kind::Runtime;
+
+    CsrError => |e| match e {
+        CsrError::EmptyNodeName => Kind::Config,
+        _ => Kind::Runtime,
+    };
+    BadToken => |_e| Kind::Config;
+    PinError => |e| match e {
+        PinError::Malformed { .. }
+        | PinError::UnsupportedFormat { .. }
+        | PinError::WrongLength { .. }
+        | PinError::NotHex { .. } => Kind::Config,
+        // What the cluster served does not satisfy the pins.
+        PinError::NotX509 { .. } | PinError::CertNotX509 { .. } | PinError::NotPinned { .. } => Kind::Runtime,
+    };
+    DiscoveryProblem => |_e| Kind::Runtime;
+    TokenError => |e| match e {
+        TokenError::BadFormat | TokenError::BadExpires { .. } | TokenError::BadTtl(_) | TokenError::TtlTooLong => {
+            Kind::Config
+        }
+        // Formatting a time, or a token Secret read back from the cluster.
+        _ => Kind::Runtime,
+    };
+
+    SourceError => |e| match e {
+        SourceError::Override { .. } | SourceError::NoImdsAddress => Kind::Config,
+        _ => Kind::Runtime,
+    };
+    HostError => |_e| Kind::Runtime;
+    CriError => |_e| Kind::Runtime;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layer_errors_keep_their_text_and_get_their_kind_here() {
+        let e: Error = ValueError::NotDuration { value: "1y".into() }.into();
+        assert_eq!((e.kind, e.kind.exit_code()), (Kind::Config, 2));
+        assert!(e.message.starts_with("\"1y\" is not a duration"), "{e}");
+
+        let e: Error = CertProblem::Expired { not_after: "2020-01-01T00:00:00Z".into() }.at("/pki/ca.crt").into();
+        assert_eq!((e.kind, e.kind.exit_code()), (Kind::State, 2));
+        assert_eq!(e.message, "/pki/ca.crt expired at 2020-01-01T00:00:00Z; fix or remove it");
+
+        let e: Error = PkiError::Random.into();
+        assert_eq!((e.kind, e.kind.exit_code()), (Kind::Runtime, 1));
+
+        let e: Error = ApiError::Kubeconfig(KubeconfigError::NoContext { name: "x".into() }).into();
+        assert_eq!(e.kind, Kind::State);
+        let e: Error = KubeconfigError::Render { context: "a@b".into(), detail: "?".into() }.into();
+        assert_eq!(e.kind, Kind::Runtime);
+
+        let e: Error = SourceError::NoImdsAddress.into();
+        assert_eq!(e.kind, Kind::Config);
+        let e: Error = SourceError::Missing { path: "/m/openstack/latest/meta_data.json".into() }.into();
+        assert_eq!((e.kind, e.message.as_str()), (Kind::Runtime, "/m/openstack/latest/meta_data.json is missing"));
+
+        let e: Error = PinError::NotHex { value: "sha256:zz".into() }.into();
+        assert_eq!(e.kind, Kind::Config);
+        let e: Error = PinError::NotPinned { got: vec!["sha256:00".into()] }.into();
+        assert_eq!(e.kind, Kind::Runtime);
+        let e: Error = TokenError::TtlTooLong.into();
+        assert_eq!(e.kind, Kind::Config);
+    }
+
+    #[test]
+    fn ctx_prefixes_layer_errors() {
+        let r: std::result::Result<(), KubeconfigError> = Err(KubeconfigError::Unreadable { path: "/k/key".into() });
+        let e = r.ctx("connecting with /etc/kubernetes/admin.conf").unwrap_err();
+        assert_eq!(e.message, "connecting with /etc/kubernetes/admin.conf: cannot read /k/key");
+        assert_eq!(e.kind, Kind::State);
+        let e = Error::config("bad").context("reading x");
+        assert_eq!((e.kind, e.to_string().as_str()), (Kind::Config, "reading x: bad"));
     }
 }

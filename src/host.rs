@@ -7,6 +7,18 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::config::HostFacts;
+use crate::preflight::cri::CriError;
+
+/// A question to the machine that failed. Names the port or the program asked.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    #[error("port {port} is in use or cannot be bound: {}", .errno.desc())]
+    PortUnavailable { port: u16, errno: nix::errno::Errno },
+    #[error("running {} --version: {source}", .program.display())]
+    Exec { program: PathBuf, source: std::io::Error },
+    #[error("{} --version exited with {status}", .program.display())]
+    Exited { program: PathBuf, status: std::process::ExitStatus },
+}
 
 /// What preflight and config defaults need from the machine. Paths are real paths (the caller
 /// joins `--root` where the file is node state).
@@ -24,13 +36,13 @@ pub trait Host {
     /// Is `path` the mount point of a cgroup v2 filesystem (statfs magic)?
     fn is_cgroup2(&self, path: &Path) -> bool;
     /// Can we listen on TCP `port` on all addresses (SO_REUSEADDR, as Go's net.Listen)?
-    fn can_listen(&self, port: u16) -> Result<(), String>;
+    fn can_listen(&self, port: u16) -> Result<(), HostError>;
     /// The first executable `name` on PATH (access X_OK), without running it.
     fn find_in_path(&self, name: &str) -> Option<PathBuf>;
     /// Asks the CRI runtime on a unix socket for its version (gRPC over HTTP/2).
-    fn cri_version(&self, socket: &Path, timeout: Duration) -> Result<String, String>;
+    fn cri_version(&self, socket: &Path, timeout: Duration) -> Result<String, CriError>;
     /// `kubelet --version` output (the one child process preflight may start).
-    fn kubelet_version(&self, kubelet: &Path) -> Result<String, String>;
+    fn kubelet_version(&self, kubelet: &Path) -> Result<String, HostError>;
     fn resolves(&self, name: &str) -> bool;
     fn env(&self, name: &str) -> Option<String>;
     /// Is a process with this command name running (from /proc/*/comm)?
@@ -90,7 +102,7 @@ impl Host for LinuxHost {
             .unwrap_or(false)
     }
 
-    fn can_listen(&self, port: u16) -> Result<(), String> {
+    fn can_listen(&self, port: u16) -> Result<(), HostError> {
         use nix::sys::socket::{
             AddressFamily, SockFlag, SockType, SockaddrIn6, bind, listen, setsockopt, socket, sockopt,
         };
@@ -114,7 +126,7 @@ impl Host for LinuxHost {
             Err(nix::errno::Errno::EAFNOSUPPORT) => try_family(false),
             r => r,
         }
-        .map_err(|e| format!("port {port} is in use or cannot be bound: {}", e.desc()))
+        .map_err(|errno| HostError::PortUnavailable { port, errno })
     }
 
     fn find_in_path(&self, name: &str) -> Option<PathBuf> {
@@ -124,17 +136,17 @@ impl Host for LinuxHost {
             .find(|p| p.is_file() && rustix::fs::access(p.as_path(), rustix::fs::Access::EXEC_OK).is_ok())
     }
 
-    fn cri_version(&self, socket: &Path, timeout: Duration) -> Result<String, String> {
+    fn cri_version(&self, socket: &Path, timeout: Duration) -> Result<String, CriError> {
         crate::preflight::cri::version_over_unix_socket(socket, timeout)
     }
 
-    fn kubelet_version(&self, kubelet: &Path) -> Result<String, String> {
+    fn kubelet_version(&self, kubelet: &Path) -> Result<String, HostError> {
         let out = std::process::Command::new(kubelet)
             .arg("--version")
             .output()
-            .map_err(|e| format!("running {} --version: {e}", kubelet.display()))?;
+            .map_err(|source| HostError::Exec { program: kubelet.to_path_buf(), source })?;
         if !out.status.success() {
-            return Err(format!("{} --version exited with {}", kubelet.display(), out.status));
+            return Err(HostError::Exited { program: kubelet.to_path_buf(), status: out.status });
         }
         Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
     }
@@ -229,4 +241,20 @@ pub fn proxy_env() -> Vec<(String, String)> {
     let mut v: Vec<(String, String)> = std::env::vars().filter(|(k, _)| k.to_lowercase().ends_with("_proxy")).collect();
     v.sort();
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_name_the_port_and_program() {
+        let e = HostError::PortUnavailable { port: 6443, errno: nix::errno::Errno::EADDRINUSE };
+        assert_eq!(e.to_string(), "port 6443 is in use or cannot be bound: Address already in use");
+        let missing = Path::new("/nonexistent/kubelet");
+        let e = LinuxHost.kubelet_version(missing).unwrap_err();
+        assert!(e.to_string().starts_with("running /nonexistent/kubelet --version: "), "{e}");
+        let e = LinuxHost.kubelet_version(Path::new("/bin/false")).unwrap_err();
+        assert!(e.to_string().starts_with("/bin/false --version exited with "), "{e}");
+    }
 }

@@ -5,6 +5,43 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
 use serde::{Deserialize, Serialize};
 
+/// What is wrong with a kubeconfig, phrased to follow its file name (`admin.conf has no
+/// context named "x"`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KubeconfigError {
+    #[error("is not a kubeconfig: {detail}")]
+    Parse { detail: String },
+    #[error("has kind {kind:?}, not Config")]
+    WrongKind { kind: String },
+    #[error("has no context named {name:?}")]
+    NoContext { name: String },
+    #[error("has no cluster named {name:?}")]
+    NoCluster { name: String },
+    /// Embedded data that is not base64; `field` is empty when the caller did not say which.
+    #[error("{}bad base64: {detail}", field_prefix(field))]
+    Base64 { field: String, detail: String },
+    /// A file the kubeconfig names (client-certificate, client-key) that cannot be read.
+    #[error("cannot read {path}")]
+    Unreadable { path: String },
+    /// Our own kubeconfig could not be turned into YAML.
+    #[error("rendering the kubeconfig for context {context:?} as YAML: {detail}")]
+    Render { context: String, detail: String },
+}
+
+fn field_prefix(field: &str) -> String {
+    if field.is_empty() { String::new() } else { format!("{field}: ") }
+}
+
+impl KubeconfigError {
+    /// Names the field a [`KubeconfigError::Base64`] came from; other errors are unchanged.
+    pub fn in_field(self, name: &str) -> Self {
+        match self {
+            KubeconfigError::Base64 { detail, .. } => KubeconfigError::Base64 { field: name.to_string(), detail },
+            other => other,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Kubeconfig {
     #[serde(rename = "apiVersion")]
@@ -109,38 +146,42 @@ pub fn build(cluster_name: &str, server: &str, ca_pem: &[u8], user: &str, creds:
 }
 
 impl Kubeconfig {
-    pub fn to_yaml(&self) -> String {
-        // Invariant: plain strings and maps always serialise.
-        serde_yaml::to_string(self).unwrap_or_default()
+    /// The YAML clientcmd would write. Fails only if serde_yaml cannot represent the value,
+    /// which for plain strings and maps does not happen; the error is returned, never an empty
+    /// file.
+    pub fn to_yaml(&self) -> Result<String, KubeconfigError> {
+        serde_yaml::to_string(self)
+            .map_err(|e| KubeconfigError::Render { context: self.current_context.clone(), detail: e.to_string() })
     }
 
-    pub fn parse(text: &[u8]) -> Result<Kubeconfig, String> {
-        let k: Kubeconfig = serde_yaml::from_slice(text).map_err(|e| format!("is not a kubeconfig: {e}"))?;
+    pub fn parse(text: &[u8]) -> Result<Kubeconfig, KubeconfigError> {
+        let k: Kubeconfig =
+            serde_yaml::from_slice(text).map_err(|e| KubeconfigError::Parse { detail: e.to_string() })?;
         if k.kind != "Config" {
-            return Err(format!("has kind {:?}, not Config", k.kind));
+            return Err(KubeconfigError::WrongKind { kind: k.kind });
         }
         Ok(k)
     }
 
     /// The cluster and user of the current context.
-    pub fn current(&self) -> Result<(&Cluster, Option<&User>), String> {
+    pub fn current(&self) -> Result<(&Cluster, Option<&User>), KubeconfigError> {
         let ctx = self
             .contexts
             .iter()
             .find(|c| c.name == self.current_context)
-            .ok_or_else(|| format!("has no context named {:?}", self.current_context))?;
+            .ok_or_else(|| KubeconfigError::NoContext { name: self.current_context.clone() })?;
         let cluster = self
             .clusters
             .iter()
             .find(|c| c.name == ctx.context.cluster)
-            .ok_or_else(|| format!("has no cluster named {:?}", ctx.context.cluster))?;
+            .ok_or_else(|| KubeconfigError::NoCluster { name: ctx.context.cluster.clone() })?;
         let user = self.users.iter().find(|u| u.name == ctx.context.user).map(|u| &u.user);
         Ok((&cluster.cluster, user))
     }
 }
 
-pub fn decode_b64(s: &str) -> Result<Vec<u8>, String> {
-    B64.decode(s.trim()).map_err(|e| format!("bad base64: {e}"))
+pub fn decode_b64(s: &str) -> Result<Vec<u8>, KubeconfigError> {
+    B64.decode(s.trim()).map_err(|e| KubeconfigError::Base64 { field: String::new(), detail: e.to_string() })
 }
 
 #[cfg(test)]
@@ -153,5 +194,21 @@ mod tests {
         assert!(k.contexts.is_empty() && k.users.is_empty());
         assert_eq!(k.clusters[0].cluster.server, "https://x:6443");
         assert!(Kubeconfig::parse(b"apiVersion: v1\nkind: Config\nclusters: null\n").unwrap().clusters.is_empty());
+    }
+
+    #[test]
+    fn errors_name_the_field_and_context() {
+        let e = decode_b64("%%%").unwrap_err();
+        assert!(e.to_string().starts_with("bad base64: "), "{e}");
+        let e = e.in_field("client-key-data");
+        assert!(e.to_string().starts_with("client-key-data: bad base64: "), "{e}");
+        let k = Kubeconfig::parse(b"apiVersion: v1\nkind: Config\nclusters: []\ncurrent-context: admin@k\n").unwrap();
+        assert_eq!(k.current().unwrap_err().to_string(), "has no context named \"admin@k\"");
+        let e = Kubeconfig::parse(b"apiVersion: v1\nkind: Pod\nclusters: []\n").unwrap_err();
+        assert_eq!(e, KubeconfigError::WrongKind { kind: "Pod".into() });
+        assert_eq!(
+            KubeconfigError::Unreadable { path: "/x/client.key".into() }.to_string(),
+            "cannot read /x/client.key"
+        );
     }
 }

@@ -60,7 +60,8 @@ fn create(c: cli::TokenCreate) -> Result<()> {
             )));
         }
     }
-    let secret = crate::objects::tokens::token_secret(&bt, time::OffsetDateTime::now_utc()).map_err(Error::usage)?;
+    let secret = crate::objects::tokens::token_secret(&bt, time::OffsetDateTime::now_utc())
+        .map_err(|e| Error::usage(e.to_string()))?;
     match client.create(&secret)? {
         Created::New(_) => {}
         // kubeadm token create fails if the token exists (failIfExists=true).

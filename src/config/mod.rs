@@ -43,12 +43,6 @@ impl fmt::Display for ConfigError {
     }
 }
 
-impl From<ConfigError> for crate::error::Error {
-    fn from(e: ConfigError) -> Self {
-        crate::error::Error::config(e.to_string())
-    }
-}
-
 /// Reads and resolves an init config file (or the built-in defaults when `path` is None).
 pub fn load_init(path: Option<&std::path::Path>, host: &HostFacts) -> crate::error::Result<InitConfig> {
     let docs = match path {

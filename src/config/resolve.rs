@@ -210,7 +210,7 @@ pub fn resolve_init(source: &str, docs: Documents, host: &HostFacts) -> Result<I
     if let Some(t) = &init.timeouts {
         for (name, v) in t.fields() {
             if let Some(v) = v {
-                let d = parse_duration(v).map_err(|m| ic.err(&format!("timeouts.{name}"), m))?;
+                let d = parse_duration(v).map_err(|m| ic.err(&format!("timeouts.{name}"), m.to_string()))?;
                 if name == "controlPlaneComponentHealthCheck" {
                     health_timeout = d;
                 }
@@ -222,7 +222,8 @@ pub fn resolve_init(source: &str, docs: Documents, host: &HostFacts) -> Result<I
     if cluster.kubernetes_version.is_empty() {
         cluster.kubernetes_version = DEFAULT_KUBERNETES_VERSION.into();
     }
-    let version = Version::parse(&cluster.kubernetes_version).map_err(|m| cc.err("kubernetesVersion", m))?;
+    let version =
+        Version::parse(&cluster.kubernetes_version).map_err(|m| cc.err("kubernetesVersion", m.to_string()))?;
     if version.major != 1 || !(MIN_MINOR..=MAX_MINOR).contains(&version.minor) {
         return Err(cc.err(
             "kubernetesVersion",
@@ -399,7 +400,7 @@ fn validate_token(c: &Ctx, path: &str, t: &mut BootstrapToken) -> Result<(), Con
         return Err(c.err(path, "ttl and expires are mutually exclusive".into()));
     }
     if let Some(ttl) = &t.ttl {
-        parse_duration(ttl).map_err(|m| c.err(&format!("{path}.ttl"), m))?;
+        parse_duration(ttl).map_err(|m| c.err(&format!("{path}.ttl"), m.to_string()))?;
     } else if t.expires.is_none() {
         t.ttl = Some("24h0m0s".into());
     }
@@ -444,7 +445,7 @@ fn absolute(c: &Ctx, path: &str, v: &str) -> Result<(), ConfigError> {
 
 fn validity(c: &Ctx, path: &str, v: &mut Option<String>, default: &str) -> Result<Duration, ConfigError> {
     let s = v.get_or_insert_with(|| default.to_string());
-    let d = parse_duration(s).map_err(|m| c.err(path, m))?;
+    let d = parse_duration(s).map_err(|m| c.err(path, m.to_string()))?;
     if d < Duration::from_secs(3600) {
         return Err(c.err(path, format!("{s:?} is shorter than one hour")));
     }

@@ -1,9 +1,35 @@
 //! Small value types the config is made of: CIDRs, Go durations, Kubernetes versions, DNS names.
-//! Parsers return a plain message; the caller adds the document and field path.
+//! Parsers return a [`ValueError`] naming the bad value; the caller adds the document and field
+//! path (or the command-line flag).
 
 use std::fmt;
 use std::net::IpAddr;
 use std::time::Duration;
+
+/// A value that does not parse. The text names the offending value (or part of it) and says
+/// what was expected; it reads after a field name (`timeouts.x: "1y" is not a duration ...`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ValueError {
+    /// No `/` in what should be a CIDR.
+    #[error("not a CIDR (expected ADDRESS/PREFIX, e.g. 10.96.0.0/12)")]
+    NotCidr { value: String },
+    #[error("{addr:?} is not an IP address")]
+    NotIp { addr: String },
+    #[error("prefix {prefix:?} is not a number from 0 to {max}")]
+    BadPrefix { prefix: String, max: u8 },
+    /// More than two CIDRs, or two of the same family.
+    #[error("expected one CIDR, or two of different IP families (dual-stack)")]
+    CidrFamilies { value: String },
+    #[error("{value:?} is not a duration (examples: 24h, 1h30m, 90s, 500ms)")]
+    NotDuration { value: String },
+    #[error("{value:?} is longer than the largest duration (about 2562047h)")]
+    DurationTooLong { value: String },
+    #[error(
+        "{value:?} is not a Kubernetes version (expected e.g. v1.37.0; release labels such as stable-1 need the \
+         internet and are not resolved)"
+    )]
+    NotVersion { value: String },
+}
 
 /// An IP network `addr/prefix`, normalised to its network address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -13,17 +39,24 @@ pub struct Cidr {
 }
 
 impl Cidr {
-    pub fn parse(s: &str) -> Result<Cidr, String> {
-        let (a, p) = s.split_once('/').ok_or("not a CIDR (expected ADDRESS/PREFIX, e.g. 10.96.0.0/12)")?;
-        let addr: IpAddr = a.parse().map_err(|_| format!("{a:?} is not an IP address"))?;
+    pub fn parse(s: &str) -> Result<Cidr, ValueError> {
+        let (a, p) = s.split_once('/').ok_or_else(|| ValueError::NotCidr { value: s.to_string() })?;
+        let addr: IpAddr = a.parse().map_err(|_| ValueError::NotIp { addr: a.to_string() })?;
         let max = if addr.is_ipv4() { 32 } else { 128 };
-        let prefix: u8 = p
-            .parse()
-            .ok()
-            .filter(|n| *n <= max)
-            .ok_or_else(|| format!("prefix {p:?} is not a number from 0 to {max}"))?;
-        let c = Cidr { addr, prefix };
-        Ok(Cidr { addr: c.nth(0).ok_or("bad network")?, prefix })
+        let prefix: u8 =
+            p.parse().ok().filter(|n| *n <= max).ok_or_else(|| ValueError::BadPrefix { prefix: p.to_string(), max })?;
+        Ok(Cidr { addr: Cidr { addr, prefix }.network(), prefix })
+    }
+
+    /// The network address: the host bits cleared.
+    fn network(&self) -> IpAddr {
+        let bits = self.host_bits();
+        let mask = if bits >= 128 { 0 } else { u128::MAX << bits };
+        match self.addr {
+            // The mask keeps at most the low 32 bits, so the value fits a u32.
+            IpAddr::V4(v4) => IpAddr::V4((u32::from(v4) & (mask as u32)).into()),
+            IpAddr::V6(v6) => IpAddr::V6((u128::from(v6) & mask).into()),
+        }
     }
 
     pub fn host_bits(&self) -> u32 {
@@ -58,17 +91,17 @@ impl fmt::Display for Cidr {
 }
 
 /// Parses a comma-separated list of CIDRs (dual-stack allows one per family).
-pub fn parse_cidr_list(s: &str) -> Result<Vec<Cidr>, String> {
+pub fn parse_cidr_list(s: &str) -> Result<Vec<Cidr>, ValueError> {
     let list: Vec<Cidr> = s.split(',').map(|p| Cidr::parse(p.trim())).collect::<Result<_, _>>()?;
     if list.len() > 2 || (list.len() == 2 && list[0].addr.is_ipv4() == list[1].addr.is_ipv4()) {
-        return Err("expected one CIDR, or two of different IP families (dual-stack)".into());
+        return Err(ValueError::CidrFamilies { value: s.to_string() });
     }
     Ok(list)
 }
 
 /// Parses a Go duration string ("24h", "1h30m", "500ms", "8760h0m0s").
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let bad = || format!("{s:?} is not a duration (examples: 24h, 1h30m, 90s, 500ms)");
+pub fn parse_duration(s: &str) -> Result<Duration, ValueError> {
+    let bad = || ValueError::NotDuration { value: s.to_string() };
     if s == "0" {
         return Ok(Duration::ZERO);
     }
@@ -96,7 +129,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     }
     // Go durations are int64 nanoseconds: about 292 years.
     if !total.is_finite() || total > 9.2e9 {
-        return Err(format!("{s:?} is longer than the largest duration (about 2562047h)"));
+        return Err(ValueError::DurationTooLong { value: s.to_string() });
     }
     Ok(Duration::from_secs_f64(total))
 }
@@ -112,13 +145,8 @@ pub struct Version {
 }
 
 impl Version {
-    pub fn parse(s: &str) -> Result<Version, String> {
-        let bad = || {
-            format!(
-                "{s:?} is not a Kubernetes version (expected e.g. v1.37.0; release labels such as \
-                 stable-1 need the internet and are not resolved)"
-            )
-        };
+    pub fn parse(s: &str) -> Result<Version, ValueError> {
+        let bad = || ValueError::NotVersion { value: s.to_string() };
         let body = s.strip_prefix('v').unwrap_or(s);
         let end = body.find(['-', '+']).unwrap_or(body.len());
         let (nums, suffix) = body.split_at(end);
@@ -205,6 +233,24 @@ mod tests {
         for bad in ["stable-1", "v1.37", "1.x.0", "v01.37.0", "v1.37.0 ", ""] {
             assert!(Version::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn errors_name_the_value() {
+        let e = Cidr::parse("10.300.0.0/16").unwrap_err();
+        assert_eq!(e, ValueError::NotIp { addr: "10.300.0.0".into() });
+        assert_eq!(e.to_string(), "\"10.300.0.0\" is not an IP address");
+        assert_eq!(Cidr::parse("10.0.0.0/40").unwrap_err().to_string(), "prefix \"40\" is not a number from 0 to 32");
+        assert!(Cidr::parse("10.0.0.0").unwrap_err().to_string().starts_with("not a CIDR"));
+        assert!(parse_cidr_list("10.0.0.0/8,10.1.0.0/16").unwrap_err().to_string().contains("dual-stack"));
+        assert_eq!(
+            parse_duration("1y").unwrap_err().to_string(),
+            "\"1y\" is not a duration (examples: 24h, 1h30m, 90s, 500ms)"
+        );
+        assert!(parse_duration("99999999999h").unwrap_err().to_string().starts_with("\"99999999999h\" is longer"));
+        let v = Version::parse("stable-1").unwrap_err().to_string();
+        assert!(v.starts_with("\"stable-1\" is not a Kubernetes version (expected e.g. v1.37.0; release"), "{v}");
+        assert!(v.contains("stable-1 need the internet and are not resolved)"), "{v}");
     }
 
     #[test]

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use nix::mount::{MntFlags, MsFlags};
 
-use super::Env;
+use super::{Env, SourceError};
 
 /// A filesystem type a seed disk may carry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -142,19 +142,13 @@ impl Drop for Mounted {
 
 /// Mounts `device` read-only (nosuid, nodev, noexec) with mount(2) on a fresh directory under
 /// `mount_dir`.
-pub fn mount_ro(device: &Path, fstype: &str, mount_dir: &Path, tag: &str) -> Result<Mounted, String> {
+pub fn mount_ro(device: &Path, fstype: &str, mount_dir: &Path, tag: &str) -> Result<Mounted, SourceError> {
     let dir = mount_dir.join(format!("{tag}.{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| format!("creating mount point {}: {e}", dir.display()))?;
+    std::fs::create_dir_all(&dir).map_err(|source| SourceError::MountPoint { dir: dir.clone(), source })?;
     let flags = MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
-    if let Err(e) = nix::mount::mount(Some(device), &dir, Some(fstype), flags, None::<&str>) {
+    if let Err(errno) = nix::mount::mount(Some(device), &dir, Some(fstype), flags, None::<&str>) {
         let _ = std::fs::remove_dir(&dir);
-        let hint = match e {
-            nix::errno::Errno::ENODEV => format!(" (the kernel has no {fstype} driver: load its module)"),
-            nix::errno::Errno::ENOTBLK => " (not a block device)".to_string(),
-            nix::errno::Errno::EPERM => " (mounting needs root)".to_string(),
-            _ => String::new(),
-        };
-        return Err(format!("mounting {} ({fstype}) read-only on {}: {e}{hint}", device.display(), dir.display()));
+        return Err(SourceError::Mount { device: device.to_path_buf(), fstype: fstype.to_string(), dir, errno });
     }
     Ok(Mounted { dir })
 }

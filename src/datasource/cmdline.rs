@@ -10,7 +10,24 @@
 use std::time::Duration;
 
 use super::http;
-use super::{Datasource, Env, Gathered, MetaData, OVERRIDE_FILE};
+use super::{Datasource, Env, Gathered, MetaData, OVERRIDE_FILE, SourceError};
+
+/// What is wrong with a datasource override word; `key` is `kubestrap.ds` or `ds`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OverrideProblem {
+    #[error("{key}={value}: option {option:?} is not KEY=VALUE")]
+    NotKeyValue { key: String, value: String, option: String },
+    #[error("{key}={value}: unknown option {option:?} (known: s, i, h)")]
+    UnknownOption { key: String, value: String, option: String },
+    #[error("{key}=file:{path}: the path must be absolute")]
+    RelativePath { key: String, path: String },
+    #[error("{key}: seed URL {url:?} must start with http:// or https://")]
+    NotHttp { key: String, url: String },
+    #[error("{key}=nocloud-net needs a seed URL: {key}=nocloud-net;s=http://HOST/PATH/")]
+    NoSeedUrl { key: String },
+    #[error("{key}={name:?} is not a datasource (nocloud, nocloud-net, credentials, configdrive, ec2, file:PATH)")]
+    UnknownSource { key: String, name: String },
+}
 
 /// A NoCloud seed reached over HTTP, plus meta-data given on the command line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,15 +52,16 @@ pub enum Override {
 
 impl Override {
     /// The override from the cmdline, else from `<root>/etc/kubestrap/datasource`.
-    pub fn from_env(env: &Env) -> Result<Option<Override>, String> {
-        if let Some(o) = parse(&env.cmdline).map_err(|e| format!("kernel cmdline: {e}"))? {
+    pub fn from_env(env: &Env) -> Result<Option<Override>, SourceError> {
+        let wrong = |origin: String| move |problem| SourceError::Override { origin, problem };
+        if let Some(o) = parse(&env.cmdline).map_err(wrong("kernel cmdline".into()))? {
             return Ok(Some(o));
         }
         let path = env.path(OVERRIDE_FILE);
         match super::read_capped(&path)? {
             Some(bytes) => {
                 let text = String::from_utf8_lossy(&bytes);
-                parse(&text).map_err(|e| format!("{}: {e}", path.display()))
+                parse(&text).map_err(wrong(path.display().to_string()))
             }
             None => Ok(None),
         }
@@ -81,10 +99,10 @@ pub fn words(cmdline: &str) -> Vec<String> {
 }
 
 /// Finds the override in a command line (the last `kubestrap.ds=` word, else the last `ds=`).
-pub fn parse(cmdline: &str) -> Result<Option<Override>, String> {
+pub fn parse(cmdline: &str) -> Result<Option<Override>, OverrideProblem> {
     let ws = words(cmdline);
     let pick = |key: &str| ws.iter().rev().find_map(|w| w.strip_prefix(key).map(str::to_string));
-    let (key, value) = match (pick("kubestrap.ds="), pick("ds=")) {
+    let (key, value): (&str, String) = match (pick("kubestrap.ds="), pick("ds=")) {
         (Some(v), _) => ("kubestrap.ds", v),
         (None, Some(v)) => ("ds", v),
         (None, None) => return Ok(None),
@@ -94,17 +112,23 @@ pub fn parse(cmdline: &str) -> Result<Option<Override>, String> {
     let mut url = None;
     let mut meta = MetaData::default();
     for p in parts.filter(|p| !p.is_empty()) {
-        let (k, v) = p.split_once('=').ok_or_else(|| format!("{key}={value}: option {p:?} is not KEY=VALUE"))?;
+        let (k, v) = p.split_once('=').ok_or_else(|| OverrideProblem::NotKeyValue {
+            key: key.into(),
+            value: value.clone(),
+            option: p.into(),
+        })?;
         match k {
             "s" | "seedfrom" => url = Some(v.to_string()),
             "i" | "instance-id" => meta.instance_id = Some(v.to_string()),
             "h" | "local-hostname" => meta.local_hostname = Some(v.to_string()),
-            _ => return Err(format!("{key}={value}: unknown option {k:?} (known: s, i, h)")),
+            _ => {
+                return Err(OverrideProblem::UnknownOption { key: key.into(), value: value.clone(), option: k.into() });
+            }
         }
     }
     if let Some(path) = name.strip_prefix("file:") {
         if !path.starts_with('/') {
-            return Err(format!("{key}=file:{path}: the path must be absolute"));
+            return Err(OverrideProblem::RelativePath { key: key.into(), path: path.into() });
         }
         // Keep the path's case: only the scheme was lowercased.
         let original = value.split(';').next().unwrap_or_default().trim();
@@ -117,7 +141,7 @@ pub fn parse(cmdline: &str) -> Result<Option<Override>, String> {
                 Override::NoCloudNet(NetSeed { url: u, meta })
             }
             None if name == "nocloud" => Override::NoCloud,
-            None => return Err(format!("{key}=nocloud-net needs a seed URL: {key}=nocloud-net;s=http://HOST/PATH/")),
+            None => return Err(OverrideProblem::NoSeedUrl { key: key.into() }),
         },
         "credentials" => Override::Credentials,
         "configdrive" | "config-drive" | "openstack" => Override::ConfigDrive,
@@ -127,19 +151,15 @@ pub fn parse(cmdline: &str) -> Result<Option<Override>, String> {
             }
             Override::Ec2(url)
         }
-        other => {
-            return Err(format!(
-                "{key}={other:?} is not a datasource (nocloud, nocloud-net, credentials, configdrive, ec2, file:PATH)"
-            ));
-        }
+        other => return Err(OverrideProblem::UnknownSource { key: key.into(), name: other.into() }),
     }))
 }
 
-fn check_http(key: &str, url: &str) -> Result<(), String> {
+fn check_http(key: &str, url: &str) -> Result<(), OverrideProblem> {
     if url.starts_with("http://") || url.starts_with("https://") {
         Ok(())
     } else {
-        Err(format!("{key}: seed URL {url:?} must start with http:// or https://"))
+        Err(OverrideProblem::NotHttp { key: key.into(), url: url.into() })
     }
 }
 
@@ -161,19 +181,19 @@ impl Datasource for NoCloudNet {
         "nocloud-net"
     }
 
-    fn probe(&self) -> Result<Option<Gathered>, String> {
-        let get = |file: &str| -> Result<Option<Vec<u8>>, String> {
+    fn probe(&self) -> Result<Option<Gathered>, SourceError> {
+        let get = |file: &str| -> Result<Option<Vec<u8>>, SourceError> {
             let url = format!("{}{file}", self.seed.url);
             let r = http::request("GET", &url, &[], self.timeout, super::MAX_READ_BYTES)?;
             match r.status {
                 200 => Ok(Some(r.body)),
                 404 => Ok(None),
-                s => Err(format!("GET {url}: HTTP {s}")),
+                status => Err(SourceError::HttpStatus { method: "GET".into(), url, status }),
             }
         };
         let user_data = get("user-data")?;
         let mut meta = match get("meta-data")? {
-            Some(b) => super::parse_nocloud_meta(&b)?,
+            Some(b) => super::parse_nocloud_meta(&format!("{}meta-data", self.seed.url), &b)?,
             None => MetaData::default(),
         };
         // Values on the command line win, as in cloud-init.
@@ -184,7 +204,8 @@ impl Datasource for NoCloudNet {
             meta.local_hostname.clone_from(&self.seed.meta.local_hostname);
         }
         if user_data.is_none() {
-            return Err(format!("{}user-data: HTTP 404", self.seed.url));
+            let url = format!("{}user-data", self.seed.url);
+            return Err(SourceError::HttpStatus { method: "GET".into(), url, status: 404 });
         }
         Ok(Some(Gathered { source: self.name().into(), user_data, meta, ..Default::default() }))
     }
@@ -225,10 +246,16 @@ mod tests {
 
     #[test]
     fn parse_cmdline_errors_name_the_problem() {
-        assert!(parse("kubestrap.ds=azure").unwrap_err().contains("\"azure\" is not a datasource"));
-        assert!(parse("ds=nocloud;s=ftp://x/").unwrap_err().contains("must start with http"));
-        assert!(parse("ds=nocloud-net").unwrap_err().contains("needs a seed URL"));
-        assert!(parse("ds=nocloud;x=1").unwrap_err().contains("unknown option \"x\""));
-        assert!(parse("kubestrap.ds=file:relative").unwrap_err().contains("absolute"));
+        let err = |cmdline: &str| parse(cmdline).unwrap_err().to_string();
+        assert!(err("kubestrap.ds=azure").starts_with("kubestrap.ds=\"azure\" is not a datasource"));
+        assert_eq!(err("ds=nocloud;s=ftp://x/"), "ds: seed URL \"ftp://x/\" must start with http:// or https://");
+        assert!(err("ds=nocloud-net").contains("needs a seed URL"));
+        assert!(err("ds=nocloud;x=1").contains("unknown option \"x\""));
+        assert_eq!(err("kubestrap.ds=file:relative"), "kubestrap.ds=file:relative: the path must be absolute");
+        let wrapped = SourceError::Override {
+            origin: "/etc/kubestrap/datasource".into(),
+            problem: parse("ds=nocloud;x=1").unwrap_err(),
+        };
+        assert!(wrapped.to_string().starts_with("/etc/kubestrap/datasource: ds=nocloud;x=1: unknown option"));
     }
 }

@@ -3,17 +3,17 @@
 //! `hostname` → local-hostname). network_data.json and vendor data are ignored with a notice.
 
 use super::block;
-use super::{Datasource, Env, Gathered, MetaData};
+use super::{Datasource, Env, Gathered, MetaData, SourceError};
 
 pub const CONFIG_DRIVE_LABELS: [&str; 2] = ["config-2", "CONFIG-2"];
 
 /// Reads the config drive's files from a mounted (or test) directory.
-pub fn read_drive(dir: &std::path::Path) -> Result<Gathered, String> {
+pub fn read_drive(dir: &std::path::Path) -> Result<Gathered, SourceError> {
     let latest = dir.join("openstack/latest");
     let meta_path = latest.join("meta_data.json");
-    let meta_bytes = super::read_capped(&meta_path)?.ok_or_else(|| format!("{} is missing", meta_path.display()))?;
-    let v: serde_json::Value =
-        serde_json::from_slice(&meta_bytes).map_err(|e| format!("{}: not JSON: {e}", meta_path.display()))?;
+    let meta_bytes = super::read_capped(&meta_path)?.ok_or_else(|| SourceError::Missing { path: meta_path.clone() })?;
+    let v: serde_json::Value = serde_json::from_slice(&meta_bytes)
+        .map_err(|e| SourceError::NotJson { path: meta_path.clone(), detail: e.to_string() })?;
     let field = |k: &str| v.get(k).and_then(|x| x.as_str()).map(str::to_string);
     let meta = MetaData { instance_id: field("uuid"), local_hostname: field("hostname") };
     let user_data = super::read_capped(&latest.join("user_data"))?;
@@ -40,12 +40,16 @@ impl Datasource for ConfigDrive {
     fn name(&self) -> &'static str {
         "configdrive"
     }
-    fn probe(&self) -> Result<Option<Gathered>, String> {
+    fn probe(&self) -> Result<Option<Gathered>, SourceError> {
         let Some(found) = block::find_by_label(&self.env, &CONFIG_DRIVE_LABELS) else {
             return Ok(None);
         };
         let m = block::mount_ro(&found.device, found.fstype.mount_name(), &self.env.mount_dir, "config-2")?;
-        let g = read_drive(m.path()).map_err(|e| format!("{} (label {:?}): {e}", found.device.display(), found.label));
+        let g = read_drive(m.path()).map_err(|e| SourceError::OnDevice {
+            device: found.device.clone(),
+            label: found.label.clone(),
+            source: Box::new(e),
+        });
         drop(m);
         g.map(Some)
     }
@@ -63,7 +67,10 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let latest = d.path().join("openstack/latest");
         std::fs::create_dir_all(&latest).unwrap();
-        assert!(read_drive(d.path()).unwrap_err().contains("meta_data.json is missing"));
+        assert_eq!(
+            read_drive(d.path()).unwrap_err().to_string(),
+            format!("{} is missing", latest.join("meta_data.json").display())
+        );
         std::fs::write(latest.join("meta_data.json"), r#"{"uuid":"u-1","hostname":"cp-0.novalocal","name":"cp-0"}"#)
             .unwrap();
         std::fs::write(latest.join("user_data"), "#cloud-config\n").unwrap();

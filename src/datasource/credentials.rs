@@ -6,14 +6,15 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::{CRED_USER_DATA, CREDENTIAL_NAMES, Datasource, Env, Gathered};
+use super::{CRED_USER_DATA, CREDENTIAL_NAMES, Datasource, Env, Gathered, SourceError};
 
 /// Reads the known `kubestrap.*` credentials present in `dir` (a missing dir means none).
-pub fn read(dir: &Path) -> Result<BTreeMap<String, Vec<u8>>, String> {
+pub fn read(dir: &Path) -> Result<BTreeMap<String, Vec<u8>>, SourceError> {
     let mut out = BTreeMap::new();
     for name in CREDENTIAL_NAMES {
         // An empty credential is the unit's SetCredential= default: "none given".
-        if let Some(v) = super::read_capped(&dir.join(name)).map_err(|e| format!("credential {name}: {e}"))?
+        if let Some(v) = super::read_capped(&dir.join(name))
+            .map_err(|e| SourceError::Credential { name: name.to_string(), source: Box::new(e) })?
             && !v.iter().all(u8::is_ascii_whitespace)
         {
             out.insert(name.to_string(), v);
@@ -38,7 +39,7 @@ impl Datasource for Credentials {
         "credentials"
     }
 
-    fn probe(&self) -> Result<Option<Gathered>, String> {
+    fn probe(&self) -> Result<Option<Gathered>, SourceError> {
         let creds = read(&self.dir)?;
         let Some(user_data) = creds.get(CRED_USER_DATA).cloned() else {
             return Ok(None);
@@ -90,7 +91,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("kubestrap.user-data"), vec![b'a'; (super::super::MAX_READ_BYTES + 1) as usize])
             .unwrap();
-        let e = read(d.path()).unwrap_err();
-        assert!(e.contains("kubestrap.user-data") && e.contains("larger than"), "{e}");
+        let e = read(d.path()).unwrap_err().to_string();
+        assert!(e.starts_with("credential kubestrap.user-data: ") && e.contains("larger than"), "{e}");
     }
 }

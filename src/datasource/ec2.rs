@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use super::http;
-use super::{Datasource, Gathered, MAX_READ_BYTES, MetaData};
+use super::{Datasource, Gathered, MAX_READ_BYTES, MetaData, SourceError};
 
 pub const TOKEN_TTL_HEADER: &str = "X-aws-ec2-metadata-token-ttl-seconds";
 pub const TOKEN_HEADER: &str = "X-aws-ec2-metadata-token";
@@ -23,17 +23,18 @@ impl Ec2 {
         Ec2 { base: base.trim_end_matches('/').to_string(), timeout }
     }
 
-    fn get(&self, token: &str, path: &str) -> Result<Option<Vec<u8>>, String> {
+    fn get(&self, token: &str, path: &str) -> Result<Option<Vec<u8>>, SourceError> {
         let url = format!("{}{path}", self.base);
-        let r = http::request("GET", &url, &[(TOKEN_HEADER, token)], self.timeout, MAX_READ_BYTES)?;
+        let r = http::request("GET", &url, &[(TOKEN_HEADER, token)], self.timeout, MAX_READ_BYTES)
+            .map_err(|e| SourceError::Imds(Box::new(e)))?;
         match r.status {
             200 => Ok(Some(r.body)),
             404 => Ok(None),
-            s => Err(format!("GET {url}: HTTP {s}")),
+            status => Err(SourceError::Imds(Box::new(SourceError::HttpStatus { method: "GET".into(), url, status }))),
         }
     }
 
-    fn text(&self, token: &str, path: &str) -> Result<Option<String>, String> {
+    fn text(&self, token: &str, path: &str) -> Result<Option<String>, SourceError> {
         Ok(self.get(token, path)?.map(|b| String::from_utf8_lossy(&b).trim().to_string()).filter(|s| !s.is_empty()))
     }
 }
@@ -43,19 +44,19 @@ impl Datasource for Ec2 {
         "ec2"
     }
 
-    fn probe(&self) -> Result<Option<Gathered>, String> {
+    fn probe(&self) -> Result<Option<Gathered>, SourceError> {
         let url = format!("{}/latest/api/token", self.base);
         let r = http::request("PUT", &url, &[(TOKEN_TTL_HEADER, TOKEN_TTL_SECS)], self.timeout, 4096)
-            .map_err(|e| format!("IMDS {e}"))?;
+            .map_err(|e| SourceError::Imds(Box::new(e)))?;
         if r.status != 200 {
-            return Err(format!("IMDS PUT {url}: HTTP {} (IMDSv2 token refused)", r.status));
+            return Err(SourceError::ImdsTokenRefused { url, status: r.status });
         }
-        let token = String::from_utf8(r.body).map_err(|_| format!("IMDS PUT {url}: token is not text"))?;
+        let token = String::from_utf8(r.body).map_err(|_| SourceError::ImdsTokenNotText { url })?;
         let token = token.trim();
-        let user_data = self.get(token, "/latest/user-data").map_err(|e| format!("IMDS {e}"))?;
+        let user_data = self.get(token, "/latest/user-data")?;
         let meta = MetaData {
-            instance_id: self.text(token, "/latest/meta-data/instance-id").map_err(|e| format!("IMDS {e}"))?,
-            local_hostname: self.text(token, "/latest/meta-data/local-hostname").map_err(|e| format!("IMDS {e}"))?,
+            instance_id: self.text(token, "/latest/meta-data/instance-id")?,
+            local_hostname: self.text(token, "/latest/meta-data/local-hostname")?,
         };
         let mut notices = Vec::new();
         if user_data.is_none() {

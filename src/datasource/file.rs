@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use super::{Datasource, Env, Gathered, MetaData};
+use super::{Datasource, Env, Gathered, MetaData, SourceError};
 
 pub struct File {
     path: PathBuf,
@@ -21,13 +21,13 @@ impl Datasource for File {
         "file"
     }
 
-    fn probe(&self) -> Result<Option<Gathered>, String> {
+    fn probe(&self) -> Result<Option<Gathered>, SourceError> {
         let Some(user_data) = super::read_capped(&self.path)? else {
             return Ok(None);
         };
         let meta = match self.path.parent().map(|d| d.join("meta-data")) {
             Some(p) if p != self.path => match super::read_capped(&p)? {
-                Some(b) => super::parse_nocloud_meta(&b).map_err(|e| format!("{}: {e}", p.display()))?,
+                Some(b) => super::parse_nocloud_meta(&p.display().to_string(), &b)?,
                 None => MetaData::default(),
             },
             _ => MetaData::default(),

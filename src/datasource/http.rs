@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use super::SourceError;
+
 /// A response: status and body (at most the caller's limit).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Response {
@@ -18,7 +20,7 @@ pub fn request(
     headers: &[(&str, &str)],
     timeout: Duration,
     limit: u64,
-) -> Result<Response, String> {
+) -> Result<Response, SourceError> {
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .proxy(None)
@@ -40,16 +42,16 @@ pub fn request(
             }
             b.send_empty()
         }
-        other => return Err(format!("unsupported HTTP method {other}")),
+        other => return Err(SourceError::Method { method: other.into() }),
     };
-    let mut resp = result.map_err(|e| format!("{method} {url}: {}", describe(&e)))?;
+    let failed = |detail: String| SourceError::Http { method: method.into(), url: url.into(), detail };
+    let mut resp = result.map_err(|e| failed(describe(&e)))?;
     let status = resp.status().as_u16();
-    let body = resp
-        .body_mut()
-        .with_config()
-        .limit(limit)
-        .read_to_vec()
-        .map_err(|e| format!("{method} {url}: reading the body: {}", describe(&e)))?;
+    let body = resp.body_mut().with_config().limit(limit).read_to_vec().map_err(|e| SourceError::HttpBody {
+        method: method.into(),
+        url: url.into(),
+        detail: describe(&e),
+    })?;
     Ok(Response { status, body })
 }
 

@@ -97,6 +97,70 @@ impl Env {
     }
 }
 
+/// Why a datasource could not be used, or the override naming one is wrong. Every variant
+/// names the file, device, URL or kernel-cmdline word it is about.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    #[error("opening {}: {source}", .path.display())]
+    Open { path: PathBuf, source: std::io::Error },
+    #[error("reading {}: {source}", .path.display())]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("{} is larger than {limit} bytes", .path.display())]
+    TooLarge { path: PathBuf, limit: u64 },
+    #[error("{} is missing", .path.display())]
+    Missing { path: PathBuf },
+    #[error("{}: not JSON: {detail}", .path.display())]
+    NotJson { path: PathBuf, detail: String },
+    /// NoCloud meta-data from `origin` (a file or URL) that is not what NoCloud specifies.
+    #[error("{origin}: meta-data {problem}")]
+    MetaData { origin: String, problem: String },
+    #[error("credential {name}: {source}")]
+    Credential { name: String, source: Box<SourceError> },
+    #[error("creating mount point {}: {source}", .dir.display())]
+    MountPoint { dir: PathBuf, source: std::io::Error },
+    #[error("mounting {} ({fstype}) read-only on {}: {errno}{}", .device.display(), .dir.display(), mount_hint(.errno, .fstype))]
+    Mount { device: PathBuf, fstype: String, dir: PathBuf, errno: nix::errno::Errno },
+    /// A seed filesystem that was found and mounted but holds nothing.
+    #[error("{} (label {label:?}) has no user-data or meta-data", .device.display())]
+    EmptySeed { device: PathBuf, label: String },
+    /// A problem with what a device holds.
+    #[error("{} (label {label:?}): {source}", .device.display())]
+    OnDevice { device: PathBuf, label: String, source: Box<SourceError> },
+    #[error("unsupported HTTP method {method}")]
+    Method { method: String },
+    /// No HTTP answer (or no complete body): `detail` is the operator's words ("timed out").
+    #[error("{method} {url}: {detail}")]
+    Http { method: String, url: String, detail: String },
+    #[error("{method} {url}: reading the body: {detail}")]
+    HttpBody { method: String, url: String, detail: String },
+    #[error("{method} {url}: HTTP {status}")]
+    HttpStatus { method: String, url: String, status: u16 },
+    /// Something went wrong talking to the EC2 instance metadata service.
+    #[error("IMDS {0}")]
+    Imds(Box<SourceError>),
+    #[error("IMDS PUT {url}: HTTP {status} (IMDSv2 token refused)")]
+    ImdsTokenRefused { url: String, status: u16 },
+    #[error("IMDS PUT {url}: token is not text")]
+    ImdsTokenNotText { url: String },
+    #[error("kernel cmdline selects the ec2 datasource but no IMDS address is configured")]
+    NoImdsAddress,
+    /// The datasource override is wrong; `origin` is "kernel cmdline" or the override file.
+    #[error("{origin}: {problem}")]
+    Override { origin: String, problem: cmdline::OverrideProblem },
+    /// Detection gave up; `reasons` has every source's last answer.
+    #[error("no datasource found after {:.1}s: {}", .waited.as_secs_f64(), .reasons.join("; "))]
+    NotFound { waited: Duration, reasons: Vec<String> },
+}
+
+fn mount_hint(errno: &nix::errno::Errno, fstype: &str) -> String {
+    match errno {
+        nix::errno::Errno::ENODEV => format!(" (the kernel has no {fstype} driver: load its module)"),
+        nix::errno::Errno::ENOTBLK => " (not a block device)".to_string(),
+        nix::errno::Errno::EPERM => " (mounting needs root)".to_string(),
+        _ => String::new(),
+    }
+}
+
 /// Instance meta-data kubestrap uses.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MetaData {
@@ -139,7 +203,7 @@ pub trait Datasource {
     /// `Ok(Some)`: found. `Ok(None)`: not present (now; it may appear later). `Err(reason)`: present
     /// or configured but not usable yet (unreadable, not answering); detection does not fall
     /// through to later sources past an `Err`, it retries until the deadline.
-    fn probe(&self) -> Result<Option<Gathered>, String>;
+    fn probe(&self) -> Result<Option<Gathered>, SourceError>;
     /// Why `probe` returned `Ok(None)`, for the "no datasource found" message.
     fn absent(&self) -> String {
         "not present".into()
@@ -148,7 +212,7 @@ pub trait Datasource {
 
 /// The sources in detection order, after applying any override (see the module docs).
 pub fn sources(env: &Env) -> Result<Vec<Box<dyn Datasource>>, Error> {
-    let over = cmdline::Override::from_env(env).map_err(Error::config)?;
+    let over = cmdline::Override::from_env(env)?;
     let http_timeout = HTTP_TIMEOUT;
     let all = || -> Vec<Box<dyn Datasource>> {
         let mut v: Vec<Box<dyn Datasource>> = vec![
@@ -171,9 +235,7 @@ pub fn sources(env: &Env) -> Result<Vec<Box<dyn Datasource>>, Error> {
         Some(cmdline::Override::Credentials) => vec![Box::new(credentials::Credentials::new(env))],
         Some(cmdline::Override::ConfigDrive) => vec![Box::new(configdrive::ConfigDrive::new(env))],
         Some(cmdline::Override::Ec2(url)) => {
-            let base = url.or_else(|| env.imds_base.clone()).ok_or_else(|| {
-                Error::config("kernel cmdline selects the ec2 datasource but no IMDS address is configured")
-            })?;
+            let base = url.or_else(|| env.imds_base.clone()).ok_or(SourceError::NoImdsAddress)?;
             vec![Box::new(ec2::Ec2::new(&base, http_timeout))]
         }
         Some(cmdline::Override::File(path)) => vec![Box::new(file::File::new(env, &path))],
@@ -191,7 +253,7 @@ pub fn detect(env: &Env, deadline: Instant) -> Result<Gathered, Error> {
         for s in &list {
             match s.probe() {
                 Ok(Some(mut g)) if !blocked => {
-                    g.credentials = credentials::read(&env.credentials_path()).map_err(Error::runtime)?;
+                    g.credentials = credentials::read(&env.credentials_path())?;
                     let names: Vec<&str> = g.credentials.keys().map(String::as_str).collect();
                     log::info!("datasource {}: found (credentials: {})", g.source, names.join(", "));
                     return Ok(g);
@@ -208,11 +270,7 @@ pub fn detect(env: &Env, deadline: Instant) -> Result<Gathered, Error> {
         }
         let now = Instant::now();
         if now >= deadline {
-            return Err(Error::runtime(format!(
-                "no datasource found after {:.1}s: {}",
-                now.duration_since(start).as_secs_f64(),
-                reasons.join("; ")
-            )));
+            return Err(SourceError::NotFound { waited: now.duration_since(start), reasons }.into());
         }
         log::debug!("no datasource yet: {}", reasons.join("; "));
         std::thread::sleep(RETRY_INTERVAL.min(deadline - now));
@@ -220,35 +278,39 @@ pub fn detect(env: &Env, deadline: Instant) -> Result<Gathered, Error> {
 }
 
 /// Reads a whole file of at most [`MAX_READ_BYTES`]; `Ok(None)` when it does not exist.
-pub(crate) fn read_capped(path: &Path) -> Result<Option<Vec<u8>>, String> {
+pub(crate) fn read_capped(path: &Path) -> Result<Option<Vec<u8>>, SourceError> {
     use std::io::Read;
     let f = match std::fs::File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("opening {}: {e}", path.display())),
+        Err(source) => return Err(SourceError::Open { path: path.to_path_buf(), source }),
     };
     let mut buf = Vec::new();
-    f.take(MAX_READ_BYTES + 1).read_to_end(&mut buf).map_err(|e| format!("reading {}: {e}", path.display()))?;
+    f.take(MAX_READ_BYTES + 1)
+        .read_to_end(&mut buf)
+        .map_err(|source| SourceError::Read { path: path.to_path_buf(), source })?;
     if buf.len() as u64 > MAX_READ_BYTES {
-        return Err(format!("{} is larger than {MAX_READ_BYTES} bytes", path.display()));
+        return Err(SourceError::TooLarge { path: path.to_path_buf(), limit: MAX_READ_BYTES });
     }
     Ok(Some(buf))
 }
 
-/// NoCloud meta-data: YAML (or JSON) with `instance-id` and `local-hostname`.
-pub(crate) fn parse_nocloud_meta(bytes: &[u8]) -> Result<MetaData, String> {
-    let text = std::str::from_utf8(bytes).map_err(|_| "meta-data is not UTF-8 text".to_string())?;
+/// NoCloud meta-data: YAML (or JSON) with `instance-id` and `local-hostname`. `origin` (the
+/// file or URL it came from) is named in errors.
+pub(crate) fn parse_nocloud_meta(origin: &str, bytes: &[u8]) -> Result<MetaData, SourceError> {
+    let bad = |problem: String| SourceError::MetaData { origin: origin.to_string(), problem };
+    let text = std::str::from_utf8(bytes).map_err(|_| bad("is not UTF-8 text".into()))?;
     if text.trim().is_empty() {
         return Ok(MetaData::default());
     }
-    let v: serde_yaml::Value = serde_yaml::from_str(text).map_err(|e| format!("meta-data is not YAML: {e}"))?;
-    let map = v.as_mapping().ok_or("meta-data is not a YAML mapping")?;
-    let get = |k: &str| -> Result<Option<String>, String> {
+    let v: serde_yaml::Value = serde_yaml::from_str(text).map_err(|e| bad(format!("is not YAML: {e}")))?;
+    let map = v.as_mapping().ok_or_else(|| bad("is not a YAML mapping".into()))?;
+    let get = |k: &str| -> Result<Option<String>, SourceError> {
         match map.get(k) {
             None | Some(serde_yaml::Value::Null) => Ok(None),
             Some(serde_yaml::Value::String(s)) => Ok(Some(s.clone())),
             Some(serde_yaml::Value::Number(n)) => Ok(Some(n.to_string())),
-            Some(_) => Err(format!("meta-data {k} must be a string")),
+            Some(_) => Err(bad(format!("{k} must be a string"))),
         }
     };
     Ok(MetaData { instance_id: get("instance-id")?, local_hostname: get("local-hostname")? })
@@ -273,13 +335,39 @@ mod tests {
 
     #[test]
     fn nocloud_meta_parses_yaml_and_json() {
-        let m = parse_nocloud_meta(b"instance-id: i-1\nlocal-hostname: Node-A\n").unwrap();
+        let m = parse_nocloud_meta("m", b"instance-id: i-1\nlocal-hostname: Node-A\n").unwrap();
         assert_eq!(m.instance_id.as_deref(), Some("i-1"));
         assert_eq!(m.local_hostname.as_deref(), Some("Node-A"));
-        let m = parse_nocloud_meta(br#"{"instance-id": "i-2"}"#).unwrap();
+        let m = parse_nocloud_meta("m", br#"{"instance-id": "i-2"}"#).unwrap();
         assert_eq!(m, MetaData { instance_id: Some("i-2".into()), local_hostname: None });
-        assert_eq!(parse_nocloud_meta(b"").unwrap(), MetaData::default());
-        assert!(parse_nocloud_meta(b"- a\n").unwrap_err().contains("mapping"));
+        assert_eq!(parse_nocloud_meta("m", b"").unwrap(), MetaData::default());
+        let e = parse_nocloud_meta("/seed/meta-data", b"- a\n").unwrap_err();
+        assert_eq!(e.to_string(), "/seed/meta-data: meta-data is not a YAML mapping");
+        let e = parse_nocloud_meta("http://10.0.2.2/meta-data", b"local-hostname: [a]\n").unwrap_err();
+        assert_eq!(e.to_string(), "http://10.0.2.2/meta-data: meta-data local-hostname must be a string");
+    }
+
+    #[test]
+    fn errors_name_the_path_and_url() {
+        let d = tempfile::tempdir().unwrap();
+        let big = d.path().join("user-data");
+        std::fs::write(&big, vec![b'a'; (MAX_READ_BYTES + 1) as usize]).unwrap();
+        let e = read_capped(&big).unwrap_err().to_string();
+        assert_eq!(e, format!("{} is larger than {MAX_READ_BYTES} bytes", big.display()));
+        let e = SourceError::Imds(Box::new(SourceError::HttpStatus {
+            method: "GET".into(),
+            url: "http://169.254.169.254/latest/user-data".into(),
+            status: 500,
+        }));
+        assert_eq!(e.to_string(), "IMDS GET http://169.254.169.254/latest/user-data: HTTP 500");
+        let e = SourceError::Mount {
+            device: "/dev/sr0".into(),
+            fstype: "iso9660".into(),
+            dir: "/run/m".into(),
+            errno: nix::errno::Errno::ENODEV,
+        };
+        assert!(e.to_string().starts_with("mounting /dev/sr0 (iso9660) read-only on /run/m: ENODEV"), "{e}");
+        assert!(e.to_string().ends_with("(the kernel has no iso9660 driver: load its module)"), "{e}");
     }
 
     #[test]

@@ -6,20 +6,20 @@
 use std::path::{Path, PathBuf};
 
 use super::block;
-use super::{Datasource, Env, Gathered, MetaData, NOCLOUD_SEED_DIR};
+use super::{Datasource, Env, Gathered, MetaData, NOCLOUD_SEED_DIR, SourceError};
 
 /// Seed labels NoCloud accepts.
 pub const CIDATA_LABELS: [&str; 2] = ["cidata", "CIDATA"];
 
 /// Reads a NoCloud seed from a directory; None when it has neither user-data nor meta-data.
-pub fn read_seed(dir: &Path, source: &str) -> Result<Option<Gathered>, String> {
+pub fn read_seed(dir: &Path, source: &str) -> Result<Option<Gathered>, SourceError> {
     let user_data = super::read_capped(&dir.join("user-data"))?;
     let meta_bytes = super::read_capped(&dir.join("meta-data"))?;
     if user_data.is_none() && meta_bytes.is_none() {
         return Ok(None);
     }
     let meta = match meta_bytes {
-        Some(b) => super::parse_nocloud_meta(&b).map_err(|e| format!("{}: {e}", dir.join("meta-data").display()))?,
+        Some(b) => super::parse_nocloud_meta(&dir.join("meta-data").display().to_string(), &b)?,
         None => MetaData::default(),
     };
     let mut notices = Vec::new();
@@ -49,7 +49,7 @@ impl Datasource for SeedDir {
     fn name(&self) -> &'static str {
         "nocloud-seed"
     }
-    fn probe(&self) -> Result<Option<Gathered>, String> {
+    fn probe(&self) -> Result<Option<Gathered>, SourceError> {
         read_seed(&self.dir, self.name())
     }
     fn absent(&self) -> String {
@@ -72,7 +72,7 @@ impl Datasource for Cidata {
     fn name(&self) -> &'static str {
         "nocloud"
     }
-    fn probe(&self) -> Result<Option<Gathered>, String> {
+    fn probe(&self) -> Result<Option<Gathered>, SourceError> {
         let Some(found) = block::find_by_label(&self.env, &CIDATA_LABELS) else {
             return Ok(None);
         };
@@ -84,7 +84,7 @@ impl Datasource for Cidata {
                 g.notices.push(format!("nocloud: read {} (label {:?})", found.device.display(), found.label));
                 Ok(Some(g))
             }
-            None => Err(format!("{} (label {:?}) has no user-data or meta-data", found.device.display(), found.label)),
+            None => Err(SourceError::EmptySeed { device: found.device, label: found.label }),
         }
     }
     fn absent(&self) -> String {
@@ -118,8 +118,8 @@ mod tests {
     fn seed_dir_with_bad_meta_data_is_an_error() {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("meta-data"), "[1, 2]").unwrap();
-        let e = read_seed(d.path(), "nocloud-seed").unwrap_err();
-        assert!(e.contains("meta-data") && e.contains("mapping"), "{e}");
+        let e = read_seed(d.path(), "nocloud-seed").unwrap_err().to_string();
+        assert_eq!(e, format!("{}: meta-data is not a YAML mapping", d.path().join("meta-data").display()));
     }
 
     #[test]

@@ -76,7 +76,7 @@ impl Found {
     /// The discovery phase's product: a kubeconfig the kubelet could bootstrap with.
     fn save(&self, fs: &crate::fsutil::NodeFs, ca_cert_path: &str) -> Result<()> {
         let conf = crate::objects::kubelet::bootstrap_kubelet_conf(&self.server, &self.ca_pem, &self.tls_token);
-        fs.write(&BOOTSTRAP_KUBELET_CONF, conf.to_yaml().as_bytes())?;
+        fs.write(&BOOTSTRAP_KUBELET_CONF, conf.to_yaml()?.as_bytes())?;
         if !fs.exists(ca_cert_path) {
             fs.write(&paths::ca_cert_at(ca_cert_path), &self.ca_pem)?;
         }
@@ -171,7 +171,7 @@ fn token_attempt(base: &str, token: &Token, pins: &[CaPin], skip_ca: bool) -> At
     };
     let cm = match fetch(&insecure) {
         Ok(cm) => cm,
-        Err(reason) => return Attempt::Wait(reason),
+        Err(reason) => return Attempt::Wait(reason.to_string()),
     };
     let info = match discovery::validate_cluster_info(&cm, token, pins, skip_ca) {
         Ok(i) => i,
@@ -203,12 +203,12 @@ fn token_attempt(base: &str, token: &Token, pins: &[CaPin], skip_ca: bool) -> At
     }
 }
 
-fn fetch(c: &Client) -> std::result::Result<Value, String> {
+fn fetch(c: &Client) -> std::result::Result<Value, DiscoveryProblem> {
     match c.get(CLUSTER_INFO) {
         Ok(Some(cm)) => Ok(cm),
-        Ok(None) => Err(DiscoveryProblem::NoClusterInfo.to_string()),
-        Err(ApiError::Status { code: 403, .. }) => Err(DiscoveryProblem::NoClusterInfo.to_string()),
-        Err(e) => Err(e.to_string()),
+        Ok(None) => Err(DiscoveryProblem::NoClusterInfo),
+        Err(ApiError::Status { code: 403, .. }) => Err(DiscoveryProblem::NoClusterInfo),
+        Err(e) => Err(DiscoveryProblem::Transport(e.to_string())),
     }
 }
 

@@ -22,7 +22,7 @@ pub fn run(ctx: &JoinContext, client: &Client, found: &Found) -> Result<()> {
     if let Some(why) = existing_identity(fs, &found.ca_pem, node_name) {
         info!("[kubelet-start] {why}; keeping it");
         let kc = crate::objects::kubelet::kubelet_conf_for_rotation(&found.server, &found.ca_pem);
-        fs.write(&KUBELET_CONF, kc.to_yaml().as_bytes())?;
+        fs.write(&KUBELET_CONF, kc.to_yaml()?.as_bytes())?;
         fs.commit()?;
         return fs.remove(&KEY_TMP);
     }
@@ -36,7 +36,7 @@ pub fn run(ctx: &JoinContext, client: &Client, found: &Found) -> Result<()> {
         },
         None => new_key(fs)?,
     };
-    let (pem, name) = crate::csr::node_csr(node_name, &key).map_err(Error::runtime)?;
+    let (pem, name) = crate::csr::node_csr(node_name, &key)?;
     let csr = crate::csr::csr_object(&name, &pem, &crate::csr::KUBELET_CLIENT_USAGES);
     match client.create(&csr)? {
         Created::New(_) => info!("[kubelet-start] Sent certificate signing request {name} for system:node:{node_name}"),
@@ -97,7 +97,7 @@ fn new_key(fs: &NodeFs) -> Result<rcgen::KeyPair> {
 fn wait_for_certificate(client: &Client, name: &str, timeout: Duration, clock: &dyn Clock) -> Result<String> {
     let path = format!("/apis/certificates.k8s.io/v1/certificatesigningrequests/{name}");
     let deadline = clock.now() + timeout;
-    let check = |obj: &Value| -> Option<std::result::Result<String, String>> {
+    let check = |obj: &Value| -> Option<std::result::Result<String, crate::csr::CsrError>> {
         match crate::csr::certificate_from_status(obj) {
             Ok(Some(pem)) => Some(Ok(pem)),
             Ok(None) => None,
@@ -109,7 +109,7 @@ fn wait_for_certificate(client: &Client, name: &str, timeout: Duration, clock: &
         if let Some(obj) = client.get(&path)?
             && let Some(r) = check(&obj)
         {
-            return r.map_err(Error::runtime);
+            return r.map_err(Error::from);
         }
         let left = deadline.saturating_duration_since(clock.now());
         if left.is_zero() {
@@ -124,7 +124,7 @@ fn wait_for_certificate(client: &Client, name: &str, timeout: Duration, clock: &
             |_, obj| check(obj),
         );
         match watched {
-            Ok(Some(r)) => return r.map_err(Error::runtime),
+            Ok(Some(r)) => return r.map_err(Error::from),
             Ok(None) => {}
             // A broken stream is not fatal: the GET above catches up.
             Err(e) => {
@@ -157,7 +157,7 @@ fn write_identity(fs: &NodeFs, found: &Found, cert_pem: &str, key_pem: &str) -> 
     fs.write(&file, bundle.as_bytes())?;
     fs.symlink(&CURRENT, file.as_str())?;
     let kc = crate::objects::kubelet::kubelet_conf_for_rotation(&found.server, &found.ca_pem);
-    fs.write(&KUBELET_CONF, kc.to_yaml().as_bytes())?;
+    fs.write(&KUBELET_CONF, kc.to_yaml()?.as_bytes())?;
     fs.commit()?;
     fs.remove(&KEY_TMP)?;
     info!("[kubelet-start] Wrote {file} and {CURRENT} -> it; {KUBELET_CONF} uses it");

@@ -23,6 +23,14 @@ pub enum ApiError {
     Status { code: u16, reason: String, message: String, who: String, what: String },
     /// The server answered something we cannot parse.
     BadResponse { what: String, detail: String },
+    /// A plain health endpoint answered, but not with 200.
+    Unhealthy { url: String, code: u16 },
+    /// Credentials or trust we were handed (CA, client certificate, client key) are unusable.
+    BadCredentials { what: String, detail: String },
+    /// The kubeconfig we were asked to connect with is unusable.
+    Kubeconfig(crate::kubeconfig::KubeconfigError),
+    /// An object we were asked to send has no REST path (a bug in the object, not the server).
+    BadObject(super::paths::PathError),
 }
 
 impl ApiError {
@@ -38,7 +46,11 @@ impl ApiError {
         match self {
             ApiError::Transport { kind, .. } => *kind != Transport::Tls,
             ApiError::Status { code, .. } => matches!(code, 429 | 500 | 502 | 503 | 504),
-            ApiError::BadResponse { .. } => false,
+            ApiError::Unhealthy { .. } => true,
+            ApiError::BadResponse { .. }
+            | ApiError::BadCredentials { .. }
+            | ApiError::Kubeconfig(_)
+            | ApiError::BadObject(_) => false,
         }
     }
 }
@@ -68,13 +80,33 @@ impl fmt::Display for ApiError {
                 write!(f, "{what} as {who}: {verdict} (HTTP {code} {reason}): {message}")
             }
             ApiError::BadResponse { what, detail } => write!(f, "{what}: unreadable answer from the server: {detail}"),
+            ApiError::Unhealthy { url, code } => write!(f, "{url} answered HTTP {code}"),
+            ApiError::BadCredentials { what, detail } => write!(f, "{what} is unusable: {detail}"),
+            ApiError::Kubeconfig(e) => e.fmt(f),
+            ApiError::BadObject(e) => write!(f, "cannot send an object: {e}"),
         }
     }
 }
 
-impl From<ApiError> for crate::error::Error {
-    fn from(e: ApiError) -> Self {
-        crate::error::Error::runtime(e.to_string())
+impl std::error::Error for ApiError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ApiError::Kubeconfig(e) => Some(e),
+            ApiError::BadObject(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<crate::kubeconfig::KubeconfigError> for ApiError {
+    fn from(e: crate::kubeconfig::KubeconfigError) -> Self {
+        ApiError::Kubeconfig(e)
+    }
+}
+
+impl From<super::paths::PathError> for ApiError {
+    fn from(e: super::paths::PathError) -> Self {
+        ApiError::BadObject(e)
     }
 }
 
@@ -98,4 +130,27 @@ pub fn classify(url: &str, e: &ureq::Error) -> ApiError {
         _ => Transport::Other,
     };
     ApiError::Transport { kind, url: url.to_string(), detail }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_name_the_url_and_object() {
+        let e = ApiError::Transport {
+            kind: Transport::Refused,
+            url: "https://10.0.0.1:6443/version".into(),
+            detail: "x".into(),
+        };
+        assert!(e.to_string().starts_with("https://10.0.0.1:6443/version: connection refused"), "{e}");
+        assert!(e.is_transient());
+        let e = ApiError::Unhealthy { url: "http://127.0.0.1:10248/healthz".into(), code: 500 };
+        assert_eq!(e.to_string(), "http://127.0.0.1:10248/healthz answered HTTP 500");
+        let e = ApiError::from(crate::kubeconfig::KubeconfigError::Unreadable { path: "/etc/k/client.key".into() });
+        assert_eq!(e.to_string(), "cannot read /etc/k/client.key");
+        assert!(!e.is_transient());
+        let e = ApiError::from(super::super::paths::PathError::NoName { object: "ConfigMap kube-system/?".into() });
+        assert_eq!(e.to_string(), "cannot send an object: ConfigMap kube-system/? has no name");
+    }
 }

@@ -13,7 +13,7 @@ use ureq::tls::{Certificate, ClientCert, PrivateKey, RootCerts, TlsConfig, TlsPr
 
 pub use error::{ApiError, Transport};
 
-use crate::kubeconfig::{Kubeconfig, decode_b64};
+use crate::kubeconfig::{Kubeconfig, KubeconfigError, decode_b64};
 
 /// Whom we trust for the server certificate.
 pub enum Trust {
@@ -65,12 +65,12 @@ impl Client {
         let mut tls = TlsConfig::builder().provider(TlsProvider::Rustls);
         match trust {
             Trust::Ca(pem) => {
-                let certs = parse_certs(&pem).map_err(|e| bad("the cluster CA", e))?;
+                let certs = parse_certs("the cluster CA", &pem)?;
                 tls = tls.root_certs(RootCerts::Specific(Arc::new(certs)));
             }
             Trust::SystemRoots => {
                 let bundle = SYSTEM_BUNDLES.iter().find_map(|p| std::fs::read(p).ok());
-                tls = match bundle.map(|b| parse_certs(&b)) {
+                tls = match bundle.map(|b| parse_certs("the system CA bundle", &b)) {
                     Some(Ok(certs)) if !certs.is_empty() => tls.root_certs(RootCerts::Specific(Arc::new(certs))),
                     _ => tls.root_certs(RootCerts::WebPki),
                 };
@@ -84,8 +84,9 @@ impl Client {
                 (Some(t), format!("bootstrap token {id}"))
             }
             Auth::Cert { cert_pem, key_pem, user } => {
-                let chain = parse_certs(&cert_pem).map_err(|e| bad("the client certificate", e))?;
-                let key = PrivateKey::from_pem(&key_pem).map_err(|e| bad("the client key", e))?;
+                let chain = parse_certs("the client certificate", &cert_pem)?;
+                let key = PrivateKey::from_pem(&key_pem)
+                    .map_err(|e| ApiError::BadCredentials { what: "the client key".into(), detail: e.to_string() })?;
                 tls = tls.client_cert(Some(ClientCert::new_with_certs(&chain, key)));
                 (None, format!("client certificate {user}"))
             }
@@ -108,26 +109,29 @@ impl Client {
         kc: &Kubeconfig,
         read: &dyn Fn(&str) -> Option<Vec<u8>>,
         timeout: Duration,
-    ) -> Result<Client, String> {
+    ) -> Result<Client, ApiError> {
         let (cluster, user) = kc.current()?;
-        let ca =
-            decode_b64(&cluster.certificate_authority_data).map_err(|e| format!("certificate-authority-data: {e}"))?;
-        let file = |p: &str| read(p).ok_or_else(|| format!("cannot read {p}"));
+        let data = |field: &str, value: &str| decode_b64(value).map_err(|e| e.in_field(field));
+        let ca = data("certificate-authority-data", &cluster.certificate_authority_data)?;
+        let file = |p: &str| read(p).ok_or_else(|| KubeconfigError::Unreadable { path: p.to_string() });
         let auth = match user {
             Some(u) if !u.token.is_empty() => Auth::Token(u.token.clone()),
             Some(u) if !u.client_certificate_data.is_empty() || !u.client_certificate.is_empty() => {
                 let cert_pem = if u.client_certificate_data.is_empty() {
                     file(&u.client_certificate)?
                 } else {
-                    decode_b64(&u.client_certificate_data)?
+                    data("client-certificate-data", &u.client_certificate_data)?
                 };
-                let key_pem =
-                    if u.client_key_data.is_empty() { file(&u.client_key)? } else { decode_b64(&u.client_key_data)? };
+                let key_pem = if u.client_key_data.is_empty() {
+                    file(&u.client_key)?
+                } else {
+                    data("client-key-data", &u.client_key_data)?
+                };
                 Auth::Cert { cert_pem, key_pem, user: kc.current_context.clone() }
             }
             _ => Auth::Anonymous,
         };
-        Client::new(&cluster.server, Trust::Ca(ca), auth, timeout).map_err(|e| e.to_string())
+        Client::new(&cluster.server, Trust::Ca(ca), auth, timeout)
     }
 
     pub fn base(&self) -> &str {
@@ -195,7 +199,7 @@ impl Client {
 
     /// POST into a collection; 409 AlreadyExists is `Created::Exists`.
     pub fn create(&self, obj: &Value) -> Result<Created, ApiError> {
-        let path = paths::collection(obj).map_err(|e| bad("an object to create", e))?;
+        let path = paths::collection(obj)?;
         let (code, body) = self.request("POST", &path, Some(("application/json", obj)))?;
         match code {
             200..=202 => Ok(Created::New(body)),
@@ -210,7 +214,7 @@ impl Client {
         if let Created::New(_) = self.create(obj)? {
             return Ok(());
         }
-        let path = paths::object(obj).map_err(|e| bad("an object to update", e))?;
+        let path = paths::object(obj)?;
         for _ in 0..5 {
             let Some(current) = self.get(&path)? else {
                 // Deleted meanwhile: create again.
@@ -295,27 +299,29 @@ impl Client {
     }
 }
 
-fn parse_certs(pem: &[u8]) -> Result<Vec<Certificate<'static>>, String> {
+/// The certificates of a PEM bundle; `what` names it in the error ("the cluster CA").
+fn parse_certs(what: &str, pem: &[u8]) -> Result<Vec<Certificate<'static>>, ApiError> {
+    let unusable = |detail: String| ApiError::BadCredentials { what: what.to_string(), detail };
     let certs: Vec<Certificate<'static>> = ureq::tls::parse_pem(pem)
         .filter_map(|item| match item {
             Ok(ureq::tls::PemItem::Certificate(c)) => Some(Ok(c)),
             Ok(_) => None,
-            Err(e) => Some(Err(e.to_string())),
+            Err(e) => Some(Err(unusable(e.to_string()))),
         })
         .collect::<Result<_, _>>()?;
     if certs.is_empty() {
-        return Err("no PEM certificate found".into());
+        return Err(unusable("no PEM certificate found".into()));
     }
     Ok(certs)
 }
 
 /// A plain-HTTP GET that must answer 200 (the kubelet's local healthz endpoint).
-pub fn http_ok(url: &str, timeout: Duration) -> Result<(), String> {
+pub fn http_ok(url: &str, timeout: Duration) -> Result<(), ApiError> {
     let agent: ureq::Agent =
         ureq::Agent::config_builder().http_status_as_error(false).timeout_global(Some(timeout)).build().into();
     match agent.get(url).call() {
         Ok(r) if r.status() == 200 => Ok(()),
-        Ok(r) => Err(format!("{url} answered HTTP {}", r.status().as_u16())),
-        Err(e) => Err(error::classify(url, &e).to_string()),
+        Ok(r) => Err(ApiError::Unhealthy { url: url.to_string(), code: r.status().as_u16() }),
+        Err(e) => Err(error::classify(url, &e)),
     }
 }

@@ -175,9 +175,9 @@ pub fn render(c: &Component) -> Value {
     })
 }
 
-pub fn to_yaml(v: &Value) -> String {
-    // Invariant: a JSON value always serialises to YAML.
-    serde_yaml::to_string(v).unwrap_or_default()
+/// The manifest text of a static Pod; an error (never an empty manifest) if it cannot be rendered.
+pub fn to_yaml(v: &Value) -> Result<String, crate::objects::RenderError> {
+    crate::objects::to_yaml(v)
 }
 
 #[cfg(test)]

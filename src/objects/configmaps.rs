@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::{KUBE_PUBLIC, KUBE_SYSTEM, b64, config_map, sign_config_map, to_yaml};
+use super::{KUBE_PUBLIC, KUBE_SYSTEM, RenderError, b64, config_map, sign_config_map, to_yaml};
 use crate::config::InitConfig;
 
 pub const CLUSTER_INFO: &str = "cluster-info";
@@ -40,23 +40,22 @@ pub fn cluster_info(cfg: &InitConfig, ca_pem: &[u8]) -> (Value, String) {
 
 /// The ClusterConfiguration as uploaded: kubeadm marshals the defaulted v1beta4 object with its
 /// apiVersion/kind and sorted keys, without component configs (those have their own ConfigMaps).
-pub fn cluster_configuration_yaml(cfg: &InitConfig) -> String {
-    // Invariant: ClusterConfiguration is plain strings, lists, maps and bools, so it always
-    // converts to JSON.
-    let v = serde_json::to_value(&cfg.cluster).unwrap_or_default();
+pub fn cluster_configuration_yaml(cfg: &InitConfig) -> Result<String, RenderError> {
+    let v = serde_json::to_value(&cfg.cluster)
+        .map_err(|e| RenderError { what: "the ClusterConfiguration".into(), detail: e.to_string() })?;
     to_yaml(&v)
 }
 
 /// `kube-system/kubeadm-config` with `data.ClusterConfiguration`. kubeadm does not sign this one.
-pub fn kubeadm_config(cfg: &InitConfig) -> Value {
-    config_map(KUBEADM_CONFIG, KUBE_SYSTEM, &[("ClusterConfiguration", &cluster_configuration_yaml(cfg))])
+pub fn kubeadm_config(cfg: &InitConfig) -> Result<Value, RenderError> {
+    Ok(config_map(KUBEADM_CONFIG, KUBE_SYSTEM, &[("ClusterConfiguration", &cluster_configuration_yaml(cfg)?)]))
 }
 
 /// `kube-system/kubelet-config` with `data.kubelet`. As kubeadm's CreateConfigMap, it carries
 /// the component-config hash annotation only when kubeadm generated the config, i.e. the user
 /// gave no KubeletConfiguration document.
-pub fn kubelet_config_map(cfg: &InitConfig) -> Value {
-    kubelet_config_map_from(cfg, &super::kubelet::config_yaml(cfg))
+pub fn kubelet_config_map(cfg: &InitConfig) -> Result<Value, RenderError> {
+    Ok(kubelet_config_map_from(cfg, &super::kubelet::config_yaml(cfg)?))
 }
 
 /// Like [`kubelet_config_map`] with the config text already rendered (e.g. by
@@ -116,7 +115,7 @@ mod tests {
     #[test]
     fn kubeadm_config_holds_the_cluster_configuration() {
         let c = cfg("imageRepository: my.registry.example/k8s\nnetworking:\n  podSubnet: 10.244.0.0/16\n");
-        let cm = kubeadm_config(&c);
+        let cm = kubeadm_config(&c).unwrap();
         assert_eq!(cm["metadata"]["name"], "kubeadm-config");
         assert_eq!(cm["metadata"]["namespace"], "kube-system");
         assert!(cm["metadata"].get("annotations").is_none(), "kubeadm does not sign kubeadm-config");
@@ -140,11 +139,11 @@ mod tests {
     #[test]
     fn kubelet_config_map_signed_only_when_generated() {
         let c = cfg("");
-        let cm = kubelet_config_map(&c);
+        let cm = kubelet_config_map(&c).unwrap();
         assert_eq!(cm["metadata"]["name"], "kubelet-config");
         assert_eq!(cm["metadata"]["namespace"], "kube-system");
         let text = cm["data"]["kubelet"].as_str().unwrap();
-        assert_eq!(text, crate::objects::kubelet::config_yaml(&c));
+        assert_eq!(text, crate::objects::kubelet::config_yaml(&c).unwrap());
         // sha256 of the single data value.
         let expected = {
             use sha2::{Digest, Sha256};
@@ -155,7 +154,7 @@ mod tests {
         assert_eq!(config_map_checksum(&cm), expected);
 
         let user = cfg("---\napiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nmaxPods: 20\n");
-        let cm = kubelet_config_map(&user);
+        let cm = kubelet_config_map(&user).unwrap();
         assert!(cm["metadata"].get("annotations").is_none(), "user-supplied configs are not signed");
         assert!(cm["data"]["kubelet"].as_str().unwrap().contains("maxPods: 20"));
     }

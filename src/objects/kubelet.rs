@@ -4,7 +4,7 @@
 
 use serde_yaml::{Mapping, Value as Y};
 
-use super::{default_at, mapping_yaml};
+use super::{RenderError, default_at, mapping_yaml};
 use crate::config::InitConfig;
 use crate::config::types::{Arg, Taint};
 use crate::constants::{KUBELET_API_VERSION, MANIFESTS_DIR};
@@ -54,12 +54,12 @@ pub fn kubelet_configuration_with(cfg: &InitConfig, systemd_resolved: bool) -> M
 }
 
 /// /var/lib/kubelet/config.yaml; also the `kubelet` key of the kubelet-config ConfigMap.
-pub fn config_yaml(cfg: &InitConfig) -> String {
+pub fn config_yaml(cfg: &InitConfig) -> Result<String, RenderError> {
     mapping_yaml(&kubelet_configuration(cfg))
 }
 
 /// Like [`config_yaml`], for a node where systemd-resolved may be active.
-pub fn config_yaml_with(cfg: &InitConfig, systemd_resolved: bool) -> String {
+pub fn config_yaml_with(cfg: &InitConfig, systemd_resolved: bool) -> Result<String, RenderError> {
     mapping_yaml(&kubelet_configuration_with(cfg, systemd_resolved))
 }
 
@@ -251,7 +251,7 @@ authentication:
 
     #[test]
     fn config_yaml_is_sorted_and_parses() {
-        let text = config_yaml(&cfg(""));
+        let text = config_yaml(&cfg("")).unwrap();
         assert!(text.starts_with("apiVersion: kubelet.config.k8s.io/v1beta1\nauthentication:\n"), "{text}");
         let keys: Vec<String> =
             serde_yaml::from_str::<Mapping>(&text).unwrap().keys().map(|k| k.as_str().unwrap().to_string()).collect();
@@ -350,6 +350,6 @@ authentication:
         assert_eq!(k.contexts[0].name, "default-context");
         assert_eq!(k.contexts[0].context.namespace, "default");
         // Round-trips through the loader.
-        assert_eq!(Kubeconfig::parse(k.to_yaml().as_bytes()).unwrap(), k);
+        assert_eq!(Kubeconfig::parse(k.to_yaml().unwrap().as_bytes()).unwrap(), k);
     }
 }

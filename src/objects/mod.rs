@@ -17,6 +17,16 @@ use base64::engine::general_purpose::STANDARD as B64;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
+/// One of our own values could not be rendered as YAML. serde_yaml does not fail on JSON values
+/// or string-keyed mappings, but if it ever does, this is returned instead of an empty file.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("rendering {what} as YAML: {detail}")]
+pub struct RenderError {
+    /// The object ("ConfigMap kube-system/kubeadm-config", "the KubeletConfiguration").
+    pub what: String,
+    pub detail: String,
+}
+
 /// The group every default bootstrap token authenticates into (kubeadm's
 /// NodeBootstrapTokenAuthGroup); the RBAC below is bound to it.
 pub const BOOTSTRAP_GROUP: &str = "system:bootstrappers:kubeadm:default-node-token";
@@ -99,10 +109,8 @@ pub(crate) fn service_account(name: &str, namespace: &str) -> Value {
 }
 
 /// YAML of a JSON value: keys sorted (see the module doc), as kubeadm's marshalling writes them.
-pub fn to_yaml(v: &Value) -> String {
-    // Invariant: a serde_json::Value has only string keys and finite numbers, which YAML always
-    // represents, so serialisation cannot fail.
-    serde_yaml::to_string(v).unwrap_or_default()
+pub fn to_yaml(v: &Value) -> Result<String, RenderError> {
+    serde_yaml::to_string(v).map_err(|e| RenderError { what: crate::kube::paths::describe(v), detail: e.to_string() })
 }
 
 /// A YAML value with every mapping's keys sorted (string keys by text; others by their YAML),
@@ -131,10 +139,12 @@ fn yaml_key_text(k: &serde_yaml::Value) -> String {
     }
 }
 
-/// Renders a mapping as YAML with sorted keys.
-pub(crate) fn mapping_yaml(m: &serde_yaml::Mapping) -> String {
-    // Invariant: a serde_yaml::Value always serialises back to YAML.
-    serde_yaml::to_string(&sort_yaml(serde_yaml::Value::Mapping(m.clone()))).unwrap_or_default()
+/// Renders a mapping (a component config) as YAML with sorted keys.
+pub(crate) fn mapping_yaml(m: &serde_yaml::Mapping) -> Result<String, RenderError> {
+    serde_yaml::to_string(&sort_yaml(serde_yaml::Value::Mapping(m.clone()))).map_err(|e| RenderError {
+        what: format!("the {}", m.get("kind").and_then(serde_yaml::Value::as_str).unwrap_or("component configuration")),
+        detail: e.to_string(),
+    })
 }
 
 /// Sets `path` in a YAML mapping to `value` unless the user already gave a non-empty value there
@@ -198,7 +208,15 @@ mod tests {
     #[test]
     fn yaml_keys_are_sorted() {
         let m: serde_yaml::Mapping = serde_yaml::from_str("z: 1\na: {y: 1, b: 2}\n").unwrap();
-        assert_eq!(mapping_yaml(&m), "a:\n  b: 2\n  y: 1\nz: 1\n");
+        assert_eq!(mapping_yaml(&m).unwrap(), "a:\n  b: 2\n  y: 1\nz: 1\n");
+    }
+
+    #[test]
+    fn render_error_names_the_object() {
+        let e =
+            RenderError { what: crate::kube::paths::describe(&config_map("c", KUBE_SYSTEM, &[])), detail: "x".into() };
+        assert_eq!(e.to_string(), "rendering ConfigMap kube-system/c as YAML: x");
+        assert_eq!(to_yaml(&json!({"a": 1})).unwrap(), "a: 1\n");
     }
 }
 

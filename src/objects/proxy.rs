@@ -6,8 +6,8 @@ use serde_yaml::Mapping;
 
 use super::rbac::{cluster_role_binding, role, role_binding};
 use super::{
-    BOOTSTRAP_GROUP, KUBE_SYSTEM, config_map, default_at, get_rule, group_subject, mapping_yaml, service_account,
-    service_account_subject, sign_config_map,
+    BOOTSTRAP_GROUP, KUBE_SYSTEM, RenderError, config_map, default_at, get_rule, group_subject, mapping_yaml,
+    service_account, service_account_subject, sign_config_map,
 };
 use crate::config::InitConfig;
 use crate::constants::KUBEPROXY_API_VERSION;
@@ -67,8 +67,8 @@ pub fn in_cluster_kubeconfig(server: &str) -> String {
 /// The `kube-proxy` ConfigMap. Both values lose their trailing newline, as kubeadm's `|-`
 /// template does. Signed (component-config hash) only when the user gave no
 /// KubeProxyConfiguration, as kubeadm does.
-pub fn kube_proxy_config_map(cfg: &InitConfig) -> Value {
-    let conf = mapping_yaml(&kube_proxy_configuration(cfg));
+pub fn kube_proxy_config_map(cfg: &InitConfig) -> Result<Value, RenderError> {
+    let conf = mapping_yaml(&kube_proxy_configuration(cfg))?;
     let kubeconfig = in_cluster_kubeconfig(&cfg.endpoint.url());
     let mut cm = config_map(
         NAME,
@@ -79,7 +79,7 @@ pub fn kube_proxy_config_map(cfg: &InitConfig) -> Value {
     if cfg.kube_proxy.is_none() {
         sign_config_map(&mut cm);
     }
-    cm
+    Ok(cm)
 }
 
 /// The DaemonSet, as kubeadm's KubeProxyDaemonSet19 template. `proxy_env` are the host's
@@ -136,16 +136,19 @@ pub fn kube_proxy_daemon_set(cfg: &InitConfig, proxy_env: &[(String, String)]) -
 /// ConfigMap, the DaemonSet. (kubeadm creates the ConfigMap and DaemonSet first; the end state
 /// is the same, and this order spares the DaemonSet's first Pods a missing ServiceAccount.)
 /// Empty when `proxy.disabled`.
-pub fn kube_proxy_objects(cfg: &InitConfig) -> Vec<Value> {
+pub fn kube_proxy_objects(cfg: &InitConfig) -> Result<Vec<Value>, RenderError> {
     kube_proxy_objects_with_env(cfg, &[])
 }
 
 /// [`kube_proxy_objects`] with the host's proxy environment for the DaemonSet.
-pub fn kube_proxy_objects_with_env(cfg: &InitConfig, proxy_env: &[(String, String)]) -> Vec<Value> {
+pub fn kube_proxy_objects_with_env(
+    cfg: &InitConfig,
+    proxy_env: &[(String, String)],
+) -> Result<Vec<Value>, RenderError> {
     if cfg.cluster.proxy.disabled {
-        return Vec::new();
+        return Ok(Vec::new());
     }
-    vec![
+    Ok(vec![
         service_account(NAME, KUBE_SYSTEM),
         cluster_role_binding(
             NODE_PROXIER_BINDING,
@@ -154,9 +157,9 @@ pub fn kube_proxy_objects_with_env(cfg: &InitConfig, proxy_env: &[(String, Strin
         ),
         role(NAME, KUBE_SYSTEM, json!([get_rule("configmaps", &[NAME])])),
         role_binding(NAME, KUBE_SYSTEM, vec![group_subject(BOOTSTRAP_GROUP)]),
-        kube_proxy_config_map(cfg),
+        kube_proxy_config_map(cfg)?,
         kube_proxy_daemon_set(cfg, proxy_env),
-    ]
+    ])
 }
 
 #[cfg(test)]
@@ -173,7 +176,7 @@ mod tests {
 
     #[test]
     fn objects_in_dependency_order() {
-        let objs = kube_proxy_objects(&cfg(""));
+        let objs = kube_proxy_objects(&cfg("")).unwrap();
         assert_eq!(
             kinds(&objs),
             vec![
@@ -197,13 +200,13 @@ mod tests {
 
     #[test]
     fn disabled_gives_nothing() {
-        assert!(kube_proxy_objects(&cfg("proxy:\n  disabled: true\n")).is_empty());
+        assert!(kube_proxy_objects(&cfg("proxy:\n  disabled: true\n")).unwrap().is_empty());
     }
 
     #[test]
     fn config_defaults_and_kubeconfig() {
         let c = cfg("networking:\n  podSubnet: 10.244.0.0/16\n");
-        let cm = kube_proxy_config_map(&c);
+        let cm = kube_proxy_config_map(&c).unwrap();
         assert_eq!(cm["metadata"]["labels"]["app"], "kube-proxy");
         let conf: serde_yaml::Value = serde_yaml::from_str(cm["data"]["config.conf"].as_str().unwrap()).unwrap();
         assert_eq!(conf["apiVersion"], "kubeproxy.config.k8s.io/v1alpha1");
@@ -237,7 +240,7 @@ mode: ipvs
 clusterCIDR: 10.200.0.0/16
 bindAddress: 10.0.0.10
 ");
-        let cm = kube_proxy_config_map(&c);
+        let cm = kube_proxy_config_map(&c).unwrap();
         let conf: serde_yaml::Value = serde_yaml::from_str(cm["data"]["config.conf"].as_str().unwrap()).unwrap();
         assert_eq!(conf["mode"], "ipvs");
         assert_eq!(conf["clusterCIDR"], "10.200.0.0/16");

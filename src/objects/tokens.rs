@@ -16,6 +16,38 @@ const USAGE_PREFIX: &str = "usage-bootstrap-";
 /// defaulting always sets a TTL before encoding).
 const DEFAULT_TTL: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
 
+/// A bootstrap token that cannot be encoded as a Secret, or a token Secret that cannot be read
+/// back. Never carries the token's secret; the Secret's name and data key are named.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TokenError {
+    #[error("bad token format (value hidden): expected [a-z0-9]{{6}}.[a-z0-9]{{16}}")]
+    BadFormat,
+    #[error("expires {value:?} is not an RFC 3339 time (e.g. 2030-01-02T03:04:05Z)")]
+    BadExpires { value: String },
+    #[error("ttl: {0}")]
+    BadTtl(crate::config::values::ValueError),
+    #[error("ttl is too long")]
+    TtlTooLong,
+    #[error("cannot format {time}: {detail}")]
+    Format { time: String, detail: String },
+    #[error("Secret {name:?} is not of type {SECRET_TYPE}")]
+    WrongType { name: String },
+    #[error("Secret {name:?} has no data")]
+    NoData { name: String },
+    #[error("Secret {name:?}: data.{key} is not a string")]
+    NotString { name: String, key: String },
+    #[error("Secret {name:?}: data.{key}: {source}")]
+    NotBase64 { name: String, key: String, source: crate::kubeconfig::KubeconfigError },
+    #[error("Secret {name:?}: data.{key} is not UTF-8")]
+    NotUtf8 { name: String, key: String },
+    #[error("Secret {name:?} has no token-id")]
+    NoTokenId { name: String },
+    #[error("Secret name {name:?} does not match its token-id {id:?}")]
+    NameMismatch { name: String, id: String },
+    #[error("Secret {name:?}: expiration {value:?} is not an RFC 3339 time")]
+    BadExpiration { name: String, value: String },
+}
+
 /// What `token list` shows. Deliberately has no secret field, so it can be printed and logged.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TokenInfo {
@@ -29,36 +61,36 @@ pub struct TokenInfo {
 }
 
 /// RFC 3339 in UTC with whole seconds, as Go's `t.UTC().Format(time.RFC3339)` writes it.
-fn rfc3339_utc(t: OffsetDateTime) -> Result<String, String> {
-    let t = t.to_offset(time::UtcOffset::UTC).replace_nanosecond(0).map_err(|e| e.to_string())?;
-    t.format(&Rfc3339).map_err(|e| format!("cannot format {t}: {e}"))
+fn rfc3339_utc(t: OffsetDateTime) -> Result<String, TokenError> {
+    let failed = |e: &dyn std::fmt::Display| TokenError::Format { time: t.to_string(), detail: e.to_string() };
+    let t = t.to_offset(time::UtcOffset::UTC).replace_nanosecond(0).map_err(|e| failed(&e))?;
+    t.format(&Rfc3339).map_err(|e| failed(&e))
 }
 
 /// The expiration to store: `expires` wins (as in kubeadm's encoder), else now + ttl; a ttl of 0
 /// means "never expires" and gives None.
-fn expiration(token: &BootstrapToken, now: OffsetDateTime) -> Result<Option<String>, String> {
+fn expiration(token: &BootstrapToken, now: OffsetDateTime) -> Result<Option<String>, TokenError> {
     if let Some(exp) = &token.expires {
-        let t = OffsetDateTime::parse(exp, &Rfc3339)
-            .map_err(|_| format!("expires {exp:?} is not an RFC 3339 time (e.g. 2030-01-02T03:04:05Z)"))?;
+        let t = OffsetDateTime::parse(exp, &Rfc3339).map_err(|_| TokenError::BadExpires { value: exp.clone() })?;
         return rfc3339_utc(t).map(Some);
     }
     let ttl = match &token.ttl {
-        Some(s) => parse_duration(s).map_err(|m| format!("ttl: {m}"))?,
+        Some(s) => parse_duration(s).map_err(TokenError::BadTtl)?,
         None => DEFAULT_TTL,
     };
     if ttl.is_zero() {
         return Ok(None);
     }
-    let ttl = time::Duration::try_from(ttl).map_err(|_| "ttl is too long".to_string())?;
-    let at = now.checked_add(ttl).ok_or_else(|| "ttl is too long".to_string())?;
+    let ttl = time::Duration::try_from(ttl).map_err(|_| TokenError::TtlTooLong)?;
+    let at = now.checked_add(ttl).ok_or(TokenError::TtlTooLong)?;
     rfc3339_utc(at).map(Some)
 }
 
 /// `kube-system/bootstrap-token-<id>`, type `bootstrap.kubernetes.io/token`, data as kubeadm
 /// encodes it. Errors never include the token's value.
-pub fn token_secret(token: &BootstrapToken, now: OffsetDateTime) -> Result<Value, String> {
+pub fn token_secret(token: &BootstrapToken, now: OffsetDateTime) -> Result<Value, TokenError> {
     let Some((id, secret)) = token.token.split_once('.').filter(|_| crate::token::is_valid_token(&token.token)) else {
-        return Err("bad token format (value hidden): expected [a-z0-9]{6}.[a-z0-9]{16}".into());
+        return Err(TokenError::BadFormat);
     };
     let mut data = Map::new();
     let mut put = |k: &str, v: &str| {
@@ -88,27 +120,33 @@ pub fn token_secret(token: &BootstrapToken, now: OffsetDateTime) -> Result<Value
 }
 
 /// Reads a token Secret back (kubeadm's BootstrapTokenFromSecret), without the secret.
-pub fn parse_token_secret(secret: &Value) -> Result<TokenInfo, String> {
+pub fn parse_token_secret(secret: &Value) -> Result<TokenInfo, TokenError> {
     let name = secret["metadata"]["name"].as_str().unwrap_or_default();
+    let named = || name.to_string();
     if secret["type"].as_str() != Some(SECRET_TYPE) {
-        return Err(format!("Secret {name:?} is not of type {SECRET_TYPE}"));
+        return Err(TokenError::WrongType { name: named() });
     }
-    let data = secret["data"].as_object().ok_or_else(|| format!("Secret {name:?} has no data"))?;
-    let get = |k: &str| -> Result<Option<String>, String> {
+    let data = secret["data"].as_object().ok_or_else(|| TokenError::NoData { name: named() })?;
+    let get = |k: &str| -> Result<Option<String>, TokenError> {
         let Some(v) = data.get(k) else { return Ok(None) };
-        let raw = v.as_str().ok_or_else(|| format!("Secret {name:?}: data.{k} is not a string"))?;
-        let bytes = crate::kubeconfig::decode_b64(raw).map_err(|e| format!("Secret {name:?}: data.{k}: {e}"))?;
-        String::from_utf8(bytes).map(Some).map_err(|_| format!("Secret {name:?}: data.{k} is not UTF-8"))
+        let key = || k.to_string();
+        let raw = v.as_str().ok_or_else(|| TokenError::NotString { name: named(), key: key() })?;
+        let bytes = crate::kubeconfig::decode_b64(raw).map_err(|source| TokenError::NotBase64 {
+            name: named(),
+            key: key(),
+            source,
+        })?;
+        String::from_utf8(bytes).map(Some).map_err(|_| TokenError::NotUtf8 { name: named(), key: key() })
     };
-    let id = get("token-id")?.ok_or_else(|| format!("Secret {name:?} has no token-id"))?;
+    let id = get("token-id")?.ok_or_else(|| TokenError::NoTokenId { name: named() })?;
     if name != format!("{SECRET_PREFIX}{id}") {
-        return Err(format!("Secret name {name:?} does not match its token-id {id:?}"));
+        return Err(TokenError::NameMismatch { name: named(), id });
     }
     let expiration = match get("expiration")? {
         None => None,
         Some(s) => Some(
             OffsetDateTime::parse(&s, &Rfc3339)
-                .map_err(|_| format!("Secret {name:?}: expiration {s:?} is not an RFC 3339 time"))?,
+                .map_err(|_| TokenError::BadExpiration { name: named(), value: s.clone() })?,
         ),
     };
     let mut usages: Vec<String> = Vec::new();
@@ -211,11 +249,15 @@ mod tests {
     fn bad_token_is_rejected_without_echo() {
         let mut t = token();
         t.token = "ABCDEF.0123456789abcdef".into();
-        let e = token_secret(&t, NOW).unwrap_err();
+        let e = token_secret(&t, NOW).unwrap_err().to_string();
         assert!(!e.contains("0123456789abcdef") && !e.contains("ABCDEF"), "{e}");
+        assert!(e.starts_with("bad token format (value hidden): expected [a-z0-9]{6}.[a-z0-9]{16}"), "{e}");
         t.token = "abcdef.0123456789abcdef".into();
         t.ttl = Some("forever".into());
-        assert!(token_secret(&t, NOW).is_err());
+        assert_eq!(
+            token_secret(&t, NOW).unwrap_err().to_string(),
+            "ttl: \"forever\" is not a duration (examples: 24h, 1h30m, 90s, 500ms)"
+        );
     }
 
     #[test]
@@ -241,13 +283,23 @@ mod tests {
         let s = token_secret(&token(), NOW).unwrap();
         let mut wrong_name = s.clone();
         wrong_name["metadata"]["name"] = json!("bootstrap-token-zzzzzz");
-        assert!(parse_token_secret(&wrong_name).unwrap_err().contains("does not match"));
+        assert_eq!(
+            parse_token_secret(&wrong_name).unwrap_err().to_string(),
+            "Secret name \"bootstrap-token-zzzzzz\" does not match its token-id \"abcdef\""
+        );
         let mut wrong_type = s.clone();
         wrong_type["type"] = json!("Opaque");
         assert!(parse_token_secret(&wrong_type).is_err());
         let mut bad_exp = s.clone();
         bad_exp["data"]["expiration"] = json!(b64("tomorrow"));
-        assert!(parse_token_secret(&bad_exp).is_err());
+        assert_eq!(
+            parse_token_secret(&bad_exp).unwrap_err().to_string(),
+            "Secret \"bootstrap-token-abcdef\": expiration \"tomorrow\" is not an RFC 3339 time"
+        );
+        let mut bad_b64 = s.clone();
+        bad_b64["data"]["description"] = json!("%%%");
+        let e = parse_token_secret(&bad_b64).unwrap_err().to_string();
+        assert!(e.starts_with("Secret \"bootstrap-token-abcdef\": data.description: bad base64: "), "{e}");
         // Only the exact value "true" grants a usage.
         let mut not_true = s;
         not_true["data"]["usage-bootstrap-signing"] = json!(b64("yes"));

@@ -87,9 +87,9 @@ pub fn upload_config(ctx: &InitContext) -> Result<()> {
     info!(
         "[upload-config] Storing the configuration used in ConfigMap \"kubeadm-config\" in the \"kube-system\" Namespace"
     );
-    let mut objs = vec![objects::configmaps::kubeadm_config(ctx.cfg)];
+    let mut objs = vec![objects::configmaps::kubeadm_config(ctx.cfg)?];
     objs.extend(objects::rbac::upload_config_rbac());
-    objs.push(objects::configmaps::kubelet_config_map(ctx.cfg));
+    objs.push(objects::configmaps::kubelet_config_map(ctx.cfg)?);
     apply_all(&client, "upload-config", &objs)
 }
 
@@ -141,7 +141,7 @@ pub fn bootstrap_token(ctx: &InitContext) -> Result<()> {
     let client = admin(ctx)?;
     let now = time::OffsetDateTime::now_utc();
     for t in tokens(ctx)? {
-        let secret = objects::tokens::token_secret(&t, now).map_err(Error::config)?;
+        let secret = objects::tokens::token_secret(&t, now)?;
         apply_with_retry(ctx, &client, &secret)?;
         info!(
             "[bootstrap-token] Stored bootstrap token {} (secret not shown)",
@@ -173,7 +173,7 @@ pub fn addons(ctx: &InitContext) -> Result<()> {
         info!("[addon] CoreDNS is disabled");
     }
     apply_all(&client, "addon", &dns)?;
-    let proxy = objects::proxy::kube_proxy_objects_with_env(ctx.cfg, &ctx.env.proxy_env);
+    let proxy = objects::proxy::kube_proxy_objects_with_env(ctx.cfg, &ctx.env.proxy_env)?;
     if proxy.is_empty() {
         info!("[addon] kube-proxy is disabled");
     }
@@ -185,7 +185,7 @@ pub fn addons(ctx: &InitContext) -> Result<()> {
 pub fn show_join_command(ctx: &InitContext) -> Result<()> {
     let ca =
         ctx.fs.read(crate::paths::cert(ctx.cfg.certs_dir(), "ca"))?.ok_or_else(|| Error::state("ca.crt is missing"))?;
-    let hash = crate::pki::ca_hash(&ca).map_err(Error::state)?;
+    let hash = crate::pki::ca_hash(&ca)?;
     let token = tokens(ctx)?.into_iter().next().map(|t| t.token).unwrap_or_default();
     let ep = &ctx.cfg.endpoint;
     let endpoint =

@@ -87,7 +87,7 @@ pub fn run(ctx: &InitContext) -> Result<()> {
                 let key = fresh.pop().ok_or_else(|| Error::runtime("internal: ran out of pre-generated keys"))?;
                 let kc = render(spec, cfg, &ca, &key, ctx.start)?;
                 info!("[kubeconfig] Writing {:?} kubeconfig file", spec.file);
-                ctx.fs.write(&file, kc.to_yaml().as_bytes())?;
+                ctx.fs.write(&file, kc.to_yaml()?.as_bytes())?;
             }
         }
     }
@@ -131,8 +131,8 @@ fn validate_existing(
     now: time::OffsetDateTime,
 ) -> Result<()> {
     let bad = |m: String| Error::state(format!("{file} {m}; kubestrap will not overwrite it: fix or remove it"));
-    let kc = Kubeconfig::parse(bytes).map_err(bad)?;
-    let (cluster, user) = kc.current().map_err(bad)?;
+    let kc = Kubeconfig::parse(bytes).map_err(|m| bad(m.to_string()))?;
+    let (cluster, user) = kc.current().map_err(|m| bad(m.to_string()))?;
     let their_ca = kubeconfig::decode_b64(&cluster.certificate_authority_data)
         .ok()
         .and_then(|b| CertFile::parse(&b).ok())

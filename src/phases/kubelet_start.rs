@@ -10,7 +10,7 @@ use crate::paths::{KUBELET_CONFIG, KUBELET_FLAGS_ENV};
 pub fn run(ctx: &InitContext) -> Result<()> {
     let cfg = ctx.cfg;
     info!("[kubelet-start] Writing kubelet configuration to file {:?}", KUBELET_CONFIG.as_str());
-    ctx.fs.write(&KUBELET_CONFIG, kubelet::config_yaml(cfg).as_bytes())?;
+    ctx.fs.write(&KUBELET_CONFIG, kubelet::config_yaml(cfg)?.as_bytes())?;
     let nr = &cfg.init.node_registration;
     let env = kubelet::kubeadm_flags_env(
         &nr.cri_socket,

@@ -171,7 +171,7 @@ pub fn host_env(fs: &NodeFs) -> HostEnv {
 /// Writes `/etc/kubernetes/manifests/<name>.yaml`.
 fn write_manifest(ctx: &InitContext, name: &str, pod: &serde_json::Value) -> Result<()> {
     let path = crate::paths::manifest(name);
-    let yaml = crate::manifests::pod::to_yaml(pod);
+    let yaml = crate::manifests::pod::to_yaml(pod)?;
     if ctx.fs.read(&path)?.as_deref() == Some(yaml.as_bytes()) {
         info!("[manifests] {path} is up to date");
     } else {

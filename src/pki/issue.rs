@@ -11,7 +11,7 @@ use time::OffsetDateTime;
 
 use super::spec::{SanList, Usage};
 use crate::constants::CERT_BACKDATE_SECS;
-use crate::error::{Context, Error, Result};
+use crate::error::{Context, Result};
 
 /// What to put in a certificate.
 #[derive(Debug, Clone)]
@@ -29,7 +29,7 @@ fn serial() -> Result<SerialNumber> {
     let rng = SystemRandom::new();
     loop {
         let mut b = [0u8; 8];
-        rng.fill(&mut b).map_err(|_| Error::runtime("the system random generator failed"))?;
+        rng.fill(&mut b).map_err(|_| super::check::PkiError::Random)?;
         b[0] &= 0x7f;
         let v = u64::from_be_bytes(b);
         if v != 0 && v != u64::MAX >> 1 {

@@ -8,12 +8,41 @@ use rcgen::{KeyPair, PKCS_ECDSA_P256_SHA256, PKCS_ECDSA_P384_SHA384, PublicKeyDa
 use rsa::pkcs1::DecodeRsaPrivateKey;
 use rsa::pkcs8::EncodePrivateKey;
 
+use super::check::PkiError;
 use crate::config::KeyAlgorithm;
-use crate::error::{Error, Result};
+
+/// What is wrong with a private key file's contents, phrased to follow its file name
+/// (`/etc/kubernetes/pki/ca.key: the key is encrypted; ...`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KeyProblem {
+    #[error("not a PEM file")]
+    NotPem,
+    #[error("bad RSA key: {detail}")]
+    BadRsa { detail: String },
+    #[error("bad EC key: {detail}")]
+    BadEc { detail: String },
+    #[error("EC key names no curve")]
+    NoCurve,
+    #[error("re-encoding EC key: {detail}")]
+    Reencode { detail: String },
+    #[error("the key is encrypted; kubestrap needs it unencrypted")]
+    Encrypted,
+    #[error("PEM block {label:?} is not a private key")]
+    NotAKey { label: String },
+    #[error("unsupported or corrupt private key: {detail}")]
+    Corrupt { detail: String },
+}
+
+impl KeyProblem {
+    /// The problem, attributed to the key file it was found in.
+    pub fn at(self, path: impl Into<String>) -> PkiError {
+        PkiError::Key { path: path.into(), problem: self }
+    }
+}
 
 /// A fresh key of the given algorithm.
-pub fn generate(alg: KeyAlgorithm) -> Result<KeyPair> {
-    let err = |e: &dyn std::fmt::Display| Error::runtime(format!("generating a {alg:?} key: {e}"));
+pub fn generate(alg: KeyAlgorithm) -> Result<KeyPair, PkiError> {
+    let err = |e: &dyn std::fmt::Display| PkiError::Generate { alg: format!("{alg:?}"), detail: e.to_string() };
     match alg {
         KeyAlgorithm::EcdsaP256 => KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).map_err(|e| err(&e)),
         KeyAlgorithm::EcdsaP384 => KeyPair::generate_for(&PKCS_ECDSA_P384_SHA384).map_err(|e| err(&e)),
@@ -26,7 +55,7 @@ pub fn generate(alg: KeyAlgorithm) -> Result<KeyPair> {
 }
 
 /// `n` fresh keys, made on all cores: RSA generation dominates init time otherwise.
-pub fn generate_many(alg: KeyAlgorithm, n: usize) -> Result<Vec<KeyPair>> {
+pub fn generate_many(alg: KeyAlgorithm, n: usize) -> Result<Vec<KeyPair>, PkiError> {
     if n == 0 {
         return Ok(Vec::new());
     }
@@ -39,12 +68,12 @@ pub fn generate_many(alg: KeyAlgorithm, n: usize) -> Result<Vec<KeyPair>> {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
                 let count = per.min(n.saturating_sub(t * per));
-                s.spawn(move || (0..count).map(|_| generate(alg)).collect::<Result<Vec<_>>>())
+                s.spawn(move || (0..count).map(|_| generate(alg)).collect::<Result<Vec<_>, _>>())
             })
             .collect();
         let mut out = Vec::with_capacity(n);
         for h in handles {
-            out.extend(h.join().map_err(|_| Error::runtime("a key generation thread panicked"))??);
+            out.extend(h.join().map_err(|_| PkiError::GeneratorPanicked)??);
         }
         Ok(out)
     })
@@ -52,34 +81,32 @@ pub fn generate_many(alg: KeyAlgorithm, n: usize) -> Result<Vec<KeyPair>> {
 
 /// Parses a private key PEM. Accepts PKCS#8 ("PRIVATE KEY"), PKCS#1 ("RSA PRIVATE KEY") and
 /// SEC1 ("EC PRIVATE KEY"), so CAs made by kubeadm or openssl can be brought in.
-pub fn parse_pem(pem_text: &[u8]) -> std::result::Result<KeyPair, String> {
-    let block = x509_parser::pem::parse_x509_pem(pem_text).map_err(|_| "not a PEM file".to_string())?.1;
+pub fn parse_pem(pem_text: &[u8]) -> Result<KeyPair, KeyProblem> {
+    let block = x509_parser::pem::parse_x509_pem(pem_text).map_err(|_| KeyProblem::NotPem)?.1;
     let pkcs8: Vec<u8> = match block.label.as_str() {
         "PRIVATE KEY" => block.contents,
         "RSA PRIVATE KEY" => rsa::RsaPrivateKey::from_pkcs1_der(&block.contents)
             .and_then(|k| k.to_pkcs8_der().map_err(rsa::pkcs1::Error::from))
-            .map_err(|e| format!("bad RSA key: {e}"))?
+            .map_err(|e| KeyProblem::BadRsa { detail: e.to_string() })?
             .as_bytes()
             .to_vec(),
         "EC PRIVATE KEY" => sec1_to_pkcs8(&block.contents)?,
-        "ENCRYPTED PRIVATE KEY" => {
-            return Err("the key is encrypted; kubestrap needs it unencrypted".into());
-        }
-        other => return Err(format!("PEM block {other:?} is not a private key")),
+        "ENCRYPTED PRIVATE KEY" => return Err(KeyProblem::Encrypted),
+        other => return Err(KeyProblem::NotAKey { label: other.to_string() }),
     };
-    KeyPair::try_from(pkcs8.as_slice()).map_err(|e| format!("unsupported or corrupt private key: {e}"))
+    KeyPair::try_from(pkcs8.as_slice()).map_err(|e| KeyProblem::Corrupt { detail: e.to_string() })
 }
 
-fn sec1_to_pkcs8(der: &[u8]) -> std::result::Result<Vec<u8>, String> {
-    let ec = sec1::EcPrivateKey::from_der(der).map_err(|e| format!("bad EC key: {e}"))?;
-    let curve = ec.parameters.and_then(|p| p.named_curve()).ok_or("EC key names no curve")?;
+fn sec1_to_pkcs8(der: &[u8]) -> Result<Vec<u8>, KeyProblem> {
+    let ec = sec1::EcPrivateKey::from_der(der).map_err(|e| KeyProblem::BadEc { detail: e.to_string() })?;
+    let curve = ec.parameters.and_then(|p| p.named_curve()).ok_or(KeyProblem::NoCurve)?;
     let params = pkcs8::der::asn1::AnyRef::from(&curve);
     let info = pkcs8::PrivateKeyInfo {
         algorithm: pkcs8::AlgorithmIdentifierRef { oid: sec1::ALGORITHM_OID, parameters: Some(params) },
         private_key: der,
         public_key: None,
     };
-    info.to_der().map_err(|e| format!("re-encoding EC key: {e}"))
+    info.to_der().map_err(|e| KeyProblem::Reencode { detail: e.to_string() })
 }
 
 /// PEM of the key (PKCS#8, which every Go and openssl consumer reads).
@@ -121,5 +148,19 @@ mod tests {
     fn rejects_garbage() {
         assert!(parse_pem(b"hello").is_err());
         assert!(parse_pem(b"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n").is_err());
+    }
+
+    #[test]
+    fn errors_name_the_file() {
+        let e = parse_pem(b"-----BEGIN ENCRYPTED PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED PRIVATE KEY-----\n")
+            .map(|_| ())
+            .unwrap_err();
+        assert_eq!(e, KeyProblem::Encrypted);
+        assert_eq!(
+            e.at("/etc/kubernetes/pki/ca.key").to_string(),
+            "/etc/kubernetes/pki/ca.key: the key is encrypted; kubestrap needs it unencrypted; fix or remove it"
+        );
+        let e = parse_pem(b"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n").map(|_| ()).unwrap_err();
+        assert_eq!(e.to_string(), "PEM block \"CERTIFICATE\" is not a private key");
     }
 }

@@ -26,7 +26,7 @@ pub struct Ca {
 }
 
 /// `sha256:<hex>` of a certificate's SubjectPublicKeyInfo (kubeadm's CA pin).
-pub fn ca_hash(pem: &[u8]) -> std::result::Result<String, String> {
+pub fn ca_hash(pem: &[u8]) -> std::result::Result<String, check::CertProblem> {
     let c = CertFile::parse(pem)?;
     Ok(crate::discovery::CaPin::of_spki(&c.spki()?).to_string())
 }
@@ -155,7 +155,7 @@ pub fn ensure_certs(fs: &NodeFs, cfg: &InitConfig, start: OffsetDateTime) -> Res
                 // Key first: a crash before the cert leaves a key we reuse, never a cert without its key.
                 fs.write(&key_file, keys::to_pem(&key).as_bytes())?;
                 fs.write(&crt, pem.as_bytes())?;
-                let cert = CertFile::parse(pem.as_bytes()).map_err(Error::runtime)?;
+                let cert = CertFile::parse(pem.as_bytes()).map_err(|m| Error::runtime(m.to_string()))?;
                 Ca { cert, key: Some(key) }
             }
         };

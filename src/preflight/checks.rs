@@ -213,7 +213,7 @@ fn ports(input: &Input) -> Vec<Check<'_>> {
                 "stop what listens on the port (ss -ltnp) or change the port",
                 move |h| match h.can_listen(port) {
                     Ok(()) => Probe::Pass(format!("port {port} is free")),
-                    Err(e) => Probe::Fail(e),
+                    Err(e) => Probe::Fail(e.to_string()),
                 },
             )
         })

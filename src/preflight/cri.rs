@@ -4,7 +4,7 @@
 //! message, whose protobuf strings give the runtime name and version.
 
 use std::io::{Read, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
@@ -122,26 +122,47 @@ fn decode_version(msg: &[u8]) -> String {
     format!("{} {}", fields[2], fields[3]).trim().to_string()
 }
 
+/// Why the CRI runtime did not answer the Version call. Names the socket.
+#[derive(Debug, thiserror::Error)]
+pub enum CriError {
+    #[error("cannot connect to {}: {source}", .socket.display())]
+    Connect { socket: PathBuf, source: std::io::Error },
+    #[error("setting a timeout on the connection to {}: {source}", .socket.display())]
+    Timeout { socket: PathBuf, source: std::io::Error },
+    #[error("sending to {}: {source}", .socket.display())]
+    Send { socket: PathBuf, source: std::io::Error },
+    #[error("reading from {}: {source}", .socket.display())]
+    Read { socket: PathBuf, source: std::io::Error },
+    #[error("{} accepted the connection but did not answer within {timeout:?}", .socket.display())]
+    NoAnswer { socket: PathBuf, timeout: Duration },
+    #[error("{} closed the connection without answering", .socket.display())]
+    Closed { socket: PathBuf },
+    /// The peer answered, but not as a CRI runtime would (`why` from [`parse_reply`]).
+    #[error("{}: {why}", .socket.display())]
+    Refused { socket: PathBuf, why: String },
+}
+
 /// Connects, sends the Version call, and waits (bounded) for the reply.
-pub fn version_over_unix_socket(socket: &Path, timeout: Duration) -> Result<String, String> {
-    let mut s = std::os::unix::net::UnixStream::connect(socket)
-        .map_err(|e| format!("cannot connect to {}: {e}", socket.display()))?;
+pub fn version_over_unix_socket(socket: &Path, timeout: Duration) -> Result<String, CriError> {
+    let at = || socket.to_path_buf();
+    let mut s =
+        std::os::unix::net::UnixStream::connect(socket).map_err(|source| CriError::Connect { socket: at(), source })?;
     let deadline = Instant::now() + timeout;
-    s.set_write_timeout(Some(timeout)).map_err(|e| e.to_string())?;
-    s.write_all(&version_request()).map_err(|e| format!("sending to {}: {e}", socket.display()))?;
+    s.set_write_timeout(Some(timeout)).map_err(|source| CriError::Timeout { socket: at(), source })?;
+    s.write_all(&version_request()).map_err(|source| CriError::Send { socket: at(), source })?;
     let mut buf = Vec::new();
     let mut chunk = [0u8; 4096];
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err(format!("{} accepted the connection but did not answer within {timeout:?}", socket.display()));
+            return Err(CriError::NoAnswer { socket: at(), timeout });
         }
-        s.set_read_timeout(Some(left)).map_err(|e| e.to_string())?;
+        s.set_read_timeout(Some(left)).map_err(|source| CriError::Timeout { socket: at(), source })?;
         let n = match s.read(&mut chunk) {
-            Ok(0) => return Err(format!("{} closed the connection without answering", socket.display())),
+            Ok(0) => return Err(CriError::Closed { socket: at() }),
             Ok(n) => n,
             Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => continue,
-            Err(e) => return Err(format!("reading from {}: {e}", socket.display())),
+            Err(source) => return Err(CriError::Read { socket: at(), source }),
         };
         buf.extend_from_slice(&chunk[..n]);
         // Acknowledge the server's SETTINGS and PINGs so a strict server keeps talking.
@@ -150,7 +171,7 @@ pub fn version_over_unix_socket(socket: &Path, timeout: Duration) -> Result<Stri
             Reply::Answer(v) if v.is_empty() => return Ok("answered the CRI Version call".into()),
             Reply::Answer(v) => return Ok(v),
             Reply::NoMessage => return Ok("answered over gRPC, but without Version data".into()),
-            Reply::Refused(why) => return Err(format!("{}: {why}", socket.display())),
+            Reply::Refused(why) => return Err(CriError::Refused { socket: at(), why }),
             Reply::Incomplete => {}
         }
     }
@@ -191,5 +212,20 @@ mod tests {
     #[test]
     fn non_http2_peer_is_refused() {
         assert!(matches!(parse_reply(b"HTTP/1.1 400 Bad Request\r\n\r\n"), Reply::Refused(_)));
+    }
+
+    #[test]
+    fn errors_name_the_socket() {
+        let d = tempfile::tempdir().unwrap();
+        let sock = d.path().join("containerd.sock");
+        let e = version_over_unix_socket(&sock, Duration::from_millis(100)).unwrap_err();
+        assert!(matches!(e, CriError::Connect { .. }), "{e:?}");
+        assert!(e.to_string().starts_with(&format!("cannot connect to {}: ", sock.display())), "{e}");
+        let _listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+        let e = version_over_unix_socket(&sock, Duration::from_millis(200)).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!("{} accepted the connection but did not answer within 200ms", sock.display())
+        );
     }
 }

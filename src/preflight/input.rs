@@ -9,7 +9,21 @@ use super::{Input, Report, Role};
 use crate::config::InitConfig;
 use crate::config::values::Version;
 use crate::constants::{DEFAULT_CERTS_DIR, DEFAULT_CRI_SOCKET, DEFAULT_KUBERNETES_VERSION};
-use crate::error::{Error, Kind, Result};
+use crate::error::Result;
+
+/// Unignored preflight errors: the `[ERROR ...]` lines and the names to pass to
+/// `--ignore-preflight-errors`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "[preflight] Some fatal errors occurred:\n{}\n[preflight] If you know what you are doing, you can make a check \
+     non-fatal with `--ignore-preflight-errors={}`",
+    .lines.join("\n"),
+    .names.join(",")
+)]
+pub struct PreflightError {
+    pub lines: Vec<String>,
+    pub names: Vec<String>,
+}
 
 impl Input {
     pub fn control_plane(cfg: &InitConfig, root: &Path) -> Input {
@@ -69,13 +83,24 @@ pub fn enforce(report: &Report) -> Result<()> {
     }
     let lines: Vec<String> =
         report.lines().into_iter().filter(|l| l.starts_with("[ERROR")).map(|l| format!("\t{l}")).collect();
-    let names: Vec<&str> = errors.iter().map(|r| r.name.as_str()).collect();
-    Err(Error::new(
-        Kind::Preflight,
-        format!(
-            "[preflight] Some fatal errors occurred:\n{}\n[preflight] If you know what you are doing, you can make a check non-fatal with `--ignore-preflight-errors={}`",
-            lines.join("\n"),
-            names.join(",")
-        ),
-    ))
+    let names: Vec<String> = errors.iter().map(|r| r.name.clone()).collect();
+    Err(PreflightError { lines, names }.into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::{Error, Kind};
+
+    #[test]
+    fn error_names_the_checks_to_ignore_and_exits_3() {
+        let e = PreflightError {
+            lines: vec!["\t[ERROR Port-6443]: port 6443 is in use".into()],
+            names: vec!["Port-6443".into(), "Swap".into()],
+        };
+        let e = Error::from(e);
+        assert_eq!((e.kind, e.kind.exit_code()), (Kind::Preflight, 3));
+        assert!(e.message.starts_with("[preflight] Some fatal errors occurred:\n\t[ERROR Port-6443]"), "{e}");
+        assert!(e.message.ends_with("`--ignore-preflight-errors=Port-6443,Swap`"), "{e}");
+    }
 }

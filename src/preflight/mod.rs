@@ -5,7 +5,7 @@
 
 mod checks;
 mod input;
-pub use input::enforce;
+pub use input::{PreflightError, enforce};
 pub mod cri;
 mod proxy;
 

@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use super::*;
 use crate::config::values::{Cidr, Version};
+use crate::host::HostError;
+use crate::preflight::cri::CriError;
 
 /// A machine made of fields: every probe answer is set by the test.
 struct Fake {
@@ -18,7 +20,7 @@ struct Fake {
     cgroup2: bool,
     busy_ports: Vec<u16>,
     path_cmds: Vec<&'static str>,
-    cri: Result<String, String>,
+    cri: Result<String, &'static str>,
     kubelet: Option<String>,
     resolves: bool,
     env: BTreeMap<&'static str, &'static str>,
@@ -97,17 +99,24 @@ impl Host for Fake {
     fn is_cgroup2(&self, _: &Path) -> bool {
         self.cgroup2
     }
-    fn can_listen(&self, port: u16) -> Result<(), String> {
-        if self.busy_ports.contains(&port) { Err(format!("port {port} is in use")) } else { Ok(()) }
+    fn can_listen(&self, port: u16) -> Result<(), HostError> {
+        if self.busy_ports.contains(&port) {
+            Err(HostError::PortUnavailable { port, errno: nix::errno::Errno::EADDRINUSE })
+        } else {
+            Ok(())
+        }
     }
     fn find_in_path(&self, name: &str) -> Option<PathBuf> {
         self.path_cmds.contains(&name).then(|| PathBuf::from("/usr/bin").join(name))
     }
-    fn cri_version(&self, _: &Path, _: Duration) -> Result<String, String> {
-        self.cri.clone()
+    fn cri_version(&self, socket: &Path, _: Duration) -> Result<String, CriError> {
+        self.cri.clone().map_err(|why| CriError::Refused { socket: socket.to_path_buf(), why: why.into() })
     }
-    fn kubelet_version(&self, _: &Path) -> Result<String, String> {
-        self.kubelet.clone().ok_or_else(|| "exec failed".into())
+    fn kubelet_version(&self, kubelet: &Path) -> Result<String, HostError> {
+        self.kubelet.clone().ok_or_else(|| HostError::Exec {
+            program: kubelet.to_path_buf(),
+            source: std::io::Error::from(std::io::ErrorKind::NotFound),
+        })
     }
     fn resolves(&self, _: &str) -> bool {
         self.resolves
@@ -279,7 +288,7 @@ fn bad_hostname_and_unresolvable_hostname_warn() {
 fn busy_port_cri_down_kubelet_skew() {
     let mut h = Fake::good();
     h.busy_ports = vec![6443];
-    h.cri = Err("cannot connect".into());
+    h.cri = Err("cannot connect");
     h.kubelet = Some("Kubernetes v1.33.1".into());
     let r = run(&h, &input(Role::ControlPlane), &[]);
     assert_eq!(row(&r, "Port-6443").result, Outcome::Error);

@@ -348,7 +348,7 @@ fn join_from_a_join_configuration_and_from_a_discovery_file() {
         TOKEN,
     );
     let file = w.path().join("discovery.conf");
-    std::fs::write(&file, kc.to_yaml()).unwrap();
+    std::fs::write(&file, kc.to_yaml().unwrap()).unwrap();
     let root2 = w.path().join("root2");
     let r = kubestrap(&[
         "join",

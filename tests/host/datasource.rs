@@ -377,7 +377,7 @@ fn mount_ro_reads_a_real_filesystem_and_unmounts() {
     assert!(!dir.exists(), "mount point not removed");
 
     // A regular file is not a block device: the error says what was mounted where, and why.
-    let e = block::mount_ro(&img, "ext4", &d.path().join("mnt"), "t").unwrap_err();
+    let e = block::mount_ro(&img, "ext4", &d.path().join("mnt"), "t").unwrap_err().to_string();
     assert!(e.contains("seed.ext4") && e.contains("read-only"), "{e}");
 }
 
@@ -394,7 +394,7 @@ fn nocloud_cidata_iso_on_a_loop_device() {
     std::os::unix::fs::symlink(&lo.0, root.join("dev/disk/by-label/cidata")).unwrap();
     let e = env(&root);
     let have_iso9660 = std::fs::read_to_string("/proc/filesystems").unwrap().contains("iso9660");
-    match Cidata::new(&e).probe() {
+    match Cidata::new(&e).probe().map_err(|m| m.to_string()) {
         Ok(Some(g)) => {
             assert!(have_iso9660);
             assert_eq!(g.user_data.as_deref(), Some(WORKER.as_bytes()));

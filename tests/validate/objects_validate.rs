@@ -48,8 +48,8 @@ fn all_objects(cfg: &InitConfig) -> Vec<Value> {
     let now = time::OffsetDateTime::now_utc();
     let mut out = Vec::new();
     out.push(rbac::cluster_admins_binding());
-    out.push(configmaps::kubeadm_config(cfg));
-    out.push(configmaps::kubelet_config_map(cfg));
+    out.push(configmaps::kubeadm_config(cfg).unwrap());
+    out.push(configmaps::kubelet_config_map(cfg).unwrap());
     out.extend(rbac::upload_config_rbac());
     out.push(patched_node(cfg));
     let tokens_cfg =
@@ -61,7 +61,7 @@ fn all_objects(cfg: &InitConfig) -> Vec<Value> {
     out.push(configmaps::cluster_info(cfg, CA_PEM).0);
     out.extend(rbac::cluster_info_rbac());
     out.extend(coredns::coredns_objects(cfg));
-    out.extend(proxy::kube_proxy_objects(cfg));
+    out.extend(proxy::kube_proxy_objects(cfg).unwrap());
     out
 }
 
@@ -80,7 +80,7 @@ fn write_all(dir: &Path, objs: &[Value]) -> Vec<PathBuf> {
     for o in objs {
         let base = id(o).replace(':', "-");
         let y = dir.join(format!("{base}.yaml"));
-        std::fs::write(&y, objects::to_yaml(o)).expect("write yaml");
+        std::fs::write(&y, objects::to_yaml(o).unwrap()).expect("write yaml");
         let j = dir.join(format!("{base}.json"));
         std::fs::write(&j, serde_json::to_string_pretty(o).expect("json")).expect("write json");
         paths.push(y);
@@ -134,7 +134,7 @@ fn validator_rejects_a_broken_object() {
     let mut ds = proxy::kube_proxy_daemon_set(&resolve(BASE_CONFIG), &[]);
     ds["spec"]["template"]["spec"]["hostNetwrk"] = json!(true);
     let p = dir.path().join("bad.yaml");
-    std::fs::write(&p, objects::to_yaml(&ds)).unwrap();
+    std::fs::write(&p, objects::to_yaml(&ds).unwrap()).unwrap();
     let (code, out) = kubernetes_validate(std::slice::from_ref(&p));
     assert_ne!(code, 0, "a misspelt field passed strict validation:\n{out}");
     let mut svc = coredns::kube_dns_service(&resolve(BASE_CONFIG));
@@ -214,7 +214,7 @@ fn disabled_addons_produce_nothing() {
 #[test]
 fn kubelet_config_yaml_has_kubeadm_defaults() {
     let cfg = resolve(BASE_CONFIG);
-    let text = kubelet::config_yaml(&cfg);
+    let text = kubelet::config_yaml(&cfg).unwrap();
     let y: serde_yaml::Value = serde_yaml::from_str(&text).expect("config.yaml is YAML");
     let expect: &[(&[&str], serde_yaml::Value)] = &[
         (&["apiVersion"], "kubelet.config.k8s.io/v1beta1".into()),
@@ -253,11 +253,11 @@ fn kubelet_config_yaml_has_kubeadm_defaults() {
         assert!(known.contains(&k.as_str().unwrap()), "unexpected key {k:?}");
     }
     // The ConfigMap carries the same text the node writes to disk.
-    assert_eq!(configmaps::kubelet_config_map(&cfg)["data"]["kubelet"], text.as_str());
+    assert_eq!(configmaps::kubelet_config_map(&cfg).unwrap()["data"]["kubelet"], text.as_str());
 
     // User values stay, unknown fields pass through, rotateCertificates stays forced.
     let rich = resolve(RICH_CONFIG);
-    let y: serde_yaml::Value = serde_yaml::from_str(&kubelet::config_yaml(&rich)).unwrap();
+    let y: serde_yaml::Value = serde_yaml::from_str(&kubelet::config_yaml(&rich).unwrap()).unwrap();
     assert_eq!(y["cgroupDriver"], "cgroupfs");
     assert_eq!(y["maxPods"], 60);
     assert_eq!(y["evictionHard"]["memory.available"], "200Mi");
@@ -333,13 +333,13 @@ fn kubectl_reads_rendered_kubeconfigs() {
     );
 
     let boot = kubelet::bootstrap_kubelet_conf("https://api.example.test:6443", CA_PEM, TOKEN);
-    let v = view("bootstrap-kubelet.conf", &boot.to_yaml());
+    let v = view("bootstrap-kubelet.conf", &boot.to_yaml().unwrap());
     assert_eq!(v["current-context"], "tls-bootstrap-token-user@kubernetes");
     assert_eq!(v["users"][0]["name"], "tls-bootstrap-token-user");
     assert_eq!(v["users"][0]["user"]["token"], TOKEN);
 
     let rot = kubelet::kubelet_conf_for_rotation("https://api.example.test:6443", CA_PEM);
-    let v = view("kubelet.conf", &rot.to_yaml());
+    let v = view("kubelet.conf", &rot.to_yaml().unwrap());
     assert_eq!(v["current-context"], "default-context");
     assert_eq!(v["contexts"][0]["context"]["namespace"], "default");
     assert_eq!(v["users"][0]["user"]["client-certificate"], "/var/lib/kubelet/pki/kubelet-client-current.pem");

@@ -166,7 +166,7 @@ fn validate_join(src: &str, join: &JoinConfiguration, shorthand: bool) -> Result
                         src,
                         doc,
                         &format!("{}[{i}]", hint("caCertHashes", "discovery.bootstrapToken.caCertHashes")),
-                        m,
+                        m.to_string(),
                     )
                 })?;
             }

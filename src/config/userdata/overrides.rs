@@ -67,7 +67,7 @@ impl Overrides {
                     return Err(ConfigError::file(&origin, "is empty; expected sha256:<64 hex>".into()));
                 }
                 for h in &list {
-                    crate::discovery::CaPin::parse(h).map_err(|m| ConfigError::file(&origin, m))?;
+                    crate::discovery::CaPin::parse(h).map_err(|m| ConfigError::file(&origin, m.to_string()))?;
                 }
                 Some(list)
             }
