@@ -4,7 +4,7 @@
 //! boots a fast no-op; a failed stage is simply retried at the next boot.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use log::info;
 
@@ -80,7 +80,7 @@ fn stage(fs: &NodeFs, args: &BootArgs, report: &Reporter, clock: &dyn Clock) -> 
     let node_plan = match args.stage {
         Stage::PreKubelet => {
             report.phase("gather");
-            let g = crate::datasource::detect(&args.env, Instant::now() + args.datasource_timeout)?;
+            let g = crate::datasource::detect(&args.env, args.datasource_timeout, clock)?;
             report.set(|s| s.datasource = g.source.clone());
             for n in &g.notices {
                 info!("[gather] {n}");

@@ -26,7 +26,7 @@ pub fn run(t: cli::Token) -> Result<()> {
 /// A client from an admin kubeconfig (default: the node's admin.conf under `root`).
 pub fn admin(kubeconfig: Option<&Path>, root: &Path) -> Result<Client> {
     let path: PathBuf =
-        kubeconfig.map(Path::to_path_buf).unwrap_or_else(|| NodeFs::new(root).real("/etc/kubernetes/admin.conf"));
+        kubeconfig.map(Path::to_path_buf).unwrap_or_else(|| NodeFs::new(root).real(crate::paths::ADMIN_CONF.as_str()));
     let bytes = std::fs::read(&path).map_err(|e| Error::usage(format!("reading {}: {e}", path.display())))?;
     let kc =
         crate::kubeconfig::Kubeconfig::parse(&bytes).map_err(|m| Error::state(format!("{} {m}", path.display())))?;
@@ -78,7 +78,7 @@ fn create(c: cli::TokenCreate) -> Result<()> {
 }
 
 fn client_ca_hash(root: &Path) -> Result<String> {
-    let path = NodeFs::new(root).real("/etc/kubernetes/pki/ca.crt");
+    let path = NodeFs::new(root).real(&crate::paths::default_ca_cert());
     let pem = std::fs::read(&path).map_err(|e| Error::state(format!("reading {}: {e}", path.display())))?;
     crate::pki::ca_hash(&pem).map_err(|m| Error::state(format!("{} {m}", path.display())))
 }

@@ -30,7 +30,9 @@ pub mod nocloud;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::clock::Clock;
 
 use crate::error::Error;
 
@@ -46,10 +48,6 @@ pub const NOCLOUD_SEED_DIR: &str = "var/lib/cloud/seed/nocloud";
 pub const OVERRIDE_FILE: &str = "etc/kubestrap/datasource";
 /// The largest user-data, meta-data or credential file we read (bounds memory on hostile input).
 pub const MAX_READ_BYTES: u64 = 1 << 20;
-/// Pause between detection rounds while no source has answered.
-pub const RETRY_INTERVAL: Duration = Duration::from_millis(500);
-/// Per-request timeout for IMDS and NoCloud-over-HTTP (each round; rounds repeat to the deadline).
-pub const HTTP_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The credential names kubestrap reads; no other credential is touched.
 pub const CRED_TOKEN: &str = "kubestrap.token";
@@ -213,7 +211,7 @@ pub trait Datasource {
 /// The sources in detection order, after applying any override (see the module docs).
 pub fn sources(env: &Env) -> Result<Vec<Box<dyn Datasource>>, Error> {
     let over = cmdline::Override::from_env(env)?;
-    let http_timeout = HTTP_TIMEOUT;
+    let http_timeout = crate::timeouts::DATASOURCE_HTTP;
     let all = || -> Vec<Box<dyn Datasource>> {
         let mut v: Vec<Box<dyn Datasource>> = vec![
             Box::new(credentials::Credentials::new(env)),
@@ -242,10 +240,13 @@ pub fn sources(env: &Env) -> Result<Vec<Box<dyn Datasource>>, Error> {
     })
 }
 
-/// Finds the node's datasource, retrying every [`RETRY_INTERVAL`] until `deadline`, then reads
-/// the `kubestrap.*` credentials into the result. The error lists every source's last reason.
-pub fn detect(env: &Env, deadline: Instant) -> Result<Gathered, Error> {
-    let start = Instant::now();
+/// Finds the node's datasource, retrying (`timeouts::DATASOURCE_BACKOFF`) until `timeout` has
+/// passed, then reads the `kubestrap.*` credentials into the result. The error lists every
+/// source's last reason.
+pub fn detect(env: &Env, timeout: Duration, clock: &dyn Clock) -> Result<Gathered, Error> {
+    let start = clock.now();
+    let deadline = start + timeout;
+    let mut round = 0;
     let list = sources(env)?;
     loop {
         let mut reasons = Vec::new();
@@ -268,12 +269,14 @@ pub fn detect(env: &Env, deadline: Instant) -> Result<Gathered, Error> {
                 }
             }
         }
-        let now = Instant::now();
+        let now = clock.now();
         if now >= deadline {
             return Err(SourceError::NotFound { waited: now.duration_since(start), reasons }.into());
         }
-        log::debug!("no datasource yet: {}", reasons.join("; "));
-        std::thread::sleep(RETRY_INTERVAL.min(deadline - now));
+        let why = format!("no datasource yet: {}", reasons.join("; "));
+        log::debug!("{why}");
+        clock.sleep(crate::timeouts::DATASOURCE_BACKOFF.delay(round).min(deadline - now), &why);
+        round += 1;
     }
 }
 

@@ -17,8 +17,6 @@ pub const HEALTHZ_BIND_ADDRESS: &str = "127.0.0.1";
 pub const HEALTHZ_PORT: u16 = 10248;
 /// Where kubeadm points resolvConf when systemd-resolved is active on the node.
 pub const SYSTEMD_RESOLVED_RESOLV_CONF: &str = "/run/systemd/resolve/resolv.conf";
-/// The kubelet's rotating client certificate+key (one file; a symlink to the newest).
-pub const KUBELET_CLIENT_CURRENT: &str = "/var/lib/kubelet/pki/kubelet-client-current.pem";
 /// The variable the kubelet drop-in expands.
 pub const FLAGS_ENV_VAR: &str = "KUBELET_KUBEADM_ARGS";
 
@@ -181,8 +179,8 @@ pub fn kubelet_conf_for_rotation(server: &str, ca_pem: &[u8]) -> Kubeconfig {
         users: vec![NamedUser {
             name: "default-auth".into(),
             user: User {
-                client_certificate: KUBELET_CLIENT_CURRENT.into(),
-                client_key: KUBELET_CLIENT_CURRENT.into(),
+                client_certificate: crate::paths::KUBELET_CLIENT_CURRENT.as_str().into(),
+                client_key: crate::paths::KUBELET_CLIENT_CURRENT.as_str().into(),
                 ..Default::default()
             },
         }],

@@ -2,7 +2,6 @@
 //! ours. Each entry names the roles it applies to and what to do when it fails.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use super::{BOTH, CONTROL_PLANE, Check, Input, Probe, Role, Severity, WORKER, path_name, proxy};
 use crate::constants::*;
@@ -38,7 +37,6 @@ const KERNEL_CONFIG: &[&str] = &[
 /// Free space under /var/lib below which a node soon evicts pods / cannot pull images.
 const MIN_FREE_BYTES: u64 = 1 << 30;
 const LOW_FREE_BYTES: u64 = 4 << 30;
-const CRI_TIMEOUT: Duration = Duration::from_secs(2);
 
 const REQUIRED_COMMANDS: &[&str] = &["ip", "iptables", "mount", "nsenter"];
 const OPTIONAL_COMMANDS: &[&str] = &["ebtables", "ethtool", "socat", "tc", "touch"];
@@ -114,7 +112,7 @@ pub fn table(input: &Input) -> Vec<Check<'_>> {
             "start the container runtime (systemctl start containerd) or set nodeRegistration.criSocket",
             move |h| {
                 let path = input.cri_socket.trim_start_matches("unix://");
-                match h.cri_version(Path::new(path), CRI_TIMEOUT) {
+                match h.cri_version(Path::new(path), crate::timeouts::CRI_PROBE) {
                     Ok(v) => Probe::Pass(format!("{path}: {v}")),
                     Err(e) => Probe::Fail(format!("container runtime is not running: {e}")),
                 }

@@ -151,6 +151,7 @@ pub fn version_over_unix_socket(socket: &Path, timeout: Duration) -> Result<Stri
     s.set_write_timeout(Some(timeout)).map_err(|source| CriError::Timeout { socket: at(), source })?;
     s.write_all(&version_request()).map_err(|source| CriError::Send { socket: at(), source })?;
     let mut buf = Vec::new();
+    let mut acked = 0;
     let mut chunk = [0u8; 4096];
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
@@ -166,7 +167,11 @@ pub fn version_over_unix_socket(socket: &Path, timeout: Duration) -> Result<Stri
         };
         buf.extend_from_slice(&chunk[..n]);
         // Acknowledge the server's SETTINGS and PINGs so a strict server keeps talking.
-        ack_control_frames(&mut s, &chunk[..n]);
+        let (acks, next) = control_acks(&buf, acked);
+        acked = next;
+        if !acks.is_empty() {
+            let _ = s.write_all(&acks);
+        }
         match parse_reply(&buf) {
             Reply::Answer(v) if v.is_empty() => return Ok("answered the CRI Version call".into()),
             Reply::Answer(v) => return Ok(v),
@@ -177,13 +182,28 @@ pub fn version_over_unix_socket(socket: &Path, timeout: Duration) -> Result<Stri
     }
 }
 
-fn ack_control_frames(s: &mut std::os::unix::net::UnixStream, bytes: &[u8]) {
-    if bytes.len() >= 9 && bytes[3] == SETTINGS && bytes[4] & ACK == 0 {
-        let _ = s.write_all(&frame(SETTINGS, ACK, 0, &[]));
+/// The acknowledgements owed for every complete frame in `buf` from offset `from` on (frames can
+/// arrive several to a read, or split across reads), and the offset of the first frame not yet
+/// complete.
+fn control_acks(buf: &[u8], from: usize) -> (Vec<u8>, usize) {
+    let mut out = Vec::new();
+    let mut i = from;
+    while buf.len() >= i + 9 {
+        let len = (usize::from(buf[i]) << 16) | (usize::from(buf[i + 1]) << 8) | usize::from(buf[i + 2]);
+        if buf.len() < i + 9 + len {
+            break;
+        }
+        let (kind, flags, payload) = (buf[i + 3], buf[i + 4], &buf[i + 9..i + 9 + len]);
+        if flags & ACK == 0 {
+            match kind {
+                SETTINGS => out.extend(frame(SETTINGS, ACK, 0, &[])),
+                PING if len == 8 => out.extend(frame(PING, ACK, 0, payload)),
+                _ => {}
+            }
+        }
+        i += 9 + len;
     }
-    if bytes.len() >= 17 && bytes[3] == PING && bytes[4] & ACK == 0 {
-        let _ = s.write_all(&frame(PING, ACK, 0, &bytes[9..17]));
-    }
+    (out, i)
 }
 
 #[cfg(test)]
@@ -207,6 +227,20 @@ mod tests {
         assert_eq!(parse_reply(&buf), Reply::Incomplete);
         buf.extend(frame(DATA, 0, 1, &data));
         assert_eq!(parse_reply(&buf), Reply::Answer("containerd 1.7".into()));
+    }
+
+    #[test]
+    fn every_settings_and_ping_is_acknowledged_once_even_when_split() {
+        let mut buf = frame(SETTINGS, 0, 0, &[0, 3, 0, 0, 0, 100]);
+        buf.extend(frame(SETTINGS, ACK, 0, &[]));
+        buf.extend(frame(PING, 0, 0, b"12345678"));
+        let cut = buf.len() - 3;
+        let (acks, at) = control_acks(&buf[..cut], 0);
+        assert_eq!(acks, frame(SETTINGS, ACK, 0, &[]), "the split PING is not answered yet");
+        let (acks, end) = control_acks(&buf, at);
+        assert_eq!(acks, frame(PING, ACK, 0, b"12345678"));
+        assert_eq!(end, buf.len());
+        assert!(control_acks(&buf, end).0.is_empty(), "nothing is acknowledged twice");
     }
 
     #[test]

@@ -6,13 +6,14 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::common::{TOKEN, fixture, free_port, write_file};
+use kubestrap::clock::FakeClock;
 use kubestrap::config::userdata::{NodePlan, plan_detailed};
 use kubestrap::datasource::block::{self, FsType};
 use kubestrap::datasource::nocloud::Cidata;
-use kubestrap::datasource::{Datasource, Env, detect};
+use kubestrap::datasource::{Datasource, Env};
 use kubestrap::error::Kind;
 
 /// A worker's #cloud-config user-data (the token comes as a credential).
@@ -28,8 +29,13 @@ fn env(root: &Path) -> Env {
     }
 }
 
-fn soon() -> Instant {
-    Instant::now() + Duration::from_secs(5)
+/// Detection with a fake clock: no real waiting.
+fn detect(e: &Env, timeout: Duration) -> Result<kubestrap::datasource::Gathered, kubestrap::error::Error> {
+    kubestrap::datasource::detect(e, timeout, &FakeClock::new())
+}
+
+fn soon() -> Duration {
+    Duration::from_secs(5)
 }
 
 // ---------- a tiny HTTP server ----------
@@ -246,16 +252,19 @@ fn detect_waits_for_a_seed_that_appears_late() {
     let d = tempfile::tempdir().unwrap();
     let e = env(d.path());
     let seed = d.path().join("var/lib/cloud/seed/nocloud/user-data");
-    let start = Instant::now();
-    let t = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_secs(1));
-        write_file(&seed, WORKER);
+    // The seed appears once 3 s of (virtual) time have passed.
+    let clock = FakeClock::new().on_advance(move |t| {
+        if t >= Duration::from_secs(3) && !seed.exists() {
+            write_file(&seed, WORKER);
+        }
     });
-    let g = detect(&e, Instant::now() + Duration::from_secs(10)).unwrap();
-    t.join().unwrap();
+    let g = kubestrap::datasource::detect(&e, Duration::from_secs(10), &clock).unwrap();
     assert_eq!(g.source, "nocloud-seed");
-    let took = start.elapsed();
-    assert!(took >= Duration::from_secs(1) && took < Duration::from_secs(5), "{took:?}");
+    let waits = clock.waits();
+    // Every 500 ms (±25%) until 3 s: 5 to 8 rounds, each saying which sources were absent.
+    assert!((5..=8).contains(&waits.len()), "{waits:?}");
+    assert!(waits.iter().all(|w| w.why.contains("nocloud-seed: no user-data or meta-data in")), "{waits:?}");
+    assert!(clock.elapsed() >= Duration::from_secs(3) && clock.elapsed() < Duration::from_secs(5));
 }
 
 #[test]
@@ -263,13 +272,14 @@ fn detect_deadline_names_every_sources_reason() {
     let d = tempfile::tempdir().unwrap();
     let mut e = env(d.path());
     e.imds_base = Some(closed_port_url());
-    let start = Instant::now();
-    let err = detect(&e, Instant::now() + Duration::from_millis(1200)).unwrap_err();
-    let took = start.elapsed();
-    assert!(took >= Duration::from_millis(1200) && took < Duration::from_secs(6), "{took:?}");
+    let clock = FakeClock::new();
+    let err = kubestrap::datasource::detect(&e, Duration::from_secs(60), &clock).unwrap_err();
+    // Exactly the deadline, in rounds of at most 625 ms: at least 96 probes of every source.
+    assert_eq!(clock.elapsed(), Duration::from_secs(60));
+    assert!(clock.waits().len() >= 96, "{}", clock.waits().len());
     assert_eq!(err.kind, Kind::Runtime);
     let m = err.message;
-    assert!(m.starts_with("no datasource found after 1."), "{m}");
+    assert!(m.starts_with("no datasource found after 60"), "{m}");
     for want in [
         "credentials: no kubestrap.user-data in",
         "nocloud-seed: no user-data or meta-data in",
