@@ -27,7 +27,7 @@ pub enum Command {
     Version(Version),
 }
 
-/// Initialize a control-plane node: the twelve init phases, preflight to show-join-command (`kubestrap phases` lists them).
+/// Initialize a control-plane node: the init phases, preflight to show-join-command (`kubestrap phases` lists them).
 #[derive(FromArgs, Debug)]
 #[argh(subcommand, name = "init")]
 pub struct Init {
@@ -49,6 +49,15 @@ pub struct Init {
     #[argh(option)]
     /// preflight checks whose errors become warnings (comma-separated names, or "all")
     pub ignore_preflight_errors: Option<String>,
+    #[argh(switch)]
+    /// upload the shared CAs and keys, encrypted, to the kubeadm-certs Secret (for control-plane joins)
+    pub upload_certs: bool,
+    #[argh(option)]
+    /// the 64-hex-character key that encrypts the uploaded certificates (default: generated and printed)
+    pub certificate_key: Option<String>,
+    #[argh(switch)]
+    /// do not print the certificate key
+    pub skip_certificate_key_print: bool,
     #[argh(subcommand)]
     pub phase: Option<InitSub>,
 }
@@ -78,6 +87,15 @@ pub struct InitPhase {
     #[argh(option)]
     /// preflight checks whose errors become warnings (comma-separated names, or "all")
     pub ignore_preflight_errors: Option<String>,
+    #[argh(switch)]
+    /// upload the shared CAs and keys, encrypted, to the kubeadm-certs Secret (for control-plane joins)
+    pub upload_certs: bool,
+    #[argh(option)]
+    /// the 64-hex-character key that encrypts the uploaded certificates (default: generated and printed)
+    pub certificate_key: Option<String>,
+    #[argh(switch)]
+    /// do not print the certificate key
+    pub skip_certificate_key_print: bool,
 }
 
 /// Check that this machine can become a node (kubeadm's preflight checks).
@@ -127,7 +145,13 @@ pub struct Certs {
 #[argh(subcommand)]
 pub enum CertsCommand {
     CaHash(CaHash),
+    CertificateKey(CertificateKeyCmd),
 }
+
+/// Print a new random certificate key for --upload-certs / --certificate-key.
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "certificate-key")]
+pub struct CertificateKeyCmd {}
 
 /// Print sha256:<hex> of a CA certificate's public key (the --discovery-token-ca-cert-hash value).
 #[derive(FromArgs, Debug)]

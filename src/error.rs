@@ -21,6 +21,7 @@ use crate::kubeconfig::KubeconfigError;
 use crate::objects::RenderError;
 use crate::objects::tokens::TokenError;
 use crate::pki::check::{CertProblem, PkiError};
+use crate::pki::copycerts::CopyCertsError;
 use crate::pki::keys::KeyProblem;
 use crate::preflight::PreflightError;
 use crate::preflight::cri::CriError;
@@ -160,6 +161,12 @@ layer! {
     PkiError => |e| match e {
         PkiError::Cert { .. } | PkiError::Key { .. } | PkiError::Rejected { .. } => Kind::State,
         PkiError::Generate { .. } | PkiError::GeneratorPanicked | PkiError::Random => Kind::Runtime,
+    };
+
+    // A wrong or malformed certificate key is the operator's input; randomness is the machine's.
+    CopyCertsError => |e| match e {
+        CopyCertsError::Random => Kind::Runtime,
+        _ => Kind::Config,
     };
 
     KubeconfigError => |e| kubeconfig_kind(e);

@@ -145,6 +145,8 @@ pub const BOOT_PLAN: File = File::fixed("/var/lib/kubestrap/plan.yaml", PRIVATE)
 pub const RUN_LOCK: File = File::fixed("/var/lib/kubestrap/lock", PRIVATE);
 /// A bootstrap token kubestrap generated, so a rerun prints and uses the same one.
 pub const GENERATED_TOKEN: File = File::fixed("/var/lib/kubestrap/bootstrap-token", PRIVATE);
+/// A certificate key kubestrap generated for `--upload-certs`, kept for reruns and the join command.
+pub const GENERATED_CERTIFICATE_KEY: File = File::fixed("/var/lib/kubestrap/certificate-key", PRIVATE);
 /// Left by an init/join that got past preflight, so a resumed run accepts its own files.
 pub const INIT_IN_PROGRESS: File = File::fixed("/var/lib/kubestrap/init-in-progress", PRIVATE);
 pub const JOIN_IN_PROGRESS: File = File::fixed("/var/lib/kubestrap/join-in-progress", PRIVATE);

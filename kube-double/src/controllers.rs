@@ -5,7 +5,7 @@
 
 use crate::csr_signer::Ca;
 use crate::store::Store;
-use crate::{approver, csr_signer, signer};
+use crate::{approver, csr_signer, gc, signer};
 use std::time::Instant;
 
 /// Returns true if any controller wrote.
@@ -15,5 +15,6 @@ pub fn run(store: &mut Store, ca: Option<&Ca>) -> bool {
     let approved = approver::sync(store);
     let signed = csr_signer::sync(store, ca);
     let jws = signer::sync(store, Instant::now());
-    approved || signed || jws
+    let collected = gc::sync(store, time::OffsetDateTime::now_utc());
+    approved || signed || jws || collected
 }

@@ -19,6 +19,7 @@ mod auth;
 mod controllers;
 mod csr;
 mod csr_signer;
+mod gc;
 mod http;
 mod kubelet;
 mod patch;

@@ -21,7 +21,12 @@ pub fn run(cli: cli::Cli) -> Result<()> {
             Some(InitSub::Phase(p)) => {
                 let phase = phases::lookup(INIT_PHASES, "init", &p.name)?;
                 let ignore = cli::split_list(p.ignore_preflight_errors.as_deref());
-                init(p.config.as_deref(), &p.root, p.dry_run, ignore, |ctx| phases::run_init_phase(ctx, phase))
+                let upload = phases::UploadCerts {
+                    enabled: p.upload_certs,
+                    certificate_key: p.certificate_key,
+                    skip_key_print: p.skip_certificate_key_print,
+                };
+                init(p.config.as_deref(), &p.root, p.dry_run, ignore, upload, |ctx| phases::run_init_phase(ctx, phase))
             }
             None => {
                 let mut skip = cli::split_list(i.skip_phases.as_deref());
@@ -35,7 +40,12 @@ pub fn run(cli: cli::Cli) -> Result<()> {
                     );
                 }
                 let ignore = cli::split_list(i.ignore_preflight_errors.as_deref());
-                init(i.config.as_deref(), &i.root, i.dry_run, ignore, |ctx| {
+                let upload = phases::UploadCerts {
+                    enabled: i.upload_certs,
+                    certificate_key: i.certificate_key,
+                    skip_key_print: i.skip_certificate_key_print,
+                };
+                init(i.config.as_deref(), &i.root, i.dry_run, ignore, upload, |ctx| {
                     skip.extend(ctx.cfg.init.skip_phases.iter().cloned());
                     phases::run_init(ctx, &skip)
                 })
@@ -57,6 +67,10 @@ pub fn run(cli: cli::Cli) -> Result<()> {
             Ok(())
         }
         Command::Certs(c) => match c.command {
+            cli::CertsCommand::CertificateKey(_) => {
+                println!("{}", crate::pki::copycerts::CertificateKey::generate()?.to_hex());
+                Ok(())
+            }
             cli::CertsCommand::CaHash(h) => {
                 let path = match h.file {
                     Some(f) => f,
@@ -84,6 +98,7 @@ fn init(
     root: &Path,
     dry_run: bool,
     ignore_preflight: Vec<String>,
+    upload: phases::UploadCerts,
     body: impl FnOnce(&InitContext) -> Result<()>,
 ) -> Result<()> {
     let cfg = config::load_init(config_path, &crate::host::facts())?;
@@ -93,7 +108,8 @@ fn init(
     info!("[init] Using Kubernetes version: {}", cfg.version);
     let fs = if dry_run { NodeFs::dry_run(root) } else { NodeFs::new(root) };
     let _lock = fs.lock()?;
-    let ctx = phases::context(&cfg, &fs, ignore_preflight, None, &crate::clock::SystemClock);
+    let mut ctx = phases::context(&cfg, &fs, ignore_preflight, None, &crate::clock::SystemClock);
+    ctx.upload = upload;
     body(&ctx)?;
     if dry_run {
         let plan = json!({ "dryRun": true, "root": root.display().to_string(), "files": fs.planned() });

@@ -6,6 +6,7 @@
 
 pub mod configmaps;
 pub mod coredns;
+pub mod kubeadm_certs;
 pub mod kubelet;
 pub mod node;
 pub mod proxy;

@@ -95,6 +95,16 @@ pub fn upload_config_rbac() -> Vec<Value> {
     ]
 }
 
+/// The upload-certs phase's RBAC: a joining control plane reads `kubeadm-certs` with its
+/// bootstrap token (kubeadm's `kubeadm:kubeadm-certs` Role and RoleBinding).
+pub fn kubeadm_certs_rbac() -> Vec<Value> {
+    let name = crate::pki::copycerts::RBAC_NAME;
+    vec![
+        role(name, KUBE_SYSTEM, json!([get_rule("secrets", &[crate::pki::copycerts::SECRET_NAME])])),
+        role_binding(name, KUBE_SYSTEM, vec![group_subject(BOOTSTRAP_GROUP)]),
+    ]
+}
+
 /// `kubeadm:cluster-admins` → `cluster-admin`, so admin.conf (O=kubeadm:cluster-admins) is
 /// admin without being in system:masters.
 pub fn cluster_admins_binding() -> Value {

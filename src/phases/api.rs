@@ -29,7 +29,7 @@ fn client_for(ctx: &InitContext, file: &str) -> Result<Client> {
 /// The admin client. admin.conf's group (kubeadm:cluster-admins) has no rights until its
 /// ClusterRoleBinding exists; kubeadm creates that with super-admin.conf when admin.conf is
 /// refused, and so do we.
-fn admin(ctx: &InitContext) -> Result<Client> {
+pub(super) fn admin(ctx: &InitContext) -> Result<Client> {
     let admin = client_for(ctx, ADMIN_CONF)?;
     let binding = objects::rbac::cluster_admins_binding();
     match admin.create(&binding) {
@@ -190,13 +190,35 @@ pub fn show_join_command(ctx: &InitContext) -> Result<()> {
     let ep = &ctx.cfg.endpoint;
     let endpoint =
         if ep.host.contains(':') { format!("[{}]:{}", ep.host, ep.port) } else { format!("{}:{}", ep.host, ep.port) };
-    println!(
+    let join = format!("kubestrap join {endpoint} --token {token} \\\n\t--discovery-token-ca-cert-hash {hash}");
+    let mut out = String::from(
         "\nYour Kubernetes control-plane has initialized successfully!\n\n\
          To start using your cluster, you need to run the following as a regular user:\n\n  \
          mkdir -p $HOME/.kube\n  sudo cp -i /etc/kubernetes/admin.conf $HOME/.kube/config\n  sudo chown $(id -u):$(id -g) $HOME/.kube/config\n\n\
-         Alternatively, if you are the root user, you can run:\n\n  export KUBECONFIG=/etc/kubernetes/admin.conf\n\n\
-         Then you can join any number of worker nodes by running the following on each as root:\n\n\
-         kubestrap join {endpoint} --token {token} \\\n\t--discovery-token-ca-cert-hash {hash}\n"
+         Alternatively, if you are the root user, you can run:\n\n  export KUBECONFIG=/etc/kubernetes/admin.conf\n\n",
     );
+    // As kubeadm: control-plane joins need a stable controlPlaneEndpoint.
+    if !ctx.cfg.cluster.control_plane_endpoint.is_empty() {
+        if ctx.upload.enabled {
+            let key = super::upload_certs::certificate_key(ctx)?.to_hex();
+            out.push_str(&format!(
+                "You can now join any number of control-plane nodes running the following command on each as root:\n\n\
+                 {join} \\\n\t--control-plane --certificate-key {key}\n\n\
+                 Please note that the certificate-key gives access to cluster sensitive data, keep it secret!\n\
+                 As a safeguard, uploaded-certs will be deleted in two hours; If necessary, you can use\n\
+                 \"kubestrap init phase upload-certs --upload-certs\" to reload certs afterward.\n\n"
+            ));
+        } else {
+            out.push_str(&format!(
+                "You can now join any number of control-plane nodes by copying certificate authorities\n\
+                 and service account keys on each node and then running the following as root:\n\n\
+                 {join} \\\n\t--control-plane\n\n"
+            ));
+        }
+    }
+    out.push_str(&format!(
+        "Then you can join any number of worker nodes by running the following on each as root:\n\n{join}\n"
+    ));
+    println!("{out}");
     Ok(())
 }

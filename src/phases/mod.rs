@@ -10,6 +10,7 @@ mod etcd;
 mod kubeconfig;
 mod kubelet_start;
 mod preflight;
+mod upload_certs;
 
 use log::info;
 use time::OffsetDateTime;
@@ -24,6 +25,7 @@ use crate::retry::Retry;
 use crate::status::Reporter;
 
 pub use kubeconfig::{KUBECONFIGS, KubeconfigSpec};
+pub use upload_certs::UploadCerts;
 
 /// Everything an init phase may read: the validated config, the node's filesystem, the start
 /// time (certificates are backdated from it), host facts for the manifests, and the clock.
@@ -37,6 +39,8 @@ pub struct InitContext<'a> {
     /// Progress for the boot status file and console; `None` on the command line.
     pub report: Option<&'a Reporter<'a>>,
     pub clock: &'a dyn Clock,
+    /// `--upload-certs` and its key (off unless asked for, as kubeadm).
+    pub upload: UploadCerts,
 }
 
 impl InitContext<'_> {
@@ -57,7 +61,16 @@ pub fn context<'a>(
 ) -> InitContext<'a> {
     fs.remove_stale_temps(cfg.certs_dir());
     ignore_preflight.extend(cfg.init.node_registration.ignore_preflight_errors.iter().cloned());
-    InitContext { cfg, env: host_env(fs), fs, start: OffsetDateTime::now_utc(), ignore_preflight, report, clock }
+    InitContext {
+        cfg,
+        env: host_env(fs),
+        fs,
+        start: OffsetDateTime::now_utc(),
+        ignore_preflight,
+        report,
+        clock,
+        upload: UploadCerts::default(),
+    }
 }
 
 pub struct Phase<F> {
@@ -69,8 +82,8 @@ pub struct Phase<F> {
 pub type InitFn = fn(&InitContext) -> Result<()>;
 pub type JoinFn = fn(&JoinContext) -> Result<()>;
 
-/// `kubeadm init`'s phases, in kubeadm's order (upload-certs, kubelet-finalize are not ours:
-/// no control-plane joins, and kubelet.conf already uses an embedded certificate).
+/// `kubeadm init`'s phases, in kubeadm's order (kubelet-finalize is not ours: kubelet.conf
+/// already uses an embedded certificate).
 #[rustfmt::skip]
 pub const INIT_PHASES: &[Phase<InitFn>] = &[
     Phase { name: "preflight", description: "Check that this machine can become a control-plane node", run: preflight::run },
@@ -81,6 +94,7 @@ pub const INIT_PHASES: &[Phase<InitFn>] = &[
     Phase { name: "kubelet-start", description: "Write the kubelet's config.yaml and flags, and (re)start the kubelet", run: kubelet_start::run },
     Phase { name: "wait-control-plane", description: "Wait for the kubelet, then for the API server's /livez", run: api::wait_control_plane },
     Phase { name: "upload-config", description: "Upload the kubeadm-config and kubelet-config ConfigMaps and their RBAC", run: api::upload_config },
+    Phase { name: "upload-certs", description: "With --upload-certs: the shared CAs and keys, encrypted, in the kubeadm-certs Secret", run: upload_certs::run },
     Phase { name: "mark-control-plane", description: "Wait for the Node, then label and taint it as control-plane", run: api::mark_control_plane },
     Phase { name: "bootstrap-token", description: "Create bootstrap tokens, their RBAC, and the signed cluster-info ConfigMap", run: api::bootstrap_token },
     Phase { name: "addon", description: "Install CoreDNS and kube-proxy", run: api::addons },

@@ -2,6 +2,7 @@
 //! Existing valid files are reused; invalid ones are errors that name the file.
 
 pub mod check;
+pub mod copycerts;
 pub mod issue;
 pub mod keys;
 pub mod spec;

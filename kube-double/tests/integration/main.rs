@@ -8,4 +8,5 @@ mod auth_rbac;
 mod binary;
 mod bootstrap_signer;
 mod csr;
+mod gc;
 mod rest;

@@ -1,0 +1,85 @@
+//! The `upload-certs` phase (after upload-config, as kubeadm): the shared CAs and sa pair, sealed
+//! under the certificate key, in the `kubeadm-certs` Secret, owned by a 2 h proxy token, plus the
+//! Role/RoleBinding that lets a joining control plane's bootstrap token read it.
+
+use log::info;
+
+use super::InitContext;
+use crate::config::types::BootstrapToken;
+use crate::error::{Error, Result};
+use crate::kube::Created;
+use crate::objects;
+use crate::paths::GENERATED_CERTIFICATE_KEY;
+use crate::pki::copycerts::{self, CertificateKey};
+
+/// `--upload-certs`, `--certificate-key`, `--skip-certificate-key-print`.
+#[derive(Debug, Default, Clone)]
+pub struct UploadCerts {
+    pub enabled: bool,
+    pub certificate_key: Option<String>,
+    pub skip_key_print: bool,
+}
+
+/// The key to seal with: `--certificate-key`, else InitConfiguration.certificateKey, else one
+/// generated once and kept (0600) so a rerun and show-join-command use the same one.
+pub fn certificate_key(ctx: &InitContext) -> Result<CertificateKey> {
+    let given = ctx.upload.certificate_key.clone().map(|k| ("--certificate-key", k)).or_else(|| {
+        (!ctx.cfg.init.certificate_key.is_empty())
+            .then(|| ("InitConfiguration.certificateKey", ctx.cfg.init.certificate_key.clone()))
+    });
+    if let Some((from, hex)) = given {
+        return CertificateKey::parse(&hex).map_err(|e| Error::usage(format!("{from}: {e}")));
+    }
+    if let Some(b) = ctx.fs.read(&GENERATED_CERTIFICATE_KEY)?
+        && let Ok(k) = CertificateKey::parse(&String::from_utf8_lossy(&b))
+    {
+        return Ok(k);
+    }
+    let k = CertificateKey::generate()?;
+    ctx.fs.write(&GENERATED_CERTIFICATE_KEY, k.to_hex().as_bytes())?;
+    ctx.fs.commit()?;
+    Ok(k)
+}
+
+pub fn run(ctx: &InitContext) -> Result<()> {
+    if !ctx.upload.enabled {
+        info!("[upload-certs] Skipping phase. Please see --upload-certs");
+        return Ok(());
+    }
+    let key = certificate_key(ctx)?;
+    let client = super::api::admin(ctx)?;
+    let mut entries = Vec::new();
+    for t in copycerts::files_to_transfer(ctx.cfg) {
+        // A file that does not exist travels as an empty value, as with kubeadm.
+        let blob = match ctx.fs.read(&t.path)? {
+            Some(bytes) => key.seal(&bytes)?,
+            None => Vec::new(),
+        };
+        entries.push((t.key, blob));
+    }
+    let proxy = BootstrapToken {
+        token: crate::token::generate()?,
+        description: copycerts::PROXY_TOKEN_DESCRIPTION.into(),
+        ttl: Some(copycerts::PROXY_TOKEN_TTL.into()),
+        expires: None,
+        usages: Vec::new(),
+        groups: Vec::new(),
+    };
+    let token_secret = objects::tokens::token_secret(&proxy, time::OffsetDateTime::now_utc())?;
+    let owner = token_secret["metadata"]["name"].as_str().unwrap_or_default().to_string();
+    let uid = match client.create(&token_secret)? {
+        Created::New(obj) => obj["metadata"]["uid"].as_str().map(str::to_string),
+        Created::Exists => None,
+    }
+    .ok_or_else(|| Error::runtime(format!("the API server returned no uid for Secret kube-system/{owner}")))?;
+    info!("[upload-certs] Storing the certificates in Secret \"kubeadm-certs\" in the \"kube-system\" Namespace");
+    client.apply(&objects::kubeadm_certs::secret(&entries, &owner, &uid))?;
+    for o in objects::rbac::kubeadm_certs_rbac() {
+        client.apply(&o)?;
+    }
+    if !ctx.upload.skip_key_print {
+        // stdout, as kubeadm: the operator asked for it; it is never logged.
+        println!("[upload-certs] Using certificate key:\n{}", key.to_hex());
+    }
+    Ok(())
+}
