@@ -185,6 +185,18 @@ pub struct Join {
     #[argh(option)]
     /// comma-separated join phases to skip
     pub skip_phases: Option<String>,
+    #[argh(switch)]
+    /// join as a control-plane node (a new API server, and a stacked etcd member)
+    pub control_plane: bool,
+    #[argh(option)]
+    /// with --control-plane: the key that decrypts the kubeadm-certs Secret (from `init --upload-certs`)
+    pub certificate_key: Option<String>,
+    #[argh(option)]
+    /// with --control-plane: the address this node's API server advertises (default: the default-route address)
+    pub apiserver_advertise_address: Option<String>,
+    #[argh(option)]
+    /// with --control-plane: the port this node's API server binds (default 6443)
+    pub apiserver_bind_port: Option<u16>,
     #[argh(option)]
     /// bootstrap token for both discovery and TLS bootstrap
     pub token: Option<String>,

@@ -23,7 +23,11 @@ fn words(w: &[String]) -> Result<Words> {
             let name = w.get(1).ok_or_else(|| {
                 Error::usage("`kubestrap join phase` needs a phase name; `kubestrap phases` lists them")
             })?;
-            (Some(name.clone()), &w[2..])
+            // kubeadm spells a sub-phase as a second word: `join phase control-plane-prepare certs`.
+            match w.get(2).map(|sub| format!("{name}/{sub}")) {
+                Some(full) if phases::find(JOIN_PHASES, &full).is_some() => (Some(full), &w[3..]),
+                _ => (Some(name.clone()), &w[2..]),
+            }
         }
         _ => (None, w),
     };
@@ -42,7 +46,7 @@ pub fn run(j: cli::Join) -> Result<()> {
     let w = words(&j.words)?;
     let skip = cli::split_list(j.skip_phases.as_deref());
     phases::check_skip(JOIN_PHASES, "join", &skip)?;
-    let phase = w.phase.as_deref().map(|n| phases::lookup(JOIN_PHASES, "join", n)).transpose()?;
+    let selected = w.phase.as_deref().map(|n| phases::lookup_all(JOIN_PHASES, "join", n)).transpose()?;
     let jc = match &j.config {
         Some(p) => {
             let text = std::fs::read_to_string(p)
@@ -57,8 +61,8 @@ pub fn run(j: cli::Join) -> Result<()> {
     let fs = NodeFs::new(&flags.root);
     let _lock = fs.lock()?;
     let ctx = JoinContext::new(&args, &fs, &SystemClock, None);
-    match phase {
-        Some(p) => phases::run_join_phase(&ctx, p),
+    match selected {
+        Some(list) => list.into_iter().try_for_each(|p| phases::run_join_phase(&ctx, p)),
         None => phases::run_join(&ctx, &skip),
     }
 }
@@ -79,6 +83,10 @@ fn flags(j: cli::Join, endpoint: Option<String>) -> Result<JoinFlags> {
         discovery_token_ca_cert_hash: j.discovery_token_ca_cert_hash,
         discovery_token_unsafe_skip_ca_verification: j.discovery_token_unsafe_skip_ca_verification,
         discovery_file: j.discovery_file,
+        control_plane: j.control_plane,
+        certificate_key: j.certificate_key,
+        apiserver_advertise_address: j.apiserver_advertise_address,
+        apiserver_bind_port: j.apiserver_bind_port,
         discovery_timeout,
         node_name: j.node_name,
         cri_socket: j.cri_socket,

@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::control_plane::ControlPlaneJoin;
 use super::{Discovery, JoinArgs};
 use crate::config::types::JoinConfiguration;
 use crate::config::values::{is_dns1123_subdomain, parse_duration};
@@ -23,6 +24,10 @@ pub struct JoinFlags {
     pub discovery_token_ca_cert_hash: Vec<String>,
     pub discovery_token_unsafe_skip_ca_verification: bool,
     pub discovery_file: Option<String>,
+    pub control_plane: bool,
+    pub certificate_key: Option<String>,
+    pub apiserver_advertise_address: Option<String>,
+    pub apiserver_bind_port: Option<u16>,
     pub discovery_timeout: Option<Duration>,
     pub node_name: Option<String>,
     pub cri_socket: Option<String>,
@@ -39,9 +44,6 @@ fn non_empty(s: &str) -> Option<String> {
 }
 
 pub fn resolve(f: &JoinFlags, jc: &JoinConfiguration) -> Result<JoinArgs> {
-    if jc.control_plane.is_some() {
-        return Err(Error::config("JoinConfiguration.controlPlane is set: kubestrap joins worker nodes only"));
-    }
     let bt = jc.discovery.bootstrap_token.clone().unwrap_or_default();
     let tls_str = f.tls_bootstrap_token.clone().or(f.token.clone()).or(non_empty(&jc.discovery.tls_bootstrap_token));
     let tls_bootstrap_token = tls_str.as_deref().map(|t| token("--tls-bootstrap-token", t)).transpose()?;
@@ -104,6 +106,7 @@ pub fn resolve(f: &JoinFlags, jc: &JoinConfiguration) -> Result<JoinArgs> {
     let mut ignore = f.ignore_preflight_errors.clone();
     ignore.extend(nr.ignore_preflight_errors.iter().cloned());
     Ok(JoinArgs {
+        control_plane: control_plane(f, jc)?,
         discovery,
         node_name,
         hostname,
@@ -115,4 +118,51 @@ pub fn resolve(f: &JoinFlags, jc: &JoinConfiguration) -> Result<JoinArgs> {
         tls_bootstrap_timeout: from_config("tlsBootstrap", &timeouts.tls_bootstrap, crate::timeouts::TLS_BOOTSTRAP)?,
         ignore_preflight: ignore,
     })
+}
+
+/// `--control-plane` and its flags, or JoinConfiguration.controlPlane (flags win).
+fn control_plane(f: &JoinFlags, jc: &JoinConfiguration) -> Result<Option<ControlPlaneJoin>> {
+    let conf = jc.control_plane.as_ref();
+    if !f.control_plane && conf.is_none() {
+        if f.certificate_key.is_some() || f.apiserver_advertise_address.is_some() || f.apiserver_bind_port.is_some() {
+            return Err(Error::usage(
+                "--certificate-key, --apiserver-advertise-address and --apiserver-bind-port are for a control-plane join: add --control-plane",
+            ));
+        }
+        return Ok(None);
+    }
+    let field = |p: &str| conf.and_then(|c| c.pointer(p)).cloned();
+    let text = |p: &str| -> Result<Option<String>> {
+        match field(p) {
+            None | Some(serde_json::Value::Null) => Ok(None),
+            Some(serde_json::Value::String(s)) => Ok(non_empty(&s)),
+            Some(_) => {
+                Err(Error::config(format!("JoinConfiguration controlPlane{}: expected a string", p.replace('/', "."))))
+            }
+        }
+    };
+    let bind_port = match f.apiserver_bind_port {
+        Some(p) => Some(i64::from(p)),
+        None => match field("/localAPIEndpoint/bindPort") {
+            None | Some(serde_json::Value::Null) => None,
+            Some(v) => Some(v.as_i64().ok_or_else(|| {
+                Error::config("JoinConfiguration controlPlane.localAPIEndpoint.bindPort: expected a port number")
+            })?),
+        },
+    };
+    let certificate_key = match f.certificate_key.clone() {
+        Some(k) => Some(k),
+        None => text("/certificateKey")?,
+    };
+    if let Some(k) = &certificate_key {
+        crate::pki::copycerts::CertificateKey::parse(k).map_err(|e| Error::usage(format!("--certificate-key: {e}")))?;
+    }
+    Ok(Some(ControlPlaneJoin {
+        advertise_address: match f.apiserver_advertise_address.clone() {
+            Some(a) => a,
+            None => text("/localAPIEndpoint/advertiseAddress")?.unwrap_or_default(),
+        },
+        bind_port,
+        certificate_key,
+    }))
 }

@@ -50,7 +50,8 @@ fn start(ctx: &JoinContext, found: &Found) -> Result<()> {
         .ok_or_else(|| Error::runtime("ConfigMap kube-system/kubelet-config has no data.kubelet"))?;
     fs.write(&KUBELET_CONFIG, kubelet_yaml.as_bytes())?;
     let pause = pause_image(&client)?;
-    let taints = crate::objects::kubelet::taints_flag(&a.taints);
+    // A control plane's taint is set by mark-control-plane, not registered by the kubelet.
+    let taints = if a.control_plane.is_some() { None } else { crate::objects::kubelet::taints_flag(&a.taints) };
     let env = crate::objects::kubelet::kubeadm_flags_env(
         &a.cri_socket,
         &pause,

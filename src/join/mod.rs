@@ -9,6 +9,7 @@
 //! writes kubelet.conf, removes bootstrap-kubelet.conf).
 
 mod args;
+pub mod control_plane;
 mod discover;
 mod kubelet_start;
 mod tls_bootstrap;
@@ -31,6 +32,8 @@ pub use kubelet_start::kubelet_start;
 
 /// Everything join needs, resolved from flags and/or a JoinConfiguration.
 pub struct JoinArgs {
+    /// `Some` for `--control-plane` / JoinConfiguration.controlPlane.
+    pub control_plane: Option<control_plane::ControlPlaneJoin>,
     /// `None` when no discovery input was given (enough for `join phase kubelet-start`).
     pub discovery: Option<Discovery>,
     pub node_name: String,

@@ -65,9 +65,15 @@ impl KubeconfigSpec {
 }
 
 pub fn run(ctx: &InitContext) -> Result<()> {
+    write(ctx, &KUBECONFIGS.iter().map(|k| k.file).collect::<Vec<_>>())
+}
+
+/// Writes (or validates) the kubeconfigs named in `files` (a control-plane join writes three).
+pub fn write(ctx: &InitContext, files: &[&str]) -> Result<()> {
     let cfg = ctx.cfg;
+    let specs: Vec<&KubeconfigSpec> = KUBECONFIGS.iter().filter(|k| files.contains(&k.file)).collect();
     let ca = pki::load_ca(ctx.fs, cfg.certs_dir(), "ca")?;
-    let todo: Vec<&KubeconfigSpec> = KUBECONFIGS.iter().filter(|k| !ctx.fs.exists(path(k))).collect();
+    let todo: Vec<&KubeconfigSpec> = specs.iter().copied().filter(|k| !ctx.fs.exists(path(k))).collect();
     if !todo.is_empty() && ca.key.is_none() {
         let files: Vec<String> = todo.iter().map(|k| path(k).to_string()).collect();
         return Err(Error::state(format!(
@@ -76,7 +82,7 @@ pub fn run(ctx: &InitContext) -> Result<()> {
         )));
     }
     let mut fresh = keys::generate_many(cfg.key_algorithm, todo.len())?;
-    for spec in KUBECONFIGS {
+    for spec in specs {
         let file = path(spec);
         match ctx.fs.read(&file)? {
             Some(existing) => {

@@ -27,6 +27,17 @@ use crate::status::Reporter;
 pub use kubeconfig::{KUBECONFIGS, KubeconfigSpec};
 pub use upload_certs::UploadCerts;
 
+/// Init's building blocks that a control-plane join reuses for its own node.
+pub fn write_kubeconfigs(ctx: &InitContext, files: &[&str]) -> Result<()> {
+    kubeconfig::write(ctx, files)
+}
+pub fn write_control_plane(ctx: &InitContext) -> Result<()> {
+    control_plane::run(ctx)
+}
+pub fn mark_control_plane(ctx: &InitContext) -> Result<()> {
+    api::mark_control_plane(ctx)
+}
+
 /// Everything an init phase may read: the validated config, the node's filesystem, the start
 /// time (certificates are backdated from it), host facts for the manifests, and the clock.
 pub struct InitContext<'a> {
@@ -101,13 +112,19 @@ pub const INIT_PHASES: &[Phase<InitFn>] = &[
     Phase { name: "show-join-command", description: "Print how to use admin.conf and the join command", run: api::show_join_command },
 ];
 
-/// `kubeadm join`'s phases for a worker. kubeadm discovers inside its join data; here discovery is
-/// a phase of its own whose product is bootstrap-kubelet.conf, so each phase can run alone.
+/// `kubeadm join`'s phases. kubeadm discovers inside its join data; here discovery is a phase of
+/// its own whose product is bootstrap-kubelet.conf, so each phase can run alone. The
+/// control-plane phases skip themselves on a worker join.
 #[rustfmt::skip]
 pub const JOIN_PHASES: &[Phase<JoinFn>] = &[
-    Phase { name: "preflight", description: "Check that this machine can become a worker node", run: crate::join::preflight },
+    Phase { name: "preflight", description: "Check that this machine can become a node", run: crate::join::preflight },
     Phase { name: "discovery", description: "Find the cluster and trust its CA (token + CA pin, or a discovery file); write bootstrap-kubelet.conf", run: crate::join::discovery },
+    Phase { name: "control-plane-prepare/download-certs", description: "Control plane: download the shared CAs and keys from the kubeadm-certs Secret (--certificate-key)", run: crate::join::control_plane::download_certs },
+    Phase { name: "control-plane-prepare/certs", description: "Control plane: this node's certificates, signed by the shared CAs", run: crate::join::control_plane::certs },
+    Phase { name: "control-plane-prepare/kubeconfig", description: "Control plane: admin, controller-manager and scheduler kubeconfigs", run: crate::join::control_plane::kubeconfig },
+    Phase { name: "control-plane-prepare/control-plane", description: "Control plane: the API server, controller-manager and scheduler manifests", run: crate::join::control_plane::manifests },
     Phase { name: "kubelet-start", description: "Write the kubelet's config and flags, get the node's client certificate (TLS bootstrap), write kubelet.conf", run: crate::join::kubelet_start },
+    Phase { name: "mark-control-plane", description: "Control plane: label and taint this node as control-plane", run: crate::join::control_plane::mark_control_plane },
 ];
 
 /// The phases that write the node's files before any kubelet runs (`--on-disk-only`).
@@ -117,23 +134,44 @@ pub fn find<F>(list: &'static [Phase<F>], name: &str) -> Option<&'static Phase<F
     list.iter().find(|p| p.name == name)
 }
 
+/// The phases a name selects: the phase itself, or every sub-phase of a parent
+/// ("control-plane-prepare" runs its four, as with kubeadm).
+pub fn select<F>(list: &'static [Phase<F>], name: &str) -> Vec<&'static Phase<F>> {
+    match find(list, name) {
+        Some(p) => vec![p],
+        None => list.iter().filter(|p| p.name.strip_prefix(name).is_some_and(|r| r.starts_with('/'))).collect(),
+    }
+}
+
 /// Finds `name` in `list` or says which phases `workflow` has.
 pub fn lookup<F>(list: &'static [Phase<F>], workflow: &str, name: &str) -> Result<&'static Phase<F>> {
-    find(list, name).ok_or_else(|| {
-        let known: Vec<&str> = list.iter().map(|p| p.name).collect();
-        Error::usage(format!("unknown {workflow} phase {name:?}; {workflow} phases are: {}", known.join(", ")))
-    })
+    find(list, name).ok_or_else(|| unknown(list, workflow, name))
+}
+
+/// Like [`lookup`], but a parent name selects all its sub-phases.
+pub fn lookup_all<F>(list: &'static [Phase<F>], workflow: &str, name: &str) -> Result<Vec<&'static Phase<F>>> {
+    let found = select(list, name);
+    if found.is_empty() { Err(unknown(list, workflow, name)) } else { Ok(found) }
+}
+
+fn unknown<F>(list: &'static [Phase<F>], workflow: &str, name: &str) -> Error {
+    let known: Vec<&str> = list.iter().map(|p| p.name).collect();
+    Error::usage(format!("unknown {workflow} phase {name:?}; {workflow} phases are: {}", known.join(", ")))
 }
 
 /// Checks `--skip-phases` names so a typo is an error rather than a phase that silently runs.
 pub fn check_skip<F>(list: &'static [Phase<F>], workflow: &str, skip: &[String]) -> Result<()> {
-    skip.iter().try_for_each(|s| lookup(list, workflow, s).map(|_| ()))
+    skip.iter().try_for_each(|s| lookup_all(list, workflow, s).map(|_| ()))
+}
+
+fn skipped(skip: &[String], name: &str) -> bool {
+    skip.iter().any(|s| name == s || name.strip_prefix(s.as_str()).is_some_and(|r| r.starts_with('/')))
 }
 
 /// Runs the init phases not in `skip`, in order.
 pub fn run_init(ctx: &InitContext, skip: &[String]) -> Result<()> {
     check_skip(INIT_PHASES, "init", skip)?;
-    for p in INIT_PHASES.iter().filter(|p| !skip.iter().any(|s| s == p.name)) {
+    for p in INIT_PHASES.iter().filter(|p| !skipped(skip, p.name)) {
         run_init_phase(ctx, p)?;
     }
     Ok(())
@@ -142,7 +180,7 @@ pub fn run_init(ctx: &InitContext, skip: &[String]) -> Result<()> {
 /// Runs the join phases not in `skip`, in order.
 pub fn run_join(ctx: &JoinContext, skip: &[String]) -> Result<()> {
     check_skip(JOIN_PHASES, "join", skip)?;
-    for p in JOIN_PHASES.iter().filter(|p| !skip.iter().any(|s| s == p.name)) {
+    for p in JOIN_PHASES.iter().filter(|p| !skipped(skip, p.name)) {
         run_join_phase(ctx, p)?;
     }
     Ok(())

@@ -21,9 +21,18 @@ pub struct Cluster {
 /// Runs `kubestrap init` while a thread plays the kubelet: once the API server manifest appears
 /// it starts the double on the generated PKI and registers the Node.
 pub fn init_cluster(tune: impl FnOnce(&mut kube_double::Config) + Send + 'static) -> Cluster {
+    init_cluster_with(|c| c.to_string(), tune)
+}
+
+/// [`init_cluster`] with the config text edited first (`{port}` is already filled in).
+pub fn init_cluster_with(
+    edit: impl FnOnce(&str) -> String,
+    tune: impl FnOnce(&mut kube_double::Config) + Send + 'static,
+) -> Cluster {
     let port = free_port();
     let healthz = free_port();
-    let scratch = Scratch::new(&fill(fixture!("cluster-e2e/kubeadm.yaml"), &[("port", &port), ("healthz", &healthz)]));
+    let scratch =
+        Scratch::new(&edit(&fill(fixture!("cluster-e2e/kubeadm.yaml"), &[("port", &port), ("healthz", &healthz)])));
     let root = scratch.root();
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {

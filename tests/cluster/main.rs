@@ -7,6 +7,7 @@ mod common;
 
 mod boot;
 mod cluster_e2e;
+mod control_plane_join;
 mod crash_safety;
 mod join_phases;
 mod jws_interop;

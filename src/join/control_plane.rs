@@ -1,0 +1,188 @@
+//! `join --control-plane`: kubeadm's control-plane-prepare phases (download-certs, certs,
+//! kubeconfig, control-plane), then mark-control-plane after the kubelet starts. This node's
+//! InitConfig is the cluster's ClusterConfiguration (the kubeadm-config ConfigMap) plus this node's
+//! name and LocalAPIEndpoint, so every file it writes is what init would write for it.
+
+use base64::Engine;
+use log::info;
+
+use super::{Found, JoinContext};
+use crate::config::InitConfig;
+use crate::config::types::{ApiEndpoint, InitConfiguration, NodeRegistrationOptions};
+use crate::error::{Error, Result};
+use crate::kube::{Auth, Client, Trust};
+use crate::kubeconfig::Kubeconfig;
+use crate::paths;
+use crate::phases::InitContext;
+use crate::pki::copycerts::{self, CertificateKey};
+
+/// What makes a join a control-plane join.
+#[derive(Debug, Clone, Default)]
+pub struct ControlPlaneJoin {
+    /// Empty: the address of the default-route interface, as kubeadm.
+    pub advertise_address: String,
+    pub bind_port: Option<i64>,
+    /// Without it, the shared CAs and keys must already be on disk (kubeadm's manual-copy mode).
+    pub certificate_key: Option<String>,
+}
+
+const KUBEADM_CONFIG: &str = "/api/v1/namespaces/kube-system/configmaps/kubeadm-config";
+const KUBEADM_CERTS: &str = "/api/v1/namespaces/kube-system/secrets/kubeadm-certs";
+
+fn control_plane<'a>(ctx: &'a JoinContext, phase: &str) -> Option<&'a ControlPlaneJoin> {
+    let cp = ctx.args.control_plane.as_ref();
+    if cp.is_none() {
+        info!("[{phase}] Skipped: not a control-plane join (see --control-plane)");
+    }
+    cp
+}
+
+/// A client for the cluster: admin.conf once control-plane-prepare wrote it, else the bootstrap
+/// token from bootstrap-kubelet.conf.
+fn client(ctx: &JoinContext) -> Result<Client> {
+    if let Some(bytes) = ctx.fs.read(&paths::ADMIN_CONF)? {
+        let kc = Kubeconfig::parse(&bytes)?;
+        return Ok(Client::from_kubeconfig(&kc, &|p| ctx.fs.read(p).ok().flatten(), crate::timeouts::REQUEST)?);
+    }
+    let found = Found::load(ctx.fs)?.ok_or_else(|| {
+        Error::state(format!(
+            "{} is missing: run `kubestrap join phase discovery` first",
+            paths::BOOTSTRAP_KUBELET_CONF
+        ))
+    })?;
+    Ok(Client::new(&found.server, Trust::Ca(found.ca_pem), Auth::Token(found.tls_token), crate::timeouts::REQUEST)?)
+}
+
+/// This node's InitConfig: the cluster's ClusterConfiguration, this node's registration and
+/// LocalAPIEndpoint.
+pub fn node_config(ctx: &JoinContext, cp: &ControlPlaneJoin) -> Result<InitConfig> {
+    let cm = client(ctx)?.get(KUBEADM_CONFIG)?.ok_or_else(|| {
+        Error::runtime("the ConfigMap kube-system/kubeadm-config does not exist: the first control plane has not finished its upload-config phase")
+    })?;
+    let text = cm["data"]["ClusterConfiguration"]
+        .as_str()
+        .ok_or_else(|| Error::runtime("ConfigMap kube-system/kubeadm-config has no data.ClusterConfiguration"))?;
+    let source = "ConfigMap kube-system/kubeadm-config";
+    let mut docs = crate::config::parse_documents(source, text)?;
+    let a = ctx.args;
+    docs.init = Some(InitConfiguration {
+        api_version: crate::constants::KUBEADM_API_VERSION.into(),
+        kind: "InitConfiguration".into(),
+        node_registration: NodeRegistrationOptions {
+            name: a.node_name.clone(),
+            cri_socket: a.cri_socket.clone(),
+            taints: None,
+            kubelet_extra_args: a.kubelet_extra_args.clone(),
+            ..Default::default()
+        },
+        local_api_endpoint: ApiEndpoint { advertise_address: cp.advertise_address.clone(), bind_port: cp.bind_port },
+        ..Default::default()
+    });
+    if docs.cluster.as_ref().is_none_or(|c| c.control_plane_endpoint.is_empty()) {
+        // kubeadm's checkIfReadyForAdditionalControlPlane.
+        return Err(Error::config(
+            "unable to add a new control plane instance to a cluster that doesn't have a stable controlPlaneEndpoint address: set ClusterConfiguration.controlPlaneEndpoint when the first control plane is initialized",
+        ));
+    }
+    Ok(crate::config::resolve_init(source, docs, &crate::host::facts())?)
+}
+
+fn init_context<'a>(ctx: &'a JoinContext, cfg: &'a InitConfig) -> InitContext<'a> {
+    crate::phases::context(cfg, ctx.fs, Vec::new(), ctx.report, ctx.clock)
+}
+
+/// `control-plane-prepare/download-certs`: the shared files from kubeadm-certs, all decrypted
+/// before any is written, so a wrong key writes nothing.
+pub fn download_certs(ctx: &JoinContext) -> Result<()> {
+    let Some(cp) = control_plane(ctx, "download-certs") else { return Ok(()) };
+    let Some(hex) = &cp.certificate_key else {
+        info!("[download-certs] Skipped: no --certificate-key; the shared CAs and keys must already be on disk");
+        return Ok(());
+    };
+    let key = CertificateKey::parse(hex).map_err(|e| Error::usage(format!("--certificate-key: {e}")))?;
+    let cfg = node_config(ctx, cp)?;
+    let secret = client(ctx)?.get(KUBEADM_CERTS)?.ok_or_else(|| {
+        Error::runtime("Secret \"kubeadm-certs\" was not found in the \"kube-system\" Namespace. This Secret might have expired. Please, run `kubestrap init phase upload-certs --upload-certs` on a control plane to generate a new one")
+    })?;
+    let mut files = Vec::new();
+    for t in copycerts::files_to_transfer(&cfg) {
+        let Some(b64) = secret["data"][&t.key].as_str() else {
+            return Err(Error::runtime(format!(
+                "the Secret does not include the required certificate or key - name: {}, path: {}",
+                t.key, t.path
+            )));
+        };
+        if b64.is_empty() {
+            info!("[download-certs] {} is empty in the Secret; skipping {}", t.key, t.path);
+            continue;
+        }
+        let blob = base64::engine::general_purpose::STANDARD
+            .decode(b64)
+            .map_err(|e| Error::runtime(format!("kubeadm-certs: {} is not base64: {e}", t.key)))?;
+        let plain = key.open(&blob, &t.key)?;
+        files.push((t, plain));
+    }
+    for (t, plain) in files {
+        let text = String::from_utf8_lossy(&plain);
+        let mode = if text.contains("PRIVATE KEY-----") {
+            paths::PRIVATE
+        } else if text.contains("-----BEGIN") {
+            paths::READABLE
+        } else {
+            return Err(Error::runtime(format!("unknown data found in Secret entry {}", t.key)));
+        };
+        ctx.fs.write(&paths::File::at(t.path.clone(), mode), &plain)?;
+    }
+    info!("[download-certs] Saving the certificates to the folder: {:?}", cfg.certs_dir());
+    Ok(())
+}
+
+/// `control-plane-prepare/certs`: this node's leaf certificates, signed by the shared CAs.
+pub fn certs(ctx: &JoinContext) -> Result<()> {
+    let Some(cp) = control_plane(ctx, "certs") else { return Ok(()) };
+    let cfg = node_config(ctx, cp)?;
+    require_shared(ctx, &cfg)?;
+    crate::pki::ensure_certs(ctx.fs, &cfg, time::OffsetDateTime::now_utc())
+}
+
+/// kubeadm's SharedCertificateExists: a control-plane join never makes its own CAs.
+fn require_shared(ctx: &JoinContext, cfg: &InitConfig) -> Result<()> {
+    let dir = cfg.certs_dir();
+    let mut need = vec![paths::cert(dir, "ca"), paths::cert(dir, "front-proxy-ca"), paths::key(dir, "sa")];
+    if cfg.external_etcd().is_none() {
+        need.push(paths::cert(dir, "etcd/ca"));
+    }
+    let missing: Vec<String> = need.iter().filter(|f| !ctx.fs.exists(f)).map(|f| f.to_string()).collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(Error::state(format!(
+        "a control-plane join needs the cluster's shared certificates, and {} is missing: join with --certificate-key (after `init --upload-certs` on the first control plane), or copy the CAs and sa keys first",
+        missing.join(", ")
+    )))
+}
+
+/// `control-plane-prepare/kubeconfig`: admin, controller-manager and scheduler only (no
+/// super-admin.conf off the first node; kubelet.conf comes from the TLS bootstrap).
+pub fn kubeconfig(ctx: &JoinContext) -> Result<()> {
+    let Some(cp) = control_plane(ctx, "kubeconfig") else { return Ok(()) };
+    let cfg = node_config(ctx, cp)?;
+    crate::phases::write_kubeconfigs(
+        &init_context(ctx, &cfg),
+        &[crate::constants::ADMIN_CONF, crate::constants::CONTROLLER_MANAGER_CONF, crate::constants::SCHEDULER_CONF],
+    )
+}
+
+/// `control-plane-prepare/control-plane`: the three static Pod manifests, as init writes them.
+pub fn manifests(ctx: &JoinContext) -> Result<()> {
+    let Some(cp) = control_plane(ctx, "control-plane") else { return Ok(()) };
+    let cfg = node_config(ctx, cp)?;
+    crate::phases::write_control_plane(&init_context(ctx, &cfg))
+}
+
+/// `mark-control-plane`: the labels and taint init gives its node, once the Node exists.
+pub fn mark_control_plane(ctx: &JoinContext) -> Result<()> {
+    let Some(cp) = control_plane(ctx, "mark-control-plane") else { return Ok(()) };
+    let cfg = node_config(ctx, cp)?;
+    crate::phases::mark_control_plane(&init_context(ctx, &cfg))
+}
