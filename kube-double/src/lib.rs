@@ -132,6 +132,9 @@ pub struct Handle {
     addr: SocketAddr,
     kubelet_addr: Option<SocketAddr>,
     threads: Vec<JoinHandle<()>>,
+    client_ca_pem: String,
+    /// Listeners added by `serve_also`: woken on stop like the first.
+    extra_addrs: Vec<SocketAddr>,
 }
 
 /// Starts the server. Returns once the port is reserved (with `down_for`,
@@ -184,7 +187,7 @@ pub fn start(cfg: Config) -> io::Result<Handle> {
             }
         }));
     }
-    Ok(Handle { shared, addr, kubelet_addr, threads })
+    Ok(Handle { shared, addr, kubelet_addr, threads, client_ca_pem: cfg.client_ca_pem, extra_addrs: Vec::new() })
 }
 
 impl Handle {
@@ -292,6 +295,48 @@ impl Handle {
         self.shared.settle(&mut store);
     }
 
+    /// A second API server of the same cluster (a joined control plane): serves the same store
+    /// on `listen` with its own serving certificate. Returns the bound address.
+    pub fn serve_also(&mut self, listen: SocketAddr, cert_pem: &str, key_pem: &str) -> io::Result<SocketAddr> {
+        let tls = tls::server_config(cert_pem, key_pem, &self.client_ca_pem)?;
+        let listener = TcpListener::bind(listen)?;
+        let addr = listener.local_addr()?;
+        let shared = self.shared.clone();
+        self.threads
+            .push(thread::spawn(move || server::run_listener(shared, Some(listener), addr, tls, Duration::ZERO)));
+        self.extra_addrs.push(addr);
+        Ok(addr)
+    }
+
+    /// What a kubelet does for the static Pods it runs: one mirror Pod per manifest in `dir`,
+    /// named `<pod>-<node>` in the manifest's namespace, with its labels, its annotations (kubeadm
+    /// reads `kubeadm.kubernetes.io/etcd.advertise-client-urls` and the API server's endpoint
+    /// from them), `kubernetes.io/config.mirror`, `spec.nodeName` and Ready status. Returns the
+    /// mirror Pods' names.
+    pub fn mirror_static_pods(&self, dir: &Path, node: &str) -> io::Result<Vec<String>> {
+        let mut names = Vec::new();
+        let mut entries: Vec<_> = std::fs::read_dir(dir)?.flatten().map(|e| e.path()).collect();
+        entries.sort();
+        for path in entries.into_iter().filter(|p| p.extension().is_some_and(|e| e == "yaml")) {
+            let text = std::fs::read_to_string(&path)?;
+            let mut pod: serde_json::Value = serde_yaml::from_str(&text)
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("{}: {e}", path.display())))?;
+            let name = format!("{}-{node}", pod["metadata"]["name"].as_str().unwrap_or("static"));
+            pod["metadata"]["name"] = name.clone().into();
+            if pod["metadata"]["namespace"].is_null() {
+                pod["metadata"]["namespace"] = "kube-system".into();
+            }
+            pod["metadata"]["annotations"]["kubernetes.io/config.mirror"] = "mirror".into();
+            pod["metadata"]["annotations"]["kubernetes.io/config.source"] = "file".into();
+            pod["spec"]["nodeName"] = node.into();
+            pod["status"] =
+                serde_json::json!({"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]});
+            self.put_object(pod).map_err(|e| io::Error::other(format!("{}: {e:?}", path.display())))?;
+            names.push(name);
+        }
+        Ok(names)
+    }
+
     /// What a kubelet does on registration: creates the Node `name` (or
     /// updates it) with the given labels and condition Ready=True.
     pub fn register_node(&self, name: &str, labels: &[(&str, &str)]) -> Result<serde_json::Value, ApiError> {
@@ -308,6 +353,9 @@ impl Handle {
         }
         self.shared.stop();
         server::poke(self.addr);
+        for a in &self.extra_addrs {
+            server::poke(*a);
+        }
         if let Some(k) = self.kubelet_addr {
             server::poke(k);
         }

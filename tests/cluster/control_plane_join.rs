@@ -32,8 +32,9 @@ fn upload(c: &Cluster) -> String {
     out.split("Using certificate key:\n").nth(1).unwrap().lines().next().unwrap().trim().to_string()
 }
 
-fn join_cp(c: &Cluster, root: &Path, node: &str, addr: &str, key: &str) -> Run {
+fn join_cp(c: &Cluster, root: &Path, node: &str, addr: &str, port: u16, key: &str) -> Run {
     let (ep, hash, root) = (format!("127.0.0.1:{}", c.port), c.ca_hash(), root.display().to_string());
+    let port = port.to_string();
     kubestrap(&[
         "join",
         &ep,
@@ -46,6 +47,8 @@ fn join_cp(c: &Cluster, root: &Path, node: &str, addr: &str, key: &str) -> Run {
         key,
         "--apiserver-advertise-address",
         addr,
+        "--apiserver-bind-port",
+        &port,
         "--node-name",
         node,
         "--root",
@@ -55,9 +58,10 @@ fn join_cp(c: &Cluster, root: &Path, node: &str, addr: &str, key: &str) -> Run {
 
 #[test]
 fn a_second_control_plane_joins_with_the_certificate_key() {
-    let c = ha_cluster();
+    let mut c = ha_cluster();
     let key = upload(&c);
     let b = tempfile::tempdir().unwrap();
+    let b_port = free_port();
     let at = |p: &str| b.path().join(p.trim_start_matches('/'));
 
     // The kubelet registers the Node once it has its identity; mark-control-plane waits for it.
@@ -70,7 +74,7 @@ fn a_second_control_plane_joins_with_the_certificate_key() {
             }
             c.double.register_node("cp-2", &[]).unwrap();
         });
-        join_cp(&c, b.path(), "cp-2", "127.0.0.2", &key)
+        join_cp(&c, b.path(), "cp-2", "127.0.0.2", b_port, &key)
     });
     assert_eq!(r.code(), 0, "{}\n{}", r.stdout(), r.stderr());
     assert!(!r.stderr().contains(&key), "the certificate key is never logged");
@@ -102,6 +106,26 @@ fn a_second_control_plane_joins_with_the_certificate_key() {
     let node = c.double.object("/api/v1/nodes/cp-2").unwrap();
     assert!(node["metadata"]["labels"].get("node-role.kubernetes.io/control-plane").is_some(), "{node}");
     assert_eq!(node["spec"]["taints"][0]["key"], "node-role.kubernetes.io/control-plane");
+
+    // Its API server (the double's second endpoint, on its own serving certificate) is trusted
+    // by its own controller-manager.conf, which points at the local endpoint.
+    let read = |p: &str| std::fs::read(at(p)).ok();
+    c.double
+        .serve_also(
+            std::net::SocketAddr::from(([127, 0, 0, 2], b_port)),
+            &String::from_utf8(read("/etc/kubernetes/pki/apiserver.crt").unwrap()).unwrap(),
+            &String::from_utf8(read("/etc/kubernetes/pki/apiserver.key").unwrap()).unwrap(),
+        )
+        .unwrap();
+    let kcm = std::fs::read(at("/etc/kubernetes/controller-manager.conf")).unwrap();
+    let kc = kubestrap::kubeconfig::Kubeconfig::parse(&kcm).unwrap();
+    assert_eq!(kc.current().unwrap().0.server, format!("https://127.0.0.2:{b_port}"));
+    let client = kubestrap::kube::Client::from_kubeconfig(&kc, &read, Duration::from_secs(5)).unwrap();
+    c.double.clear_request_log();
+    // TLS and authentication pass; RBAC, as on a real cluster, gives the controller-manager's own
+    // identity no Node reads.
+    assert_eq!(client.get("/api/v1/nodes/cp-2").unwrap_err().code(), Some(403));
+    assert_eq!(c.double.request_log().last().unwrap().user, "system:kube-controller-manager");
 }
 
 #[test]
@@ -110,7 +134,7 @@ fn a_wrong_certificate_key_fails_clearly_and_writes_no_keys() {
     upload(&c);
     let w = tempfile::tempdir().unwrap();
     let wrong = "e6a2eb8581237ab72a4f494f30285ec12a9694d750b9785706a83bfcbbbd2204";
-    let r = join_cp(&c, w.path(), "cp-3", "127.0.0.3", wrong);
+    let r = join_cp(&c, w.path(), "cp-3", "127.0.0.3", 6443, wrong);
     assert_eq!(r.code(), 2, "{}", r.stderr());
     assert!(r.stderr().contains("the certificate key is wrong"), "{}", r.stderr());
     for f in SHARED.iter().filter(|f| **f != "ca.crt") {

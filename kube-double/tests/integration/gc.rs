@@ -35,3 +35,29 @@ fn expired_tokens_are_cleaned_and_their_dependents_collected() {
     server.put_object(token_secret("keeper", "0123456789abcdef", None, &["signing"])).unwrap();
     assert!(server.object(&format!("{secrets}/bootstrap-token-keeper")).is_some());
 }
+
+#[test]
+fn static_pod_manifests_get_mirror_pods_with_their_annotations() {
+    let pki = Pki::new();
+    let server = kube_double::start(pki.config()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("etcd.yaml"),
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: etcd\n  namespace: kube-system\n  labels:\n    component: etcd\n    tier: control-plane\n  annotations:\n    kubeadm.kubernetes.io/etcd.advertise-client-urls: https://10.0.0.11:2379\nspec:\n  containers:\n  - name: etcd\n    image: registry.k8s.io/etcd:3.6.9-0\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "not a manifest").unwrap();
+    assert_eq!(server.mirror_static_pods(dir.path(), "cp-1").unwrap(), ["etcd-cp-1"]);
+    let admin = Client::cert(&pki, &server.url(), &pki.admin);
+    let list = admin.get("/api/v1/namespaces/kube-system/pods?labelSelector=component%3Detcd,tier%3Dcontrol-plane");
+    assert_eq!(list.status, 200);
+    let items = list.body["items"].as_array().unwrap().clone();
+    assert_eq!(items.len(), 1);
+    let pod = &items[0];
+    assert_eq!(
+        pod["metadata"]["annotations"]["kubeadm.kubernetes.io/etcd.advertise-client-urls"],
+        "https://10.0.0.11:2379"
+    );
+    assert_eq!(pod["spec"]["nodeName"], "cp-1");
+    assert_eq!(pod["metadata"]["annotations"]["kubernetes.io/config.mirror"], "mirror");
+}
