@@ -7,4 +7,5 @@ mod common;
 
 mod config_errors;
 mod golden;
+mod kubeadm_corpus;
 mod malformed;
