@@ -218,10 +218,10 @@ fn default_join(source: &str, j: &mut JoinConfiguration, warnings: &mut Vec<Stri
     if let Some(w) = prefix_cri_socket(&mut j.node_registration.cri_socket) {
         warnings.push(format!("{source}: JoinConfiguration: nodeRegistration.criSocket: {w}"));
     }
-    if let Some(f) = &mut j.discovery.file {
-        if let Some(path) = f.kube_config_path.strip_prefix("file://") {
-            f.kube_config_path = path.to_string();
-        }
+    if let Some(f) = &mut j.discovery.file
+        && let Some(path) = f.kube_config_path.strip_prefix("file://")
+    {
+        f.kube_config_path = path.to_string();
     }
 }
 

@@ -569,7 +569,7 @@ fn check_certificate_key(c: &Ctx, path: &str, key: &str) -> Result<(), ConfigErr
         return Ok(());
     }
     // Never echo the key: it decrypts the uploaded CA keys.
-    if !key.bytes().all(|b| b.is_ascii_hexdigit()) || key.len() % 2 != 0 {
+    if !key.bytes().all(|b| b.is_ascii_hexdigit()) || !key.len().is_multiple_of(2) {
         return Err(c.err(path, "is not hex (value hidden); `kubeadm certs certificate-key` prints a valid key".into()));
     }
     if key.len() != 64 {
