@@ -15,6 +15,8 @@ pub const TLS_BOOTSTRAP: Duration = Duration::from_secs(5 * 60);
 pub const KUBERNETES_API_CALL: Duration = Duration::from_secs(60);
 /// kubeadm's ControlPlaneComponentHealthCheckTimeout (also sets the startup probes).
 pub const CONTROL_PLANE_COMPONENT_HEALTH_CHECK: Duration = Duration::from_secs(240);
+/// kubeadm's KubeletHealthCheckTimeout: waiting for the kubelet's healthz.
+pub const KUBELET_HEALTH_CHECK: Duration = Duration::from_secs(240);
 /// One HTTP request (kubeadm's discovery client uses 10 s).
 pub const REQUEST: Duration = Duration::from_secs(10);
 /// One CSR watch window; the watch is re-opened (after a GET) until the TLS bootstrap deadline.

@@ -1,5 +1,7 @@
 //! One function per CLI command: turns parsed arguments into library calls and output.
 
+#[path = "config.rs"]
+mod config_command;
 mod join;
 mod token;
 
@@ -56,6 +58,7 @@ pub fn run(cli: cli::Cli) -> Result<()> {
         Command::Status(s) => crate::boot::status(&s.root),
         Command::Join(j) => join::run(j),
         Command::Token(t) => token::run(t),
+        Command::Config(c) => config_command::run(c),
         Command::Phases(_) => {
             let mut out = std::io::stdout().lock();
             for p in INIT_PHASES {

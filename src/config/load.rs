@@ -1,12 +1,15 @@
 //! Splits a kubeadm config file into its documents and decodes each strictly, like kubeadm's
 //! SplitConfigDocuments + strict unmarshalling: a missing apiVersion/kind or a kind given twice is
-//! an error; documents of unknown groups are ignored with a warning.
+//! an error; documents of unknown groups are ignored with a warning. v1beta3 documents are
+//! converted to v1beta4 on the way in (see [`super::v1beta3`]), so everything after this sees
+//! v1beta4 only.
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::ConfigError;
-use super::types::{ClusterConfiguration, InitConfiguration, JoinConfiguration};
+use super::types::{ClusterConfiguration, InitConfiguration, JoinConfiguration, Timeouts};
+use super::v1beta3;
 use crate::constants::{KUBEADM_API_VERSION, KUBELET_API_VERSION, KUBEPROXY_API_VERSION};
 
 /// A config file's documents, decoded.
@@ -49,6 +52,9 @@ pub fn parse_documents(source: &str, text: &str) -> Result<Documents, ConfigErro
     }
     let mut docs = Documents::default();
     let mut seen: Vec<String> = Vec::new();
+    // v1beta3's apiServer.timeoutForControlPlane, bound for the InitConfiguration's timeouts.
+    let mut moved_timeout: Option<String> = None;
+    let mut init_was_v1beta3 = false;
     for (index, de) in serde_yaml::Deserializer::from_str(text).enumerate() {
         let label = format!("document {}", index + 1);
         // Only apiVersion/kind here; the typed second pass reports everything else with its path.
@@ -85,6 +91,36 @@ pub fn parse_documents(source: &str, text: &str) -> Result<Documents, ConfigErro
             ("kubeadm.k8s.io", KUBEADM_API_VERSION, "JoinConfiguration") => {
                 docs.join = Some(decode_typed(source, &label, text, index)?);
             }
+            (
+                "kubeadm.k8s.io",
+                v1beta3::API_VERSION,
+                "InitConfiguration" | "ClusterConfiguration" | "JoinConfiguration",
+            ) => {
+                docs.warnings.push(format!(
+                    "{source}: {label}: {api_version} is deprecated: kubeadm 1.31-1.35 read it with a warning and \
+                     kubeadm 1.36+ refuses it; `kubestrap config migrate --old-config {source}` writes the v1beta4 equivalent"
+                ));
+                match kind.as_str() {
+                    "InitConfiguration" => {
+                        let old: v1beta3::InitConfiguration = decode_typed(source, &label, text, index)?;
+                        docs.init = Some(old.into_v1beta4());
+                        init_was_v1beta3 = true;
+                    }
+                    "ClusterConfiguration" => {
+                        let old: v1beta3::ClusterConfiguration = decode_typed(source, &label, text, index)?;
+                        let (cluster, timeout) = old.into_v1beta4();
+                        docs.cluster = Some(cluster);
+                        moved_timeout = timeout;
+                    }
+                    _ => {
+                        let old: v1beta3::JoinConfiguration = decode_typed(source, &label, text, index)?;
+                        docs.join = Some(old.into_v1beta4());
+                    }
+                }
+            }
+            ("kubeadm.k8s.io", v1beta3::API_VERSION, "ResetConfiguration") => {
+                docs.warnings.push(format!("{source}: {label}: ignored, kubestrap does not reset"));
+            }
             ("kubeadm.k8s.io", KUBEADM_API_VERSION, "ResetConfiguration" | "UpgradeConfiguration") => {
                 docs.warnings.push(format!("{source}: {label}: ignored, kubestrap does not reset or upgrade"));
             }
@@ -96,15 +132,16 @@ pub fn parse_documents(source: &str, text: &str) -> Result<Documents, ConfigErro
                     format!("{kind:?} is not a kubeadm {KUBEADM_API_VERSION} kind"),
                 ));
             }
-            ("kubeadm.k8s.io", _, _) => {
+            ("kubeadm.k8s.io", v1beta3::API_VERSION, _) => {
                 return Err(ConfigError::doc(
                     source,
                     &label,
-                    "apiVersion",
-                    format!(
-                        "{api_version:?} is not supported; use {KUBEADM_API_VERSION} (`kubeadm config migrate` converts older files)"
-                    ),
+                    "kind",
+                    format!("{kind:?} is not a kubeadm {api_version} kind"),
                 ));
+            }
+            ("kubeadm.k8s.io", _, _) => {
+                return Err(ConfigError::doc(source, &label, "apiVersion", old_api_advice(&api_version)));
             }
             ("kubelet.config.k8s.io", KUBELET_API_VERSION, "KubeletConfiguration") => {
                 docs.kubelet = Some(decode_typed(source, &label, text, index)?);
@@ -127,7 +164,87 @@ pub fn parse_documents(source: &str, text: &str) -> Result<Documents, ConfigErro
             )),
         }
     }
+    if let Some(t) = moved_timeout {
+        // kubeadm's conversion fills the InitConfiguration it builds (given or defaulted).
+        let init = docs.init.get_or_insert_with(|| InitConfiguration {
+            api_version: KUBEADM_API_VERSION.into(),
+            kind: "InitConfiguration".into(),
+            ..Default::default()
+        });
+        let timeouts = init.timeouts.get_or_insert_with(Timeouts::default);
+        if init_was_v1beta3 || timeouts.control_plane_component_health_check.is_none() {
+            timeouts.control_plane_component_health_check = Some(t);
+        }
+    }
+    if let Some(j) = &mut docs.join {
+        default_join(source, j, &mut docs.warnings);
+    }
     Ok(docs)
+}
+
+impl Documents {
+    /// `init --config F` needs an InitConfiguration or a ClusterConfiguration, as kubeadm's
+    /// "no InitConfiguration or ClusterConfiguration kind was found in the configuration file".
+    pub fn require_init(&self, source: &str) -> Result<(), ConfigError> {
+        if self.init.is_some() || self.cluster.is_some() {
+            return Ok(());
+        }
+        let hint = if self.join.is_some() {
+            " (it holds a JoinConfiguration: use it with `kubestrap join --config`)"
+        } else {
+            ""
+        };
+        Err(ConfigError::file(source, format!("has no InitConfiguration or ClusterConfiguration document{hint}")))
+    }
+}
+
+/// kubeadm's advice for API versions it no longer reads.
+fn old_api_advice(api_version: &str) -> String {
+    let via = match api_version {
+        "kubeadm.k8s.io/v1beta2" => "kubeadm 1.26 or older can migrate it to v1beta3",
+        "kubeadm.k8s.io/v1beta1" => "kubeadm 1.22 or older can migrate it to v1beta2",
+        _ => "an older kubeadm's `config migrate` can convert it",
+    };
+    format!(
+        "{api_version:?} is no longer supported; kubestrap reads {KUBEADM_API_VERSION} and {} ({via}, then `kubestrap config migrate`)",
+        v1beta3::API_VERSION
+    )
+}
+
+/// kubeadm's static and dynamic defaults for a JoinConfiguration that are plain rewrites:
+/// a CRI socket without a scheme gets `unix://` (with kubeadm's warning) and a `file://`
+/// discovery URL becomes a path.
+fn default_join(source: &str, j: &mut JoinConfiguration, warnings: &mut Vec<String>) {
+    if let Some(w) = prefix_cri_socket(&mut j.node_registration.cri_socket) {
+        warnings.push(format!("{source}: JoinConfiguration: nodeRegistration.criSocket: {w}"));
+    }
+    if let Some(f) = &mut j.discovery.file
+        && let Some(path) = f.kube_config_path.strip_prefix("file://")
+    {
+        f.kube_config_path = path.to_string();
+    }
+}
+
+/// kubeadm prepends `unix://` to a CRI socket given without a URL scheme, and warns. Returns the
+/// warning when it did.
+pub fn prefix_cri_socket(socket: &mut String) -> Option<String> {
+    if socket.is_empty() || socket.contains("://") {
+        return None;
+    }
+    let warning = format!(
+        "{socket:?} has no URL scheme; using \"unix://{socket}\" (CRI endpoints without a scheme are deprecated: update the configuration)"
+    );
+    *socket = format!("unix://{socket}");
+    Some(warning)
+}
+
+/// The ClusterConfiguration a joining node reads from the kube-system/kubeadm-config ConfigMap:
+/// v1beta4 (kubeadm ≥ 1.31, kubestrap) or v1beta3 (clusters made by kubeadm 1.22-1.30).
+pub fn cluster_from_configmap(text: &str) -> Result<ClusterConfiguration, ConfigError> {
+    let source = "ConfigMap kube-system/kubeadm-config";
+    let docs = parse_documents(source, text)?;
+    docs.cluster
+        .ok_or_else(|| ConfigError::file(source, "data.ClusterConfiguration holds no ClusterConfiguration".into()))
 }
 
 fn required_string(

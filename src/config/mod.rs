@@ -1,15 +1,17 @@
 //! User input → one validated, defaulted node configuration. Pure: host facts (hostname, default
 //! address) come in as a value, so this module tests without a machine.
 
+pub mod defaults;
 pub mod load;
 mod resolve;
 pub mod types;
 pub mod userdata;
+pub mod v1beta3;
 pub mod values;
 
 use std::fmt;
 
-pub use load::{Documents, parse_documents};
+pub use load::{Documents, cluster_from_configmap, parse_documents, prefix_cri_socket};
 pub use resolve::{Endpoint, HostFacts, InitConfig, KeyAlgorithm, resolve_init};
 
 /// A config problem: which file, which document, which field, what is wrong with the value.
@@ -53,7 +55,9 @@ pub fn load_init(path: Option<&std::path::Path>, host: &HostFacts) -> crate::err
             let text = String::from_utf8(bytes).map_err(|e| {
                 ConfigError::file(&source, format!("is not UTF-8 text (byte {})", e.utf8_error().valid_up_to()))
             })?;
-            parse_documents(&source, &text)?
+            let docs = parse_documents(&source, &text)?;
+            docs.require_init(&source)?;
+            docs
         }
         None => Documents::default(),
     };

@@ -1,5 +1,6 @@
 //! Defaults (kubeadm's, except ECDSA-P256 keys) and validation of Init/ClusterConfiguration,
-//! producing the values every phase works from.
+//! producing the values every phase works from. Only what kubeadm's `validation.go` refuses is
+//! refused; what kubeadm lets through but the node would trip over later is a warning.
 
 use std::net::IpAddr;
 use std::time::Duration;
@@ -11,6 +12,11 @@ use super::types::{
 };
 use super::values::{Cidr, Version, is_dns_san, is_dns1123_subdomain, parse_cidr_list, parse_duration};
 use crate::constants::*;
+
+/// kubeadm's MinimumAddressesInPodSubnet.
+const MIN_POD_ADDRESSES: u128 = 14;
+/// kubeadm's PodSubnetNodeMaskMaxDiff.
+const MAX_POD_NODE_MASK_DIFF: u8 = 16;
 
 /// What the config needs to know about the machine it runs on.
 #[derive(Debug, Clone, Default)]
@@ -82,7 +88,10 @@ pub struct InitConfig {
     /// This node's own API server (controller-manager/scheduler talk to it).
     pub local_endpoint: Endpoint,
     pub etcd_image_tag: String,
+    /// `timeouts.controlPlaneComponentHealthCheck`: the API server wait.
     pub control_plane_health_timeout: Duration,
+    /// `timeouts.kubeletHealthCheck`: the kubelet's healthz wait.
+    pub kubelet_health_timeout: Duration,
     pub warnings: Vec<String>,
 }
 
@@ -144,9 +153,8 @@ pub fn resolve_init(source: &str, docs: Documents, host: &HostFacts) -> Result<I
         validate_token(&ic, &format!("bootstrapTokens[{i}]"), t)?;
     }
     let nr = &mut init.node_registration;
-    if nr.name.is_empty() {
-        nr.name = host.hostname.to_lowercase();
-    }
+    // kubeadm's GetHostname: the given name or the hostname, trimmed and lowercased.
+    nr.name = if nr.name.trim().is_empty() { &host.hostname } else { &nr.name }.trim().to_lowercase();
     if !is_dns1123_subdomain(&nr.name) {
         return Err(ic.err(
             "nodeRegistration.name",
@@ -156,10 +164,14 @@ pub fn resolve_init(source: &str, docs: Documents, host: &HostFacts) -> Result<I
     if nr.cri_socket.is_empty() {
         nr.cri_socket = DEFAULT_CRI_SOCKET.into();
     }
-    if !(nr.cri_socket.starts_with("unix:///") || nr.cri_socket.starts_with('/')) {
+    if let Some(w) = super::load::prefix_cri_socket(&mut nr.cri_socket) {
+        warnings.push(format!("{source}: InitConfiguration: nodeRegistration.criSocket: {w}"));
+    }
+    if !nr.cri_socket.starts_with("unix://") {
+        let scheme = nr.cri_socket.split("://").next().unwrap_or_default();
         return Err(ic.err(
             "nodeRegistration.criSocket",
-            format!("{:?} must be unix:///path or an absolute path", nr.cri_socket),
+            format!("{:?}: only the URL scheme \"unix\" is supported, got {scheme:?}", nr.cri_socket),
         ));
     }
     if nr.image_pull_policy.is_empty() {
@@ -172,21 +184,28 @@ pub fn resolve_init(source: &str, docs: Documents, host: &HostFacts) -> Result<I
         ));
     }
     nr.image_pull_serial.get_or_insert(true);
+    // kubeadm leaves taints to the API server, which refuses these when the node is marked.
     for (i, t) in nr.taints.iter().flatten().enumerate() {
         if !["NoSchedule", "PreferNoSchedule", "NoExecute"].contains(&t.effect.as_str()) {
-            return Err(ic.err(
-                &format!("nodeRegistration.taints[{i}].effect"),
-                format!("{:?} must be NoSchedule, PreferNoSchedule or NoExecute", t.effect),
+            warnings.push(format!(
+                "{source}: InitConfiguration: nodeRegistration.taints[{i}].effect: {:?} is not NoSchedule, PreferNoSchedule or NoExecute; the API server will refuse it",
+                t.effect
             ));
         }
         if t.key.is_empty() {
-            return Err(ic.err(&format!("nodeRegistration.taints[{i}].key"), "must not be empty".into()));
+            warnings.push(format!(
+                "{source}: InitConfiguration: nodeRegistration.taints[{i}].key: is empty; the API server will refuse it"
+            ));
         }
     }
-    check_args(&ic, "nodeRegistration.kubeletExtraArgs", &nr.kubelet_extra_args)?;
+    check_args(&ic, "nodeRegistration.kubeletExtraArgs", &nr.kubelet_extra_args, &mut warnings)?;
     let node_name = nr.name.clone();
 
     let ep = &mut init.local_api_endpoint;
+    // kubeadm's ChooseAPIServerBindAddress: an unspecified address means "this machine's".
+    if ep.advertise_address.parse::<IpAddr>().is_ok_and(|ip| ip.is_unspecified()) {
+        ep.advertise_address.clear();
+    }
     let advertise_address = if ep.advertise_address.is_empty() {
         let ip = host.default_address.ok_or_else(|| {
             ic.err(
@@ -199,28 +218,39 @@ pub fn resolve_init(source: &str, docs: Documents, host: &HostFacts) -> Result<I
     } else {
         parse_ip(&ic, "localAPIEndpoint.advertiseAddress", &ep.advertise_address)?
     };
-    if advertise_address.is_unspecified() || advertise_address.is_multicast() {
-        return Err(ic.err(
-            "localAPIEndpoint.advertiseAddress",
-            format!("{advertise_address} cannot be advertised; use this node's unicast address"),
-        ));
+    // kubeadm's SetDefaults_APIEndpoint: 0 (or unset) is the default port.
+    if ep.bind_port.is_none_or(|p| p == 0) {
+        ep.bind_port = Some(i64::from(DEFAULT_API_PORT));
     }
-    let bind_port = port(&ic, "localAPIEndpoint.bindPort", *ep.bind_port.get_or_insert(i64::from(DEFAULT_API_PORT)))?;
+    let bind_port = port(&ic, "localAPIEndpoint.bindPort", ep.bind_port.unwrap_or(i64::from(DEFAULT_API_PORT)))?;
     let mut health_timeout = crate::timeouts::CONTROL_PLANE_COMPONENT_HEALTH_CHECK;
+    let mut kubelet_timeout = crate::timeouts::KUBELET_HEALTH_CHECK;
     if let Some(t) = &init.timeouts {
         for (name, v) in t.fields() {
             if let Some(v) = v {
                 let d = parse_duration(v).map_err(|m| ic.err(&format!("timeouts.{name}"), m.to_string()))?;
-                if name == "controlPlaneComponentHealthCheck" {
-                    health_timeout = d;
+                match name {
+                    "controlPlaneComponentHealthCheck" => health_timeout = d,
+                    "kubeletHealthCheck" => kubelet_timeout = d,
+                    _ => {}
                 }
             }
         }
     }
+    check_certificate_key(&ic, "certificateKey", &init.certificate_key)?;
 
     // --- ClusterConfiguration ---
     if cluster.kubernetes_version.is_empty() {
         cluster.kubernetes_version = DEFAULT_KUBERNETES_VERSION.into();
+    }
+    if let Some(v) = offline_version(&cluster.kubernetes_version) {
+        if v == DEFAULT_KUBERNETES_VERSION {
+            warnings.push(format!(
+                "{source}: ClusterConfiguration: kubernetesVersion: could not fetch a Kubernetes version for {:?} from the internet (kubestrap never does); falling back to kubestrap's version {v}",
+                cluster.kubernetes_version
+            ));
+        }
+        cluster.kubernetes_version = v;
     }
     let version =
         Version::parse(&cluster.kubernetes_version).map_err(|m| cc.err("kubernetesVersion", m.to_string()))?;
@@ -261,16 +291,7 @@ pub fn resolve_init(source: &str, docs: Documents, host: &HostFacts) -> Result<I
         parse_cidr_list(&net.pod_subnet)
             .map_err(|m| cc.err("networking.podSubnet", format!("{:?}: {m}", net.pod_subnet)))?
     };
-    for p in &pod_subnets {
-        if p.host_bits() < 4 {
-            return Err(cc.err("networking.podSubnet", format!("{p} is too small for pods; use at least a /28 (IPv4)")));
-        }
-        if service_subnets.iter().any(|s| overlaps(s, p)) {
-            return Err(
-                cc.err("networking.podSubnet", format!("{p} overlaps the service subnet {}", net.service_subnet))
-            );
-        }
-    }
+    check_pod_subnets(&cc, &pod_subnets, &cluster.controller_manager.extra_args)?;
     if net.dns_domain.is_empty() {
         net.dns_domain = DEFAULT_DNS_DOMAIN.into();
     }
@@ -295,7 +316,7 @@ pub fn resolve_init(source: &str, docs: Documents, host: &HostFacts) -> Result<I
         cluster.image_repository = DEFAULT_IMAGE_REPOSITORY.into();
     }
     if cluster.encryption_algorithm.is_empty() {
-        cluster.encryption_algorithm = "ECDSA-P256".into();
+        cluster.encryption_algorithm = super::defaults::DEFAULT_ENCRYPTION_ALGORITHM.into();
     }
     let key_algorithm = KeyAlgorithm::parse(&cluster.encryption_algorithm).ok_or_else(|| {
         cc.err(
@@ -310,6 +331,11 @@ pub fn resolve_init(source: &str, docs: Documents, host: &HostFacts) -> Result<I
         validity(&cc, "certificateValidityPeriod", &mut cluster.certificate_validity_period, "8760h0m0s")?;
     let ca_validity =
         validity(&cc, "caCertificateValidityPeriod", &mut cluster.ca_certificate_validity_period, "87600h0m0s")?;
+    for (path, d) in [("certificateValidityPeriod", cert_validity), ("caCertificateValidityPeriod", ca_validity)] {
+        if d < Duration::from_secs(3600) {
+            warnings.push(format!("{source}: ClusterConfiguration: {path}: is shorter than one hour"));
+        }
+    }
     if cert_validity > ca_validity {
         warnings.push(format!("{source}: certificateValidityPeriod is longer than caCertificateValidityPeriod; leaves will outlive their CA"));
     }
@@ -321,10 +347,14 @@ pub fn resolve_init(source: &str, docs: Documents, host: &HostFacts) -> Result<I
     };
     let local_endpoint = Endpoint { host: advertise_address.to_string(), port: bind_port };
 
-    check_component(&cc, "apiServer", &cluster.api_server.component())?;
-    check_component(&cc, "controllerManager", &cluster.controller_manager)?;
-    check_component(&cc, "scheduler", &cluster.scheduler)?;
-    cluster.api_server.cert_sans = filter_sans(&cc, "apiServer.certSANs", &cluster.api_server.cert_sans, &mut warnings);
+    check_component(&cc, "apiServer", &cluster.api_server.component(), &mut warnings)?;
+    check_component(&cc, "controllerManager", &cluster.controller_manager, &mut warnings)?;
+    check_component(&cc, "scheduler", &cluster.scheduler, &mut warnings)?;
+    // kubeadm lowercases the API server's SANs (load balancer names often have capitals).
+    for san in &mut cluster.api_server.cert_sans {
+        *san = san.to_lowercase();
+    }
+    check_sans(&cc, "apiServer.certSANs", &cluster.api_server.cert_sans)?;
 
     let etcd = &mut cluster.etcd;
     let mut etcd_image_tag = String::new();
@@ -332,32 +362,16 @@ pub fn resolve_init(source: &str, docs: Documents, host: &HostFacts) -> Result<I
         (Some(_), Some(_)) => {
             return Err(cc.err("etcd", "set either local or external, not both".into()));
         }
-        (_, Some(ext)) => {
-            if ext.endpoints.is_empty() {
-                return Err(cc.err("etcd.external.endpoints", "must list at least one https:// or http:// URL".into()));
-            }
-            for (i, e) in ext.endpoints.iter().enumerate() {
-                if !(e.starts_with("https://") || e.starts_with("http://")) {
-                    return Err(
-                        cc.err(&format!("etcd.external.endpoints[{i}]"), format!("{e:?} must be an http(s):// URL"))
-                    );
-                }
-            }
-            for (f, v) in [("caFile", &ext.ca_file), ("certFile", &ext.cert_file), ("keyFile", &ext.key_file)] {
-                if !v.is_empty() {
-                    absolute(&cc, &format!("etcd.external.{f}"), v)?;
-                }
-            }
-        }
+        (_, Some(ext)) => check_external_etcd(&cc, ext, &mut warnings)?,
         (local, None) => {
             let l = local.get_or_insert_with(LocalEtcd::default);
             if l.data_dir.is_empty() {
                 l.data_dir = ETCD_DATA_DIR.into();
             }
             absolute(&cc, "etcd.local.dataDir", &l.data_dir)?;
-            check_args(&cc, "etcd.local.extraArgs", &l.extra_args)?;
-            l.server_cert_sans = filter_sans(&cc, "etcd.local.serverCertSANs", &l.server_cert_sans, &mut warnings);
-            l.peer_cert_sans = filter_sans(&cc, "etcd.local.peerCertSANs", &l.peer_cert_sans, &mut warnings);
+            check_args(&cc, "etcd.local.extraArgs", &l.extra_args, &mut warnings)?;
+            check_sans(&cc, "etcd.local.serverCertSANs", &l.server_cert_sans)?;
+            check_sans(&cc, "etcd.local.peerCertSANs", &l.peer_cert_sans)?;
             etcd_image_tag =
                 if l.image_tag.is_empty() { etcd_version_for(version.minor).to_string() } else { l.image_tag.clone() };
         }
@@ -383,11 +397,17 @@ pub fn resolve_init(source: &str, docs: Documents, host: &HostFacts) -> Result<I
         local_endpoint,
         etcd_image_tag,
         control_plane_health_timeout: health_timeout,
+        kubelet_health_timeout: kubelet_timeout,
         warnings,
     })
 }
 
 fn validate_token(c: &Ctx, path: &str, t: &mut BootstrapToken) -> Result<(), ConfigError> {
+    // kubeadm's SetBootstrapTokensDynamicDefaults: an entry without a token gets a random one.
+    if t.token.is_empty() {
+        t.token = crate::token::generate()
+            .map_err(|e| c.err(&format!("{path}.token"), format!("could not generate a token: {}", e.message)))?;
+    }
     // Never echo the value: it carries the token secret.
     if !crate::token::is_valid_token(&t.token) {
         return Err(c.err(
@@ -420,6 +440,12 @@ fn validate_token(c: &Ctx, path: &str, t: &mut BootstrapToken) -> Result<(), Con
     if t.groups.is_empty() {
         t.groups = vec!["system:bootstrappers:kubeadm:default-node-token".into()];
     }
+    if !t.usages.iter().any(|u| u == "authentication") {
+        return Err(c.err(
+            &format!("{path}.groups"),
+            "token groups cannot be specified unless usages includes \"authentication\" (the default group is added when groups is empty)".into(),
+        ));
+    }
     for (i, g) in t.groups.iter().enumerate() {
         if !crate::token::is_valid_extra_group(g) {
             return Err(c.err(
@@ -445,11 +471,7 @@ fn absolute(c: &Ctx, path: &str, v: &str) -> Result<(), ConfigError> {
 
 fn validity(c: &Ctx, path: &str, v: &mut Option<String>, default: &str) -> Result<Duration, ConfigError> {
     let s = v.get_or_insert_with(|| default.to_string());
-    let d = parse_duration(s).map_err(|m| c.err(path, m.to_string()))?;
-    if d < Duration::from_secs(3600) {
-        return Err(c.err(path, format!("{s:?} is shorter than one hour")));
-    }
-    Ok(d)
+    parse_duration(s).map_err(|m| c.err(path, m.to_string()))
 }
 
 fn parse_endpoint(c: &Ctx, s: &str, default_port: u16) -> Result<Endpoint, ConfigError> {
@@ -477,64 +499,211 @@ fn parse_endpoint(c: &Ctx, s: &str, default_port: u16) -> Result<Endpoint, Confi
     Ok(Endpoint { host, port: port_num })
 }
 
-fn check_args(c: &Ctx, path: &str, args: &[Arg]) -> Result<(), ConfigError> {
+/// kubeadm's ValidateExtraArgs refuses only a missing name; a name with dashes or `=` is
+/// passed on as kubeadm passes it (`----v=4`), with a warning.
+fn check_args(c: &Ctx, path: &str, args: &[Arg], warnings: &mut Vec<String>) -> Result<(), ConfigError> {
     for (i, a) in args.iter().enumerate() {
-        if a.name.is_empty() || a.name.starts_with('-') || a.name.contains('=') {
-            return Err(c.err(
-                &format!("{path}[{i}].name"),
-                format!("{:?} must be a flag name without leading dashes or '='", a.name),
+        if a.name.is_empty() {
+            return Err(c.err(&format!("{path}[{i}].name"), "argument has no name".into()));
+        }
+        if a.name.starts_with('-') || a.name.contains('=') {
+            warnings.push(format!(
+                "{}: {}: {path}[{i}].name: {:?} is written as --{}=...; give the flag name without dashes or '='",
+                c.source, c.doc, a.name, a.name
             ));
         }
     }
     Ok(())
 }
 
-fn check_component(c: &Ctx, path: &str, comp: &ControlPlaneComponent) -> Result<(), ConfigError> {
-    check_args(c, &format!("{path}.extraArgs"), &comp.extra_args)?;
+/// kubeadm checks only the extra args; volumes and env vars it does not check are warnings here,
+/// naming what the kubelet will refuse.
+fn check_component(
+    c: &Ctx,
+    path: &str,
+    comp: &ControlPlaneComponent,
+    warnings: &mut Vec<String>,
+) -> Result<(), ConfigError> {
+    check_args(c, &format!("{path}.extraArgs"), &comp.extra_args, warnings)?;
     const PATH_TYPES: [&str; 8] =
         ["", "DirectoryOrCreate", "Directory", "FileOrCreate", "File", "Socket", "CharDevice", "BlockDevice"];
+    let mut warn = |field: String, why: String| warnings.push(format!("{}: {}: {field}: {why}", c.source, c.doc));
     for (i, v) in comp.extra_volumes.iter().enumerate() {
         let p = format!("{path}.extraVolumes[{i}]");
         if !is_dns1123_subdomain(&v.name) || v.name.contains('.') {
-            return Err(c.err(&format!("{p}.name"), format!("{:?} must be a DNS label (a-z, 0-9, '-')", v.name)));
+            warn(format!("{p}.name"), format!("{:?} is not a DNS label; the kubelet will refuse the Pod", v.name));
         }
-        absolute(c, &format!("{p}.hostPath"), &v.host_path)?;
-        absolute(c, &format!("{p}.mountPath"), &v.mount_path)?;
+        for (f, val) in [("hostPath", &v.host_path), ("mountPath", &v.mount_path)] {
+            if !val.starts_with('/') {
+                warn(format!("{p}.{f}"), format!("{val:?} is not an absolute path; the kubelet will refuse the Pod"));
+            }
+        }
         if !PATH_TYPES.contains(&v.path_type.as_str()) {
-            return Err(c.err(&format!("{p}.pathType"), format!("{:?} is not a hostPath type", v.path_type)));
+            warn(format!("{p}.pathType"), format!("{:?} is not a hostPath type", v.path_type));
         }
     }
     for (i, e) in comp.extra_envs.iter().enumerate() {
         if e.name.is_empty() {
-            return Err(c.err(&format!("{path}.extraEnvs[{i}].name"), "must not be empty".into()));
+            warn(format!("{path}.extraEnvs[{i}].name"), "is empty; the kubelet will refuse the Pod".into());
         }
     }
     Ok(())
 }
 
-/// kubeadm drops SANs that are neither an IP nor a DNS name, with a warning.
-fn filter_sans(c: &Ctx, path: &str, sans: &[String], warnings: &mut Vec<String>) -> Vec<String> {
-    sans.iter()
-        .filter(|s| {
-            let ok = s.parse::<IpAddr>().is_ok() || is_dns_san(s);
-            if !ok {
-                warnings.push(format!(
-                    "{}: {}: {path}: {s:?} is neither an IP address nor a DNS name; skipped",
-                    c.source, c.doc
-                ));
-            }
-            ok
-        })
-        .cloned()
-        .collect()
+/// kubeadm's ValidateCertSANs: each SAN is an IP, a DNS name or a wildcard DNS name.
+fn check_sans(c: &Ctx, path: &str, sans: &[String]) -> Result<(), ConfigError> {
+    for (i, s) in sans.iter().enumerate() {
+        if s.parse::<IpAddr>().is_err() && !is_dns_san(s) {
+            return Err(c.err(
+                &format!("{path}[{i}]"),
+                format!("{s:?} is not a valid IP address, DNS name or wildcard DNS name (*.example.com)"),
+            ));
+        }
+    }
+    Ok(())
 }
 
-fn overlaps(a: &Cidr, b: &Cidr) -> bool {
-    if a.addr.is_ipv4() != b.addr.is_ipv4() {
-        return false;
+/// kubeadm's ValidateCertificateKey: empty, or the hex of a 32-byte AES key.
+fn check_certificate_key(c: &Ctx, path: &str, key: &str) -> Result<(), ConfigError> {
+    if key.is_empty() {
+        return Ok(());
     }
-    let p = a.prefix.min(b.prefix);
-    let na = Cidr { addr: a.addr, prefix: p }.nth(0);
-    let nb = Cidr { addr: b.addr, prefix: p }.nth(0);
-    na == nb
+    // Never echo the key: it decrypts the uploaded CA keys.
+    if !key.bytes().all(|b| b.is_ascii_hexdigit()) || !key.len().is_multiple_of(2) {
+        return Err(c.err(path, "is not hex (value hidden); `kubeadm certs certificate-key` prints a valid key".into()));
+    }
+    if key.len() != 64 {
+        return Err(c.err(
+            path,
+            format!("invalid certificate key size {}, the key must be an AES key of size 32", key.len() / 2),
+        ));
+    }
+    Ok(())
+}
+
+/// kubeadm's ValidateIPNetFromString (at least 14 addresses) and ValidatePodSubnetNodeMask: each
+/// node's range (`node-cidr-mask-size-ipv4/6`, default /24 and /64) must fit in the pod subnet,
+/// at most 16 bits smaller, unless the controller-manager does not allocate node CIDRs.
+fn check_pod_subnets(c: &Ctx, subnets: &[Cidr], cm_args: &[Arg]) -> Result<(), ConfigError> {
+    let path = "networking.podSubnet";
+    let arg = |name: &str| cm_args.iter().rev().find(|a| a.name == name).map(|a| a.value.as_str());
+    for p in subnets {
+        let bits = p.host_bits();
+        if bits < 128 && (1u128 << bits) < MIN_POD_ADDRESSES {
+            return Err(c.err(
+                path,
+                format!(
+                    "{p}: subnet with {} address(es) is too small, the minimum is {MIN_POD_ADDRESSES}",
+                    1u128 << bits
+                ),
+            ));
+        }
+        if arg("allocate-node-cidrs") == Some("false") {
+            continue;
+        }
+        let (flag, default) =
+            if p.addr.is_ipv4() { ("node-cidr-mask-size-ipv4", 24) } else { ("node-cidr-mask-size-ipv6", 64) };
+        let node_mask: u8 = match arg(flag) {
+            Some(v) => v.parse().map_err(|_| {
+                c.err(
+                    path,
+                    format!(
+                        "could not parse the value of the kube-controller-manager flag {flag} ({v:?}) as an integer"
+                    ),
+                )
+            })?,
+            None => default,
+        };
+        if p.prefix > node_mask {
+            return Err(c.err(
+                path,
+                format!("{p}: the size of pod subnet with mask {} is smaller than the size of node subnet with mask {node_mask}", p.prefix),
+            ));
+        }
+        if node_mask - p.prefix > MAX_POD_NODE_MASK_DIFF {
+            return Err(c.err(
+                path,
+                format!(
+                    "{p}: pod subnet mask ({}) and node-mask ({node_mask}) difference is greater than {MAX_POD_NODE_MASK_DIFF}",
+                    p.prefix
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// kubeadm's ValidateEtcd for an external cluster: cert and key come together and need the CA;
+/// with any of them the endpoints must be https.
+fn check_external_etcd(c: &Ctx, ext: &ExternalEtcd, warnings: &mut Vec<String>) -> Result<(), ConfigError> {
+    let (ca, cert, key) = (&ext.ca_file, &ext.cert_file, &ext.key_file);
+    if cert.is_empty() != key.is_empty() {
+        return Err(c.err("etcd.external", "either both or none of certFile and keyFile must be set".into()));
+    }
+    if !cert.is_empty() && ca.is_empty() {
+        return Err(c.err("etcd.external", "setting certFile and keyFile requires caFile".into()));
+    }
+    let tls = !(ca.is_empty() && cert.is_empty() && key.is_empty());
+    if ext.endpoints.is_empty() {
+        warnings.push(format!(
+            "{}: {}: etcd.external.endpoints: is empty; the API server has no etcd to talk to",
+            c.source, c.doc
+        ));
+    }
+    for (i, e) in ext.endpoints.iter().enumerate() {
+        let p = format!("etcd.external.endpoints[{i}]");
+        let Some((scheme, _)) = e.split_once("://") else {
+            return Err(c.err(&p, format!("{e:?}: the URL without scheme is not allowed")));
+        };
+        if tls && scheme != "https" {
+            return Err(c.err(&p, format!("{e:?}: the URL must be using the HTTPS scheme (TLS files are set)")));
+        }
+    }
+    for (f, v) in [("caFile", ca), ("certFile", cert), ("keyFile", key)] {
+        if !v.is_empty() {
+            absolute(c, &format!("etcd.external.{f}"), v)?;
+        }
+    }
+    Ok(())
+}
+
+/// kubeadm's release labels (`stable`, `stable-1`, `latest-1.36`, optionally `release/`, `ci/` or
+/// `ci-cross/` in front) resolve over the internet; offline kubeadm falls back to its own version,
+/// and so does kubestrap, always. A bucket prefix before an exact version is dropped. `None`:
+/// not a label, parse it as a version.
+fn offline_version(v: &str) -> Option<String> {
+    let label = ["release/", "ci/", "ci-cross/"].iter().find_map(|p| v.strip_prefix(p)).unwrap_or(v);
+    if Version::parse(label).is_ok() {
+        return (label != v).then(|| label.to_string());
+    }
+    let rest = label.strip_prefix("stable").or_else(|| label.strip_prefix("latest"))?;
+    let ok = match rest.strip_prefix('-') {
+        None => rest.is_empty(),
+        Some(tail) => {
+            let (major, minor) = tail.split_once('.').unwrap_or((tail, ""));
+            let digit_1_9 = |s: &str| s.len() == 1 && s.bytes().all(|b| (b'1'..=b'9').contains(&b));
+            digit_1_9(major)
+                && (minor.is_empty() && !tail.contains('.')
+                    || (1..=2).contains(&minor.len())
+                        && minor.bytes().all(|b| b.is_ascii_digit())
+                        && !minor.starts_with('0'))
+        }
+    };
+    ok.then(|| DEFAULT_KUBERNETES_VERSION.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn release_labels_fall_back_offline() {
+        for l in ["stable", "stable-1", "latest", "latest-1.36", "stable-1.9", "ci/latest", "release/stable-1"] {
+            assert_eq!(offline_version(l).as_deref(), Some(DEFAULT_KUBERNETES_VERSION), "{l}");
+        }
+        assert_eq!(offline_version("ci/v1.36.1").as_deref(), Some("v1.36.1"));
+        for not_label in ["v1.36.0", "1.36.0", "stable-0", "stable-1.x", "stablest", "latest-1.036", "beta"] {
+            assert_eq!(offline_version(not_label), None, "{not_label}");
+        }
+    }
 }

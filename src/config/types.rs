@@ -1,5 +1,8 @@
-//! kubeadm.k8s.io/v1beta4 documents, field for field. Unknown fields are errors (strict, as
-//! kubeadm's strict decoding), so a typo never silently becomes a default.
+//! kubeadm.k8s.io/v1beta4 documents, field for field with kubeadm's JSON names (checked against
+//! kubeadm's `apis/kubeadm/v1beta4/types.go`). Fields kubeadm does not require decode when
+//! absent; what a missing value means is decided in `resolve`. Unknown fields are errors (as
+//! `kubeadm config validate`; `kubeadm init` only warns), so a typo never silently becomes a
+//! default.
 
 use std::collections::BTreeMap;
 
@@ -35,6 +38,8 @@ pub struct InitConfiguration {
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct BootstrapToken {
+    /// Empty: generated at init (kubeadm's dynamic default).
+    #[serde(default)]
     pub token: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub description: String,
@@ -71,9 +76,11 @@ pub struct NodeRegistrationOptions {
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Taint {
+    #[serde(default)]
     pub key: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub value: String,
+    #[serde(default)]
     pub effect: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_added: Option<String>,
@@ -103,9 +110,9 @@ pub struct Timeouts {
     pub control_plane_component_health_check: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kubelet_health_check: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, rename = "kubernetesAPICall", skip_serializing_if = "Option::is_none")]
     pub kubernetes_api_call: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, rename = "etcdAPICall", skip_serializing_if = "Option::is_none")]
     pub etcd_api_call: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls_bootstrap: Option<String>,
@@ -200,6 +207,7 @@ pub struct LocalEtcd {
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ExternalEtcd {
+    #[serde(default)]
     pub endpoints: Vec<String>,
     #[serde(default, rename = "caFile")]
     pub ca_file: String,
@@ -276,6 +284,7 @@ pub struct Proxy {
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, Eq, PartialOrd, Ord)]
 #[serde(deny_unknown_fields)]
 pub struct Arg {
+    #[serde(default)]
     pub name: String,
     #[serde(default)]
     pub value: String,
@@ -284,8 +293,11 @@ pub struct Arg {
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct HostPathMount {
+    #[serde(default)]
     pub name: String,
+    #[serde(default)]
     pub host_path: String,
+    #[serde(default)]
     pub mount_path: String,
     #[serde(default, skip_serializing_if = "is_false")]
     pub read_only: bool,
@@ -297,6 +309,7 @@ pub struct HostPathMount {
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct EnvVar {
+    #[serde(default)]
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<String>,
@@ -319,7 +332,7 @@ pub struct JoinConfiguration {
     pub discovery: Discovery,
     /// A control-plane join; kubestrap joins workers only, so this must be absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub control_plane: Option<serde_json::Value>,
+    pub control_plane: Option<JoinControlPlane>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skip_phases: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -344,16 +357,26 @@ pub struct Discovery {
 pub struct BootstrapTokenDiscovery {
     #[serde(default)]
     pub token: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub api_server_endpoint: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ca_cert_hashes: Vec<String>,
-    #[serde(default, rename = "unsafeSkipCAVerification")]
+    #[serde(default, rename = "unsafeSkipCAVerification", skip_serializing_if = "is_false")]
     pub unsafe_skip_ca_verification: bool,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct FileDiscovery {
+    #[serde(default)]
     pub kube_config_path: String,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct JoinControlPlane {
+    #[serde(default, rename = "localAPIEndpoint")]
+    pub local_api_endpoint: ApiEndpoint,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub certificate_key: String,
 }

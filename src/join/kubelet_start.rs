@@ -100,11 +100,54 @@ fn refuse_ready_node(client: &Client, name: &str) -> Result<()> {
 
 /// The pause image for the kubelet flags, from the cluster's ClusterConfiguration.
 fn pause_image(client: &Client) -> Result<String> {
-    let repo = client
+    let text = client
         .get("/api/v1/namespaces/kube-system/configmaps/kubeadm-config")?
-        .and_then(|cm| cm["data"]["ClusterConfiguration"].as_str().map(str::to_string))
-        .and_then(|y| serde_yaml::from_str::<serde_yaml::Value>(&y).ok())
-        .and_then(|c| c["imageRepository"].as_str().map(str::to_string))
-        .unwrap_or_else(|| DEFAULT_IMAGE_REPOSITORY.to_string());
-    Ok(format!("{repo}/pause:{}", crate::objects::kubelet::PAUSE_VERSION))
+        .and_then(|cm| cm["data"]["ClusterConfiguration"].as_str().map(str::to_string));
+    Ok(pause_image_from(text.as_deref()))
+}
+
+/// The pause image named by the kubeadm-config ConfigMap's ClusterConfiguration, v1beta3 or
+/// v1beta4. kubeadm reads the ConfigMap leniently (a newer kubeadm may have added fields): if the
+/// typed read fails, the repository is taken from the raw document, with a warning.
+fn pause_image_from(cluster_configuration: Option<&str>) -> String {
+    let repo = cluster_configuration.and_then(|text| match crate::config::cluster_from_configmap(text) {
+        Ok(c) => Some(c.image_repository),
+        Err(e) => {
+            warn!("[kubelet-start] reading the kubeadm-config ConfigMap: {e}; taking only its imageRepository");
+            serde_yaml::from_str::<serde_yaml::Value>(text)
+                .ok()
+                .and_then(|v| v["imageRepository"].as_str().map(str::to_string))
+        }
+    });
+    let repo = repo.filter(|r| !r.is_empty()).unwrap_or_else(|| DEFAULT_IMAGE_REPOSITORY.to_string());
+    format!("{repo}/pause:{}", crate::objects::kubelet::PAUSE_VERSION)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What kubeadm 1.22-1.30 (v1beta3) and 1.31+ (v1beta4) store in the ConfigMap.
+    #[test]
+    fn pause_image_from_either_configmap_version() {
+        let v1beta3 = "apiServer:\n  extraArgs:\n    authorization-mode: Node,RBAC\n  timeoutForControlPlane: 4m0s\n\
+                       apiVersion: kubeadm.k8s.io/v1beta3\ncertificatesDir: /etc/kubernetes/pki\nclusterName: kubernetes\n\
+                       controllerManager: {}\ndns: {}\netcd:\n  local:\n    dataDir: /var/lib/etcd\n\
+                       imageRepository: mirror.example/k8s\nkind: ClusterConfiguration\nkubernetesVersion: v1.26.1\n\
+                       networking:\n  dnsDomain: cluster.local\n  serviceSubnet: 10.96.0.0/12\nscheduler: {}\n";
+        let v1beta4 = "apiServer: {}\napiVersion: kubeadm.k8s.io/v1beta4\ncaCertificateValidityPeriod: 87600h0m0s\n\
+                       controllerManager:\n  extraArgs:\n  - name: cloud-provider\n    value: external\n\
+                       encryptionAlgorithm: RSA-2048\nimageRepository: mirror.example/k8s\nkind: ClusterConfiguration\n\
+                       kubernetesVersion: v1.33.4\nproxy: {}\n";
+        let want = format!("mirror.example/k8s/pause:{}", crate::objects::kubelet::PAUSE_VERSION);
+        assert_eq!(pause_image_from(Some(v1beta3)), want);
+        assert_eq!(pause_image_from(Some(v1beta4)), want);
+        // A field from a newer kubeadm: the repository still counts.
+        let newer = format!("{v1beta4}someFutureField: 1\n");
+        assert_eq!(pause_image_from(Some(&newer)), want);
+        assert_eq!(
+            pause_image_from(None),
+            format!("{DEFAULT_IMAGE_REPOSITORY}/pause:{}", crate::objects::kubelet::PAUSE_VERSION)
+        );
+    }
 }

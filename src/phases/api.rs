@@ -56,7 +56,8 @@ pub fn wait_control_plane(ctx: &InitContext) -> Result<()> {
     let kc = objects::kubelet::kubelet_configuration(ctx.cfg);
     let port = kc.get("healthzPort").and_then(serde_yaml::Value::as_u64).unwrap_or(10248);
     let addr = kc.get("healthzBindAddress").and_then(serde_yaml::Value::as_str).unwrap_or("127.0.0.1").to_string();
-    let timeout = ctx.cfg.control_plane_health_timeout;
+    // kubeadm: timeouts.kubeletHealthCheck for the kubelet, controlPlaneComponentHealthCheck for the API server.
+    let timeout = ctx.cfg.kubelet_health_timeout;
     if port != 0 {
         let url = format!("http://{addr}:{port}/healthz");
         info!("[wait-control-plane] Waiting for a healthy kubelet at {url}. This can take up to {timeout:?}");
@@ -69,6 +70,7 @@ pub fn wait_control_plane(ctx: &InitContext) -> Result<()> {
         info!("[wait-control-plane] The kubelet is healthy after {:.3?}", ctx.clock.now() - t);
     }
     let client = client_for(ctx, ADMIN_CONF)?;
+    let timeout = ctx.cfg.control_plane_health_timeout;
     info!("[api-check] Waiting for a healthy API server at {}. This can take up to {timeout:?}", client.base());
     let t = ctx.clock.now();
     ctx.retry("waiting for the API server", "api-check", timeout).run(|| {

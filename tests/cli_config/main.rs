@@ -6,5 +6,9 @@
 mod common;
 
 mod config_errors;
+mod config_kubeadm_defaults;
+mod config_print;
+mod config_v1beta3;
 mod golden;
+mod kubeadm_corpus;
 mod malformed;

@@ -120,7 +120,8 @@ fn corpus() -> Vec<(String, Vec<u8>, &'static str)> {
         ("serviceSubnet", "/12"),
         ("podSubnet", "10.244.0.0/30"),
         ("podSubnet", "banana"),
-        ("podSubnet", "10.96.0.0/16"),
+        ("podSubnet", "10.244.0.0/25"),
+        ("podSubnet", "10.0.0.0/7"),
         ("podSubnet", "::/129"),
         ("dnsDomain", "Cluster_Local"),
         ("dnsDomain", "-bad.local"),
@@ -131,7 +132,7 @@ fn corpus() -> Vec<(String, Vec<u8>, &'static str)> {
             "networking",
         );
     }
-    for ip in ["10.0.0.256", "0.0.0.0", "::", "224.0.0.1", "banana", "10.0.0.1/24", "1.2.3"] {
+    for ip in ["10.0.0.256", "banana", "10.0.0.1/24", "1.2.3"] {
         add(
             format!("bad advertise address {ip}"),
             format!("{INIT_HEAD}localAPIEndpoint:\n  advertiseAddress: \"{ip}\"\n").into_bytes(),
@@ -145,7 +146,7 @@ fn corpus() -> Vec<(String, Vec<u8>, &'static str)> {
             "controlPlaneEndpoint",
         );
     }
-    for v in ["stable-1", "latest", "v1", "v1.37", "1.37.0.1", "v2.0.0", "v1.34.9", "v1.38.0"] {
+    for v in ["stable-0", "latest-1.x", "v1", "v1.37", "1.37.0.1", "v2.0.0", "v1.34.9", "v1.38.0"] {
         add(
             format!("bad version {v}"),
             cluster_doc(&format!("kubernetesVersion: \"{v}\"\n")).into_bytes(),

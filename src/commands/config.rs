@@ -1,0 +1,74 @@
+//! `kubestrap config print init-defaults|join-defaults` and `kubestrap config migrate`, as
+//! kubeadm's `config` commands.
+
+use std::io::Write;
+use std::net::{IpAddr, Ipv4Addr};
+
+use log::warn;
+
+use crate::cli::{self, ConfigCommand, ConfigPrintWhat};
+use crate::config::defaults::{self, join_documents, to_yaml};
+use crate::config::{Documents, HostFacts, resolve_init};
+use crate::error::{Context, Error, Result};
+
+pub fn run(c: cli::Config) -> Result<()> {
+    match c.command {
+        ConfigCommand::Print(p) => {
+            let (mut docs, components) = match p.what {
+                ConfigPrintWhat::InitDefaults(d) => {
+                    let (init, cluster) = defaults::init_defaults();
+                    (vec![to_yaml(&init)?, to_yaml(&cluster)?], d.component_configs)
+                }
+                ConfigPrintWhat::JoinDefaults(d) => {
+                    (vec![to_yaml(&defaults::join_defaults(&crate::host::hostname()))?], d.component_configs)
+                }
+            };
+            docs.extend(component_configs(components.as_deref())?);
+            write_stdout(&join_documents(&docs))
+        }
+        ConfigCommand::Migrate(m) => migrate(m),
+    }
+}
+
+/// The defaulted KubeletConfiguration / KubeProxyConfiguration for the printed init defaults, as
+/// kubeadm's `--component-configs`.
+fn component_configs(list: Option<&str>) -> Result<Vec<String>> {
+    const KINDS: &str = "[KubeletConfiguration KubeProxyConfiguration]";
+    let kinds = cli::split_list(list);
+    if kinds.is_empty() {
+        return Ok(Vec::new());
+    }
+    let (init, cluster) = defaults::init_defaults();
+    // kubeadm's static defaults: node "node" advertising 1.2.3.4.
+    let host = HostFacts { hostname: "node".into(), default_address: Some(IpAddr::V4(Ipv4Addr::new(1, 2, 3, 4))) };
+    let docs = Documents { init: Some(init), cluster: Some(cluster), ..Default::default() };
+    let cfg = resolve_init("defaults", docs, &host)?;
+    kinds
+        .iter()
+        .map(|k| match k.as_str() {
+            "KubeletConfiguration" => Ok(to_yaml(&crate::objects::kubelet::kubelet_configuration(&cfg))?),
+            "KubeProxyConfiguration" => Ok(to_yaml(&crate::objects::proxy::kube_proxy_configuration(&cfg))?),
+            other => Err(Error::usage(format!("--component-configs {other:?}: needs to contain some of {KINDS}"))),
+        })
+        .collect()
+}
+
+fn migrate(m: cli::ConfigMigrate) -> Result<()> {
+    let old = m.old_config.ok_or_else(|| Error::usage("the --old-config flag is mandatory"))?;
+    let source = old.display().to_string();
+    let text =
+        std::fs::read_to_string(&old).map_err(|e| Error::usage(format!("reading --old-config {source}: {e}")))?;
+    let (out, warnings) = defaults::migrate(&source, &text)?;
+    for w in warnings.iter().filter(|w| !w.contains("is deprecated")) {
+        warn!("[config] WARNING: {w}");
+    }
+    match m.new_config {
+        // 0600, not kubeadm's 0644: the documents may hold a bootstrap token.
+        Some(new) => crate::fsutil::atomic_write(&new, out.as_bytes(), crate::paths::PRIVATE),
+        None => write_stdout(&out),
+    }
+}
+
+fn write_stdout(text: &str) -> Result<()> {
+    std::io::stdout().lock().write_all(text.as_bytes()).ctx("writing to stdout")
+}
