@@ -131,37 +131,17 @@ fn control_plane(f: &JoinFlags, jc: &JoinConfiguration) -> Result<Option<Control
         }
         return Ok(None);
     }
-    let field = |p: &str| conf.and_then(|c| c.pointer(p)).cloned();
-    let text = |p: &str| -> Result<Option<String>> {
-        match field(p) {
-            None | Some(serde_json::Value::Null) => Ok(None),
-            Some(serde_json::Value::String(s)) => Ok(non_empty(&s)),
-            Some(_) => {
-                Err(Error::config(format!("JoinConfiguration controlPlane{}: expected a string", p.replace('/', "."))))
-            }
-        }
-    };
-    let bind_port = match f.apiserver_bind_port {
-        Some(p) => Some(i64::from(p)),
-        None => match field("/localAPIEndpoint/bindPort") {
-            None | Some(serde_json::Value::Null) => None,
-            Some(v) => Some(v.as_i64().ok_or_else(|| {
-                Error::config("JoinConfiguration controlPlane.localAPIEndpoint.bindPort: expected a port number")
-            })?),
-        },
-    };
-    let certificate_key = match f.certificate_key.clone() {
-        Some(k) => Some(k),
-        None => text("/certificateKey")?,
-    };
+    let bind_port = f.apiserver_bind_port.map(i64::from).or(conf.and_then(|c| c.local_api_endpoint.bind_port));
+    let certificate_key = f.certificate_key.clone().or(conf.and_then(|c| non_empty(&c.certificate_key)));
     if let Some(k) = &certificate_key {
         crate::pki::copycerts::CertificateKey::parse(k).map_err(|e| Error::usage(format!("--certificate-key: {e}")))?;
     }
     Ok(Some(ControlPlaneJoin {
-        advertise_address: match f.apiserver_advertise_address.clone() {
-            Some(a) => a,
-            None => text("/localAPIEndpoint/advertiseAddress")?.unwrap_or_default(),
-        },
+        advertise_address: f
+            .apiserver_advertise_address
+            .clone()
+            .or(conf.map(|c| c.local_api_endpoint.advertise_address.clone()))
+            .unwrap_or_default(),
         bind_port,
         certificate_key,
     }))
