@@ -28,6 +28,10 @@ pub struct JoinFlags {
     pub cri_socket: Option<String>,
     pub ignore_preflight_errors: Vec<String>,
     pub root: PathBuf,
+    /// `--apiserver-advertise-address` / `--apiserver-bind-port`: only a control-plane join uses
+    /// them; kept for it.
+    pub control_plane_advertise_address: Option<String>,
+    pub control_plane_bind_port: Option<i32>,
 }
 
 fn token(flag: &str, s: &str) -> Result<Token> {

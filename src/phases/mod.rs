@@ -37,6 +37,10 @@ pub struct InitContext<'a> {
     /// Progress for the boot status file and console; `None` on the command line.
     pub report: Option<&'a Reporter<'a>>,
     pub clock: &'a dyn Clock,
+    /// Dry run: the API phases talk to this recorder instead of the cluster (set by the caller).
+    pub dry_run_api: Option<crate::kube::Recorder>,
+    /// `--skip-token-print`: the join command shows `<value withheld>` instead of the token.
+    pub skip_token_print: bool,
 }
 
 impl InitContext<'_> {
@@ -57,7 +61,17 @@ pub fn context<'a>(
 ) -> InitContext<'a> {
     fs.remove_stale_temps(cfg.certs_dir());
     ignore_preflight.extend(cfg.init.node_registration.ignore_preflight_errors.iter().cloned());
-    InitContext { cfg, env: host_env(fs), fs, start: OffsetDateTime::now_utc(), ignore_preflight, report, clock }
+    InitContext {
+        cfg,
+        env: host_env(fs),
+        fs,
+        start: OffsetDateTime::now_utc(),
+        ignore_preflight,
+        report,
+        clock,
+        dry_run_api: None,
+        skip_token_print: false,
+    }
 }
 
 pub struct Phase<F> {
