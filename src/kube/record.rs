@@ -104,14 +104,19 @@ fn recorded(verb: &'static str, path: &str, identity: &Value, sent: &Value) -> R
     }
 }
 
-/// A Secret with every value replaced: a plan is printed, and token secrets are never shown.
+/// Bootstrap-token Secret keys that are not secret (kubeadm prints them in `token list`).
+const PUBLIC_SECRET_KEYS: &[&str] = &["token-id", "description", "expiration", "auth-extra-groups"];
+
+/// A Secret with every secret value replaced: a plan is printed, and secrets are never shown.
 fn redacted(obj: &Value) -> Value {
     let mut o = obj.clone();
     if o["kind"] == "Secret" {
         for field in ["data", "stringData"] {
             if let Some(m) = o.get_mut(field).and_then(Value::as_object_mut) {
-                for v in m.values_mut() {
-                    *v = json!("<redacted>");
+                for (k, v) in m.iter_mut() {
+                    if !(PUBLIC_SECRET_KEYS.contains(&k.as_str()) || k.starts_with("usage-bootstrap-")) {
+                        *v = json!("<redacted>");
+                    }
                 }
             }
         }
@@ -176,9 +181,11 @@ mod tests {
         assert_eq!(r.answer("GET", "/livez", None).0, 200);
         assert_eq!(r.answer("GET", "/api/v1/nodes/cp-1", None).1["metadata"]["name"], "cp-1");
         let s = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "kube-system"},
-                       "data": {"token-secret": "MDEyMzQ1Njc4OWFiY2RlZg=="}});
+                       "data": {"token-secret": "MDEyMzQ1Njc4OWFiY2RlZg==", "token-id": "YWJjZGVm", "other": "eA=="}});
         r.answer("POST", "/api/v1/namespaces/kube-system/secrets", Some(&s));
-        assert_eq!(r.recorded()[0].object["data"]["token-secret"], "<redacted>");
+        let data = &r.recorded()[0].object["data"];
+        assert_eq!((&data["token-secret"], &data["other"]), (&json!("<redacted>"), &json!("<redacted>")));
+        assert_eq!(data["token-id"], "YWJjZGVm");
         // What later reads see is the real object.
         let back = r.answer("GET", "/api/v1/namespaces/kube-system/secrets/s", None).1;
         assert_eq!(back["data"]["token-secret"], "MDEyMzQ1Njc4OWFiY2RlZg==");

@@ -6,5 +6,8 @@
 mod common;
 
 mod config_errors;
+mod dry_run;
+mod flags;
 mod golden;
+mod kubeadm_cmdlines;
 mod malformed;
