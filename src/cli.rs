@@ -13,6 +13,8 @@ pub struct Cli {
     pub command: Command,
 }
 
+// Parsed once per process and moved: the size difference between variants does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(FromArgs, Debug)]
 #[argh(subcommand)]
 pub enum Command {
@@ -33,32 +35,83 @@ pub enum Command {
 #[argh(subcommand, name = "init")]
 pub struct Init {
     #[argh(option)]
-    /// kubeadm v1beta4 config file (InitConfiguration, ClusterConfiguration, component configs)
+    /// kubeadm config file (InitConfiguration, ClusterConfiguration, component configs)
     pub config: Option<PathBuf>,
     #[argh(option, default = "PathBuf::from(\"/\")")]
     /// write all node state under this directory (default /)
     pub root: PathBuf,
     #[argh(switch)]
-    /// write nothing; print every file that would be written (path, mode, sha256) as JSON
+    /// change nothing, wait for nothing: print every file and API object init would write, as JSON
     pub dry_run: bool,
     #[argh(option)]
-    /// comma-separated phases to skip
-    pub skip_phases: Option<String>,
+    /// phases to skip (comma-separated, repeatable)
+    pub skip_phases: Vec<String>,
     #[argh(switch)]
     /// run only the phases that write files before the kubelet runs (preflight .. kubelet-start)
     pub on_disk_only: bool,
     #[argh(option)]
-    /// preflight checks whose errors become warnings (comma-separated names, or "all")
-    pub ignore_preflight_errors: Option<String>,
-    #[argh(switch)]
-    /// upload the shared CAs and keys, encrypted, to the kubeadm-certs Secret (for control-plane joins)
-    pub upload_certs: bool,
+    /// preflight checks whose errors become warnings (comma-separated names, or "all"; repeatable)
+    pub ignore_preflight_errors: Vec<String>,
+    #[argh(option)]
+    /// the IP address the API server advertises (default: the default-route interface's)
+    pub apiserver_advertise_address: Option<String>,
+    #[argh(option)]
+    /// the port the API server binds to (default 6443)
+    pub apiserver_bind_port: Option<i32>,
+    #[argh(option)]
+    /// extra SANs (IPs or DNS names) for the API server certificate (comma-separated, repeatable)
+    pub apiserver_cert_extra_sans: Vec<String>,
+    #[argh(option)]
+    /// where to save and read the certificates (default /etc/kubernetes/pki)
+    pub cert_dir: Option<String>,
     #[argh(option)]
     /// the 64-hex-character key that encrypts the uploaded certificates (default: generated and printed)
     pub certificate_key: Option<String>,
+    #[argh(option)]
+    /// a stable IP address or DNS name (and port) for the control plane
+    pub control_plane_endpoint: Option<String>,
+    #[argh(option)]
+    /// the CRI socket (default containerd's)
+    pub cri_socket: Option<String>,
+    #[argh(option)]
+    /// kubeadm feature gates: Name=true|false,...
+    pub feature_gates: Option<String>,
+    #[argh(option)]
+    /// the registry to pull control-plane images from (default registry.k8s.io)
+    pub image_repository: Option<String>,
+    #[argh(option)]
+    /// the Kubernetes version of the control plane
+    pub kubernetes_version: Option<String>,
+    #[argh(option)]
+    /// the node name (default: the hostname)
+    pub node_name: Option<String>,
+    #[argh(option)]
+    /// kubeadm patch directory: not supported (refused with advice)
+    pub patches: Option<String>,
+    #[argh(option)]
+    /// the pod network CIDR(s); the controller-manager allocates node CIDRs from it
+    pub pod_network_cidr: Option<String>,
+    #[argh(option)]
+    /// the service CIDR(s) (default 10.96.0.0/12)
+    pub service_cidr: Option<String>,
+    #[argh(option)]
+    /// the services DNS domain (default cluster.local)
+    pub service_dns_domain: Option<String>,
     #[argh(switch)]
     /// do not print the certificate key
     pub skip_certificate_key_print: bool,
+    #[argh(switch)]
+    /// print the join command with the token withheld
+    pub skip_token_print: bool,
+    #[argh(option)]
+    /// the bootstrap token to create ([a-z0-9]{6}.[a-z0-9]{16}; default: generated)
+    pub token: Option<String>,
+    #[argh(option)]
+    /// the bootstrap token's lifetime (Go duration, default 24h0m0s; 0 = never expires)
+    pub token_ttl: Option<String>,
+    #[argh(switch)]
+    /// upload the shared CAs and keys, encrypted, to the kubeadm-certs Secret (for control-plane joins)
+    pub upload_certs: bool,
     #[argh(subcommand)]
     pub phase: Option<InitSub>,
 }
@@ -83,11 +136,11 @@ pub struct InitPhase {
     /// write all node state under this directory (default /)
     pub root: PathBuf,
     #[argh(switch)]
-    /// write nothing; print the plan as JSON
+    /// change nothing, wait for nothing: print the plan as JSON
     pub dry_run: bool,
     #[argh(option)]
-    /// preflight checks whose errors become warnings (comma-separated names, or "all")
-    pub ignore_preflight_errors: Option<String>,
+    /// preflight checks whose errors become warnings (comma-separated names, or "all"; repeatable)
+    pub ignore_preflight_errors: Vec<String>,
     #[argh(switch)]
     /// upload the shared CAs and keys, encrypted, to the kubeadm-certs Secret (for control-plane joins)
     pub upload_certs: bool,
@@ -113,8 +166,8 @@ pub struct Preflight {
     /// node root for node-state paths (default /)
     pub root: PathBuf,
     #[argh(option)]
-    /// checks whose errors become warnings (comma-separated names, or "all")
-    pub ignore_preflight_errors: Option<String>,
+    /// checks whose errors become warnings (comma-separated names, or "all"; repeatable)
+    pub ignore_preflight_errors: Vec<String>,
     #[argh(option, default = "String::from(\"text\")")]
     /// text (kubeadm's lines) or json (the full table)
     pub output: String,
@@ -176,6 +229,11 @@ pub fn split_list(s: Option<&str>) -> Vec<String> {
     s.map(|s| s.split(',').map(str::trim).filter(|x| !x.is_empty()).map(str::to_string).collect()).unwrap_or_default()
 }
 
+/// Splits every value of a repeatable, comma-separated flag (pflag's StringSlice).
+pub fn split_all(values: &[String]) -> Vec<String> {
+    values.iter().flat_map(|v| split_list(Some(v))).collect()
+}
+
 /// Join this machine to a cluster as a worker node: preflight, discovery, kubelet-start (TLS bootstrap).
 #[derive(FromArgs, Debug)]
 #[argh(subcommand, name = "join")]
@@ -184,20 +242,8 @@ pub struct Join {
     /// optional `phase NAME` (run only that phase, see `kubestrap phases`), then the API server endpoint HOST:PORT
     pub words: Vec<String>,
     #[argh(option)]
-    /// comma-separated join phases to skip
-    pub skip_phases: Option<String>,
-    #[argh(switch)]
-    /// join as a control-plane node (a new API server, and a stacked etcd member)
-    pub control_plane: bool,
-    #[argh(option)]
-    /// with --control-plane: the key that decrypts the kubeadm-certs Secret (from `init --upload-certs`)
-    pub certificate_key: Option<String>,
-    #[argh(option)]
-    /// with --control-plane: the address this node's API server advertises (default: the default-route address)
-    pub apiserver_advertise_address: Option<String>,
-    #[argh(option)]
-    /// with --control-plane: the port this node's API server binds (default 6443)
-    pub apiserver_bind_port: Option<u16>,
+    /// join phases to skip (comma-separated, repeatable)
+    pub skip_phases: Vec<String>,
     #[argh(option)]
     /// bootstrap token for both discovery and TLS bootstrap
     pub token: Option<String>,
@@ -208,7 +254,7 @@ pub struct Join {
     /// bootstrap token for the TLS bootstrap only
     pub tls_bootstrap_token: Option<String>,
     #[argh(option)]
-    /// sha256:<hex> pin of the cluster CA's public key (repeatable; any may match)
+    /// sha256:<hex> pin of the cluster CA's public key (comma-separated, repeatable; any may match)
     pub discovery_token_ca_cert_hash: Vec<String>,
     #[argh(switch)]
     /// trust the cluster CA without a pin (unsafe)
@@ -220,7 +266,7 @@ pub struct Join {
     /// keep retrying discovery this long (Go duration; default 5m, or timeouts.discovery)
     pub discovery_timeout: Option<String>,
     #[argh(option)]
-    /// kubeadm v1beta4 JoinConfiguration file
+    /// kubeadm JoinConfiguration file
     pub config: Option<PathBuf>,
     #[argh(option)]
     /// node name (default: the hostname)
@@ -232,8 +278,26 @@ pub struct Join {
     /// write all node state under this directory (default /)
     pub root: PathBuf,
     #[argh(option)]
-    /// preflight checks whose errors become warnings (comma-separated names, or "all")
-    pub ignore_preflight_errors: Option<String>,
+    /// preflight checks whose errors become warnings (comma-separated names, or "all"; repeatable)
+    pub ignore_preflight_errors: Vec<String>,
+    #[argh(switch)]
+    /// change nothing, wait for nothing, contact nobody: print what join would write and send, as JSON
+    pub dry_run: bool,
+    #[argh(option)]
+    /// control-plane join only: the API server's advertise address (kept; needs --control-plane)
+    pub apiserver_advertise_address: Option<String>,
+    #[argh(option)]
+    /// control-plane join only: the API server's port (kept; needs --control-plane)
+    pub apiserver_bind_port: Option<i32>,
+    #[argh(switch)]
+    /// join as a control-plane node (a new API server; the shared CAs from kubeadm-certs or disk)
+    pub control_plane: bool,
+    #[argh(option)]
+    /// with --control-plane: the key that decrypts the kubeadm-certs Secret (from `init --upload-certs`)
+    pub certificate_key: Option<String>,
+    #[argh(option)]
+    /// kubeadm patch directory: not supported (refused with advice)
+    pub patches: Option<String>,
 }
 
 /// Manage bootstrap tokens.
@@ -397,4 +461,125 @@ pub struct ConfigMigrate {
     #[argh(option)]
     /// write the result here (atomically) instead of to stdout
     pub new_config: Option<PathBuf>,
+}
+
+/// What a command line asked for.
+#[derive(Debug)]
+pub enum Parsed {
+    Run(Box<Cli>),
+    /// `--help` or `help`: print this on stdout and exit 0.
+    Help(String),
+}
+
+/// Parses a command line as kubeadm's flag library would: `--flag=value` and `--flag value` for
+/// every flag, `--switch=true|false`, the last of a repeated single-valued flag winning, klog's
+/// `--v=N` anywhere. `argv[0]` is the program name, as in `std::env::args()`. Errors are usage
+/// errors (exit 2) with any token secret redacted; help comes back as [`Parsed::Help`].
+pub fn parse(argv: &[String]) -> Result<Parsed, crate::error::Error> {
+    use crate::error::Error;
+    let program =
+        argv.first().and_then(|p| std::path::Path::new(p).file_name()).and_then(|n| n.to_str()).unwrap_or("kubestrap");
+    let args = argv.get(1..).unwrap_or_default();
+    let words = crate::argv::rewrite(args).map_err(|m| Error::usage(crate::argv::redact(&m, args)))?;
+    let strs: Vec<&str> = words.iter().map(String::as_str).collect();
+    match Cli::from_args(&[program], &strs) {
+        Ok(cli) => Ok(Parsed::Run(Box::new(cli))),
+        Err(exit) if exit.status.is_ok() => Ok(Parsed::Help(exit.output)),
+        Err(exit) => Err(Error::usage(crate::argv::redact(exit.output.trim(), args))),
+    }
+}
+
+/// [`parse`] for callers that run what they parse (the CLI, and `kubeadm init|join ...` lines
+/// found in user-data): a request for help is a usage error there.
+pub fn parse_args(argv: &[String]) -> Result<Cli, crate::error::Error> {
+    match parse(argv)? {
+        Parsed::Run(cli) => Ok(*cli),
+        Parsed::Help(_) => Err(crate::error::Error::usage("--help asks for help, not for a command to run")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_words(s: &str) -> Result<Parsed, crate::error::Error> {
+        let argv: Vec<String> = std::iter::once("kubestrap").chain(s.split_whitespace()).map(str::to_string).collect();
+        parse(&argv)
+    }
+
+    fn run(s: &str) -> Cli {
+        match parse_words(s) {
+            Ok(Parsed::Run(c)) => *c,
+            other => panic!("{s}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn kubeadm_spellings_parse() {
+        let Command::Join(j) = run("join 10.0.0.1:6443 --token=abcdef.0123456789abcdef --node-name=w1 --discovery-token-ca-cert-hash=sha256:aa,sha256:bb --ignore-preflight-errors=all").command else { panic!() };
+        assert_eq!(j.words, ["10.0.0.1:6443"]);
+        assert_eq!(j.token.as_deref(), Some("abcdef.0123456789abcdef"));
+        assert_eq!(j.node_name.as_deref(), Some("w1"));
+        assert_eq!(split_all(&j.discovery_token_ca_cert_hash), ["sha256:aa", "sha256:bb"]);
+        assert_eq!(split_all(&j.ignore_preflight_errors), ["all"]);
+        let Command::Init(i) =
+            run("init --pod-network-cidr 10.244.0.0/16 --dry-run=true --apiserver-bind-port=7443 --v=5").command
+        else {
+            panic!()
+        };
+        assert_eq!(i.pod_network_cidr.as_deref(), Some("10.244.0.0/16"));
+        assert!(i.dry_run);
+        assert_eq!(i.apiserver_bind_port, Some(7443));
+    }
+
+    #[test]
+    fn errors_are_usage_errors_without_secrets() {
+        let e = parse_words("join --tokn=abcdef.0123456789abcdef 10.0.0.1:6443").unwrap_err();
+        assert_eq!(e.kind, crate::error::Kind::Usage);
+        assert!(e.message.contains("--tokn") && !e.message.contains("0123456789abcdef"), "{}", e.message);
+        let e = parse_words("init --apiserver-bind-port=abc").unwrap_err();
+        assert!(e.message.contains("--apiserver-bind-port"), "{}", e.message);
+        let e = parse_words("init --dry-run=maybe").unwrap_err();
+        assert_eq!(e.kind, crate::error::Kind::Usage);
+    }
+
+    #[test]
+    fn help_is_not_an_error_but_parse_args_will_not_run_it() {
+        assert!(matches!(parse_words("init --help"), Ok(Parsed::Help(h)) if h.contains("--pod-network-cidr")));
+        let argv: Vec<String> = ["kubeadm", "init", "--help"].iter().map(|s| s.to_string()).collect();
+        assert!(parse_args(&argv).is_err());
+    }
+
+    /// argv::SWITCHES must name exactly the switches the argh structs declare, or `--x=true`
+    /// would be split into a flag and a stray word.
+    #[test]
+    fn switch_table_matches_the_argh_structs() {
+        let mut found = std::collections::BTreeSet::new();
+        for sub in [&["init"][..], &["init", "phase", "x"], &["join"], &["preflight"], &["token", "create"], &["boot"]]
+        {
+            let mut args: Vec<&str> = sub.to_vec();
+            args.push("--help");
+            let help = match Cli::from_args(&["kubestrap"], &args) {
+                Err(e) if e.status.is_ok() => e.output,
+                other => panic!("{sub:?}: {other:?}"),
+            };
+            // The usage line: `[--switch]` or `[--option <option>]`.
+            let usage = help.lines().next().unwrap_or_default();
+            for part in usage.split('[').filter_map(|p| p.strip_prefix("--")) {
+                let item = part.split(']').next().unwrap_or_default();
+                if !item.contains('<') && !item.trim().is_empty() {
+                    found.insert(item.trim().to_string());
+                }
+            }
+        }
+        for f in &found {
+            assert!(crate::argv::SWITCHES.contains(&f.as_str()), "switch --{f} missing from argv::SWITCHES");
+        }
+        for s in crate::argv::SWITCHES {
+            assert!(
+                found.contains(*s) || ["verbose", "help"].contains(s),
+                "argv::SWITCHES has --{s}, which no command declares"
+            );
+        }
+    }
 }

@@ -2,6 +2,7 @@
 //! `kubeadm init`/`join` would. `main.rs` only dispatches; everything lives here so tests can
 //! drive it.
 
+pub mod argv;
 pub mod boot;
 pub mod cli;
 pub mod clock;

@@ -3,6 +3,8 @@
 
 use std::path::PathBuf;
 
+use log::warn;
+
 use crate::cli;
 use crate::clock::SystemClock;
 use crate::config::types::JoinConfiguration;
@@ -43,8 +45,9 @@ fn words(w: &[String]) -> Result<Words> {
 }
 
 pub fn run(j: cli::Join) -> Result<()> {
+    check_flags(&j)?;
     let w = words(&j.words)?;
-    let skip = cli::split_list(j.skip_phases.as_deref());
+    let skip = cli::split_all(&j.skip_phases);
     phases::check_skip(JOIN_PHASES, "join", &skip)?;
     let selected = w.phase.as_deref().map(|n| phases::lookup_all(JOIN_PHASES, "join", n)).transpose()?;
     let jc = match &j.config {
@@ -52,19 +55,76 @@ pub fn run(j: cli::Join) -> Result<()> {
             let text = std::fs::read_to_string(p)
                 .map_err(|e| Error::config(format!("reading config {}: {e}", p.display())))?;
             let docs = crate::config::parse_documents(&p.display().to_string(), &text)?;
+            for w in &docs.warnings {
+                warn!("[config] WARNING: {w}");
+            }
             docs.join.ok_or_else(|| Error::config(format!("{}: no JoinConfiguration document", p.display())))?
         }
         None => JoinConfiguration::default(),
     };
-    let flags = flags(j, w.endpoint)?;
+    let endpoint = match (&j.config, w.endpoint) {
+        (Some(_), Some(_)) => {
+            // kubeadm reads the endpoint from the file and drops the argument.
+            warn!(
+                "[preflight] WARNING: the API server endpoint argument is ignored with --config; the JoinConfiguration's discovery is used"
+            );
+            None
+        }
+        (_, e) => e,
+    };
+    let dry_run = j.dry_run || jc.dry_run;
+    let flags = flags(j, endpoint)?;
     let args = crate::join::resolve(&flags, &jc)?;
-    let fs = NodeFs::new(&flags.root);
+    let fs = if dry_run { NodeFs::dry_run(&flags.root) } else { NodeFs::new(&flags.root) };
     let _lock = fs.lock()?;
     let ctx = JoinContext::new(&args, &fs, &SystemClock, None);
+    if dry_run {
+        let selected: Vec<_> = match selected {
+            Some(list) => list,
+            None => JOIN_PHASES.iter().filter(|p| !phases::is_skipped(&skip, p.name)).collect(),
+        };
+        return super::join_plan::run(&ctx, &selected);
+    }
     match selected {
         Some(list) => list.into_iter().try_for_each(|p| phases::run_join_phase(&ctx, p)),
         None => phases::run_join(&ctx, &skip),
     }
+}
+
+/// The flag combinations kubeadm refuses (ValidateMixedArguments), and the control-plane
+/// flags, which kubestrap does not act on yet.
+fn check_flags(j: &cli::Join) -> Result<()> {
+    if j.config.is_some() {
+        let given = [
+            ("apiserver-advertise-address", j.apiserver_advertise_address.is_some()),
+            ("apiserver-bind-port", j.apiserver_bind_port.is_some()),
+            ("certificate-key", j.certificate_key.is_some()),
+            ("control-plane", j.control_plane),
+            ("cri-socket", j.cri_socket.is_some()),
+            ("discovery-file", j.discovery_file.is_some()),
+            ("discovery-token", j.discovery_token.is_some()),
+            ("discovery-token-ca-cert-hash", !j.discovery_token_ca_cert_hash.is_empty()),
+            ("discovery-token-unsafe-skip-ca-verification", j.discovery_token_unsafe_skip_ca_verification),
+            ("patches", j.patches.is_some()),
+            ("tls-bootstrap-token", j.tls_bootstrap_token.is_some()),
+            ("token", j.token.is_some()),
+        ];
+        let mixed: Vec<&str> = given.iter().filter(|(_, g)| *g).map(|(n, _)| *n).collect();
+        if !mixed.is_empty() {
+            return Err(Error::usage(format!("can not mix '--config' with arguments [{}]", mixed.join(" "))));
+        }
+    }
+    if j.patches.is_some() {
+        return Err(Error::usage(
+            "--patches: kubestrap does not apply kubeadm patches; set kubelet flags with nodeRegistration.kubeletExtraArgs in a JoinConfiguration (--config)",
+        ));
+    }
+    if j.apiserver_advertise_address.is_some() || j.apiserver_bind_port.is_some() {
+        warn!(
+            "[preflight] WARNING: --control-plane is also required when passing control-plane related flags such as [certificate-key, apiserver-advertise-address, apiserver-bind-port]"
+        );
+    }
+    Ok(())
 }
 
 fn flags(j: cli::Join, endpoint: Option<String>) -> Result<JoinFlags> {
@@ -80,7 +140,7 @@ fn flags(j: cli::Join, endpoint: Option<String>) -> Result<JoinFlags> {
         token: j.token,
         discovery_token: j.discovery_token,
         tls_bootstrap_token: j.tls_bootstrap_token,
-        discovery_token_ca_cert_hash: j.discovery_token_ca_cert_hash,
+        discovery_token_ca_cert_hash: cli::split_all(&j.discovery_token_ca_cert_hash),
         discovery_token_unsafe_skip_ca_verification: j.discovery_token_unsafe_skip_ca_verification,
         discovery_file: j.discovery_file,
         control_plane: j.control_plane,
@@ -90,7 +150,7 @@ fn flags(j: cli::Join, endpoint: Option<String>) -> Result<JoinFlags> {
         discovery_timeout,
         node_name: j.node_name,
         cri_socket: j.cri_socket,
-        ignore_preflight_errors: cli::split_list(j.ignore_preflight_errors.as_deref()),
+        ignore_preflight_errors: cli::split_all(&j.ignore_preflight_errors),
         root: PathBuf::from(&j.root),
     })
 }

@@ -2,7 +2,9 @@
 
 #[path = "config.rs"]
 mod config_command;
+pub mod init_flags;
 mod join;
+mod join_plan;
 mod token;
 
 use std::io::Write;
@@ -16,22 +18,29 @@ use crate::config;
 use crate::error::{Context, Error, Result};
 use crate::fsutil::NodeFs;
 use crate::phases::{self, INIT_PHASES, InitContext, JOIN_PHASES};
+use init_flags::InitFlags;
 
 pub fn run(cli: cli::Cli) -> Result<()> {
     match cli.command {
         Command::Init(i) => match i.phase {
             Some(InitSub::Phase(p)) => {
                 let phase = phases::lookup(INIT_PHASES, "init", &p.name)?;
-                let ignore = cli::split_list(p.ignore_preflight_errors.as_deref());
-                let upload = phases::UploadCerts {
-                    enabled: p.upload_certs,
-                    certificate_key: p.certificate_key,
-                    skip_key_print: p.skip_certificate_key_print,
+                let run = InitRun {
+                    config: p.config.as_deref(),
+                    flags: InitFlags::default(),
+                    root: &p.root,
+                    dry_run: p.dry_run,
+                    ignore_preflight: cli::split_all(&p.ignore_preflight_errors),
+                    upload: phases::UploadCerts {
+                        enabled: p.upload_certs,
+                        certificate_key: p.certificate_key,
+                        skip_key_print: p.skip_certificate_key_print,
+                    },
                 };
-                init(p.config.as_deref(), &p.root, p.dry_run, ignore, upload, |ctx| phases::run_init_phase(ctx, phase))
+                init(run, |ctx| phases::run_init_phase(ctx, phase))
             }
             None => {
-                let mut skip = cli::split_list(i.skip_phases.as_deref());
+                let mut skip = cli::split_all(&i.skip_phases);
                 phases::check_skip(INIT_PHASES, "init", &skip)?;
                 if i.on_disk_only {
                     skip.extend(
@@ -41,13 +50,20 @@ pub fn run(cli: cli::Cli) -> Result<()> {
                             .map(|p| p.name.to_string()),
                     );
                 }
-                let ignore = cli::split_list(i.ignore_preflight_errors.as_deref());
                 let upload = phases::UploadCerts {
                     enabled: i.upload_certs,
-                    certificate_key: i.certificate_key,
+                    certificate_key: i.certificate_key.clone(),
                     skip_key_print: i.skip_certificate_key_print,
                 };
-                init(i.config.as_deref(), &i.root, i.dry_run, ignore, upload, |ctx| {
+                let run = InitRun {
+                    config: i.config.as_deref(),
+                    flags: InitFlags::from_cli(&i),
+                    root: &i.root,
+                    dry_run: i.dry_run,
+                    ignore_preflight: cli::split_all(&i.ignore_preflight_errors),
+                    upload,
+                };
+                init(run, |ctx| {
                     skip.extend(ctx.cfg.init.skip_phases.iter().cloned());
                     phases::run_init(ctx, &skip)
                 })
@@ -96,29 +112,45 @@ pub fn run(cli: cli::Cli) -> Result<()> {
     }
 }
 
-fn init(
-    config_path: Option<&Path>,
-    root: &Path,
+/// One `init` (or `init phase`) invocation.
+struct InitRun<'a> {
+    config: Option<&'a Path>,
+    flags: InitFlags,
+    root: &'a Path,
     dry_run: bool,
     ignore_preflight: Vec<String>,
     upload: phases::UploadCerts,
-    body: impl FnOnce(&InitContext) -> Result<()>,
-) -> Result<()> {
-    let cfg = config::load_init(config_path, &crate::host::facts())?;
+}
+
+fn init(run: InitRun, body: impl FnOnce(&InitContext) -> Result<()>) -> Result<()> {
+    let cfg = run.flags.load(run.config, &crate::host::facts())?;
     for w in &cfg.warnings {
         warn!("[config] WARNING: {w}");
     }
     info!("[init] Using Kubernetes version: {}", cfg.version);
-    let fs = if dry_run { NodeFs::dry_run(root) } else { NodeFs::new(root) };
+    // kubeadm: `--dry-run` or the InitConfiguration's `dryRun: true`.
+    let dry_run = run.dry_run || cfg.init.dry_run;
+    let fs = if dry_run { NodeFs::dry_run(run.root) } else { NodeFs::new(run.root) };
     let _lock = fs.lock()?;
-    let mut ctx = phases::context(&cfg, &fs, ignore_preflight, None, &crate::clock::SystemClock);
-    ctx.upload = upload;
+    let mut ctx = phases::context(&cfg, &fs, run.ignore_preflight, None, &crate::clock::SystemClock);
+    ctx.upload = run.upload;
+    let recorder = crate::kube::Recorder::default();
+    if dry_run {
+        info!("[dry-run] Nothing will be written, waited for or sent; the plan is printed on stdout");
+        ctx.dry_run_api = Some(recorder.clone());
+    }
+    ctx.skip_token_print = run.flags.skip_token_print;
     body(&ctx)?;
     if dry_run {
-        let plan = json!({ "dryRun": true, "root": root.display().to_string(), "files": fs.planned() });
+        let plan = json!({
+            "dryRun": true,
+            "root": run.root.display().to_string(),
+            "files": fs.planned(),
+            "objects": recorder.recorded(),
+        });
         print_json(&plan)?;
     } else {
-        info!("[init] Done; node state is under {}", root.display());
+        info!("[init] Done; node state is under {}", run.root.display());
     }
     Ok(())
 }
@@ -136,7 +168,7 @@ fn preflight(p: cli::Preflight) -> Result<()> {
         "text" => false,
         o => return Err(Error::usage(format!("--output {o:?}: expected text or json"))),
     };
-    let mut ignore = cli::split_list(p.ignore_preflight_errors.as_deref());
+    let mut ignore = cli::split_all(&p.ignore_preflight_errors);
     let input = match role {
         crate::preflight::Role::ControlPlane => {
             let cfg = config::load_init(p.config.as_deref(), &crate::host::facts())?;

@@ -27,7 +27,7 @@ pub struct JoinFlags {
     pub control_plane: bool,
     pub certificate_key: Option<String>,
     pub apiserver_advertise_address: Option<String>,
-    pub apiserver_bind_port: Option<u16>,
+    pub apiserver_bind_port: Option<i32>,
     pub discovery_timeout: Option<Duration>,
     pub node_name: Option<String>,
     pub cri_socket: Option<String>,
@@ -124,11 +124,7 @@ pub fn resolve(f: &JoinFlags, jc: &JoinConfiguration) -> Result<JoinArgs> {
 fn control_plane(f: &JoinFlags, jc: &JoinConfiguration) -> Result<Option<ControlPlaneJoin>> {
     let conf = jc.control_plane.as_ref();
     if !f.control_plane && conf.is_none() {
-        if f.certificate_key.is_some() || f.apiserver_advertise_address.is_some() || f.apiserver_bind_port.is_some() {
-            return Err(Error::usage(
-                "--certificate-key, --apiserver-advertise-address and --apiserver-bind-port are for a control-plane join: add --control-plane",
-            ));
-        }
+        // kubeadm warns about control-plane flags without --control-plane (the CLI does) and joins a worker.
         return Ok(None);
     }
     let bind_port = f.apiserver_bind_port.map(i64::from).or(conf.and_then(|c| c.local_api_endpoint.bind_port));

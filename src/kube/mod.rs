@@ -3,6 +3,7 @@
 
 pub mod error;
 pub mod paths;
+pub mod record;
 
 use std::io::{BufRead, BufReader, Read};
 use std::sync::Arc;
@@ -12,6 +13,7 @@ use serde_json::Value;
 use ureq::tls::{Certificate, ClientCert, PrivateKey, RootCerts, TlsConfig, TlsProvider};
 
 pub use error::{ApiError, Transport};
+pub use record::{Recorded, Recorder};
 
 use crate::kubeconfig::{Kubeconfig, KubeconfigError, decode_b64};
 
@@ -45,6 +47,8 @@ pub struct Client {
     token: Option<String>,
     /// "system:anonymous", "bootstrap token abcdef", "client certificate CN=...": for errors.
     who: String,
+    /// Dry run: every request is answered by this recorder, none reaches the network.
+    record: Option<Recorder>,
 }
 
 /// The outcome of a create: made now, or already there (409), which init treats as done.
@@ -100,7 +104,7 @@ impl Client {
             .user_agent(concat!("kubestrap/", env!("CARGO_PKG_VERSION")))
             .build()
             .into();
-        Ok(Client { agent, base: base.trim_end_matches('/').to_string(), token, who })
+        Ok(Client { agent, base: base.trim_end_matches('/').to_string(), token, who, record: None })
     }
 
     /// A client for a kubeconfig's current context. `read` loads files the kubeconfig names
@@ -134,6 +138,12 @@ impl Client {
         Client::new(&cluster.server, Trust::Ca(ca), auth, timeout)
     }
 
+    /// The same client in dry-run mode: requests go to `recorder`, never to the network.
+    pub fn recording(mut self, recorder: Recorder) -> Client {
+        self.record = Some(recorder);
+        self
+    }
+
     pub fn base(&self) -> &str {
         &self.base
     }
@@ -144,6 +154,9 @@ impl Client {
 
     /// One HTTP exchange: the status and the body (JSON when it parses, else a string).
     pub fn request(&self, method: &str, path: &str, body: Option<(&str, &Value)>) -> Result<(u16, Value), ApiError> {
+        if let Some(r) = &self.record {
+            return Ok(r.answer(method, path, body.map(|(_, v)| v)));
+        }
         let url = format!("{}{path}", self.base);
         let mut resp = self.send(method, &url, body)?;
         let status = resp.status().as_u16();
@@ -270,6 +283,10 @@ impl Client {
         timeout: Duration,
         mut on_event: impl FnMut(&str, &Value) -> Option<T>,
     ) -> Result<Option<T>, ApiError> {
+        if self.record.is_some() {
+            // Nothing changes in a dry run, so a watch would only wait.
+            return Ok(None);
+        }
         let sep = if path.contains('?') { '&' } else { '?' };
         let url = format!("{}{path}{sep}watch=true&timeoutSeconds={}", self.base, timeout.as_secs().max(1));
         let mut resp = self.send("GET", &url, None)?;

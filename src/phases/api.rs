@@ -22,8 +22,12 @@ fn client_for(ctx: &InitContext, file: &str) -> Result<Client> {
         .read(&path)?
         .ok_or_else(|| Error::state(format!("{path} is missing; run `kubestrap init phase kubeconfig` first")))?;
     let kc = Kubeconfig::parse(&bytes).map_err(|m| Error::state(format!("{path} {m}")))?;
-    Client::from_kubeconfig(&kc, &|p| ctx.fs.read(p).ok().flatten(), REQUEST)
-        .map_err(|m| Error::state(format!("{path}: {m}")))
+    let client = Client::from_kubeconfig(&kc, &|p| ctx.fs.read(p).ok().flatten(), REQUEST)
+        .map_err(|m| Error::state(format!("{path}: {m}")))?;
+    Ok(match &ctx.dry_run_api {
+        Some(r) => client.recording(r.clone()),
+        None => client,
+    })
 }
 
 /// The admin client. admin.conf's group (kubeadm:cluster-admins) has no rights until its
@@ -58,7 +62,9 @@ pub fn wait_control_plane(ctx: &InitContext) -> Result<()> {
     let addr = kc.get("healthzBindAddress").and_then(serde_yaml::Value::as_str).unwrap_or("127.0.0.1").to_string();
     // kubeadm: timeouts.kubeletHealthCheck for the kubelet, controlPlaneComponentHealthCheck for the API server.
     let timeout = ctx.cfg.kubelet_health_timeout;
-    if port != 0 {
+    if port != 0 && ctx.dry_run_api.is_some() {
+        info!("[dry-run] Would wait for a healthy kubelet at http://{addr}:{port}/healthz (up to {timeout:?})");
+    } else if port != 0 {
         let url = format!("http://{addr}:{port}/healthz");
         info!("[wait-control-plane] Waiting for a healthy kubelet at {url}. This can take up to {timeout:?}");
         let t = ctx.clock.now();
@@ -113,30 +119,45 @@ pub fn mark_control_plane(ctx: &InitContext) -> Result<()> {
     Ok(())
 }
 
-/// The tokens init creates: the configured ones, or one generated and kept for reruns.
+/// The tokens init creates: the configured ones, or kubeadm's default one. A token without a
+/// value gets a generated one, kept (one per line) so a rerun uses the same.
 pub fn tokens(ctx: &InitContext) -> Result<Vec<BootstrapToken>> {
-    if !ctx.cfg.init.bootstrap_tokens.is_empty() {
-        return Ok(ctx.cfg.init.bootstrap_tokens.clone());
+    let mut list = ctx.cfg.init.bootstrap_tokens.clone();
+    if list.is_empty() {
+        list.push(BootstrapToken {
+            token: String::new(),
+            description: String::new(),
+            ttl: Some("24h0m0s".into()),
+            expires: None,
+            usages: vec!["signing".into(), "authentication".into()],
+            groups: vec![objects::BOOTSTRAP_GROUP.into()],
+        });
     }
-    let token = match ctx.fs.read(&GENERATED_TOKEN)? {
-        Some(b) if crate::token::is_valid_token(String::from_utf8_lossy(&b).trim()) => {
-            String::from_utf8_lossy(&b).trim().to_string()
-        }
-        _ => {
-            let t = crate::token::generate()?;
-            ctx.fs.write(&GENERATED_TOKEN, t.as_bytes())?;
-            ctx.fs.commit()?;
-            t
-        }
+    let unnamed = list.iter().filter(|t| t.token.is_empty()).count();
+    if unnamed == 0 {
+        return Ok(list);
+    }
+    let mut kept: Vec<String> = match ctx.fs.read(&GENERATED_TOKEN)? {
+        Some(b) => String::from_utf8_lossy(&b)
+            .lines()
+            .map(str::trim)
+            .take_while(|t| crate::token::is_valid_token(t))
+            .map(str::to_string)
+            .collect(),
+        None => Vec::new(),
     };
-    Ok(vec![BootstrapToken {
-        token,
-        description: String::new(),
-        ttl: Some("24h0m0s".into()),
-        expires: None,
-        usages: vec!["signing".into(), "authentication".into()],
-        groups: vec![objects::BOOTSTRAP_GROUP.into()],
-    }])
+    if kept.len() < unnamed {
+        while kept.len() < unnamed {
+            kept.push(crate::token::generate()?);
+        }
+        ctx.fs.write(&GENERATED_TOKEN, kept.join("\n").as_bytes())?;
+        ctx.fs.commit()?;
+    }
+    let mut fresh = kept.into_iter();
+    for t in list.iter_mut().filter(|t| t.token.is_empty()) {
+        t.token = fresh.next().unwrap_or_default();
+    }
+    Ok(list)
 }
 
 pub fn bootstrap_token(ctx: &InitContext) -> Result<()> {
@@ -183,16 +204,27 @@ pub fn addons(ctx: &InitContext) -> Result<()> {
 }
 
 /// What kubeadm prints at the end: how to use admin.conf and the exact join command. The token
-/// goes to stdout because the user asked for it; it is never logged.
+/// goes to stdout because the user asked for it; it is never logged. A dry run logs the command
+/// with the token withheld (stdout carries the plan).
 pub fn show_join_command(ctx: &InitContext) -> Result<()> {
     let ca =
         ctx.fs.read(crate::paths::cert(ctx.cfg.certs_dir(), "ca"))?.ok_or_else(|| Error::state("ca.crt is missing"))?;
     let hash = crate::pki::ca_hash(&ca)?;
-    let token = tokens(ctx)?.into_iter().next().map(|t| t.token).unwrap_or_default();
+    let dry_run = ctx.dry_run_api.is_some();
+    let token = if ctx.skip_token_print || dry_run {
+        "<value withheld>".to_string()
+    } else {
+        tokens(ctx)?.into_iter().next().map(|t| t.token).unwrap_or_default()
+    };
     let ep = &ctx.cfg.endpoint;
     let endpoint =
         if ep.host.contains(':') { format!("[{}]:{}", ep.host, ep.port) } else { format!("{}:{}", ep.host, ep.port) };
     let join = format!("kubestrap join {endpoint} --token {token} \\\n\t--discovery-token-ca-cert-hash {hash}");
+    if dry_run {
+        let one_line = join.replace(" \\\n\t", " ");
+        info!("[dry-run] Would print how to use admin.conf and the join command: {one_line}");
+        return Ok(());
+    }
     let mut out = String::from(
         "\nYour Kubernetes control-plane has initialized successfully!\n\n\
          To start using your cluster, you need to run the following as a regular user:\n\n  \

@@ -52,6 +52,10 @@ pub struct InitContext<'a> {
     pub clock: &'a dyn Clock,
     /// `--upload-certs` and its key (off unless asked for, as kubeadm).
     pub upload: UploadCerts,
+    /// Dry run: the API phases talk to this recorder instead of the cluster (set by the caller).
+    pub dry_run_api: Option<crate::kube::Recorder>,
+    /// `--skip-token-print`: the join command shows `<value withheld>` instead of the token.
+    pub skip_token_print: bool,
 }
 
 impl InitContext<'_> {
@@ -81,6 +85,8 @@ pub fn context<'a>(
         report,
         clock,
         upload: UploadCerts::default(),
+        dry_run_api: None,
+        skip_token_print: false,
     }
 }
 
@@ -164,14 +170,15 @@ pub fn check_skip<F>(list: &'static [Phase<F>], workflow: &str, skip: &[String])
     skip.iter().try_for_each(|s| lookup_all(list, workflow, s).map(|_| ()))
 }
 
-fn skipped(skip: &[String], name: &str) -> bool {
+/// Does `--skip-phases` name this phase (or its parent)?
+pub fn is_skipped(skip: &[String], name: &str) -> bool {
     skip.iter().any(|s| name == s || name.strip_prefix(s.as_str()).is_some_and(|r| r.starts_with('/')))
 }
 
 /// Runs the init phases not in `skip`, in order.
 pub fn run_init(ctx: &InitContext, skip: &[String]) -> Result<()> {
     check_skip(INIT_PHASES, "init", skip)?;
-    for p in INIT_PHASES.iter().filter(|p| !skipped(skip, p.name)) {
+    for p in INIT_PHASES.iter().filter(|p| !is_skipped(skip, p.name)) {
         run_init_phase(ctx, p)?;
     }
     Ok(())
@@ -180,7 +187,7 @@ pub fn run_init(ctx: &InitContext, skip: &[String]) -> Result<()> {
 /// Runs the join phases not in `skip`, in order.
 pub fn run_join(ctx: &JoinContext, skip: &[String]) -> Result<()> {
     check_skip(JOIN_PHASES, "join", skip)?;
-    for p in JOIN_PHASES.iter().filter(|p| !skipped(skip, p.name)) {
+    for p in JOIN_PHASES.iter().filter(|p| !is_skipped(skip, p.name)) {
         run_join_phase(ctx, p)?;
     }
     Ok(())

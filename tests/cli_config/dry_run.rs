@@ -1,0 +1,195 @@
+//! `init --dry-run` and `join --dry-run`: every phase runs, nothing is written, nothing is
+//! waited for, nothing is sent; the plan on stdout lists the files and the API objects, and for
+//! init it is exactly what a real init then creates on the API test double.
+
+use crate::common::*;
+
+use std::net::TcpListener;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+fn plan(r: &Run) -> Value {
+    serde_json::from_str(&r.stdout()).unwrap_or_else(|e| panic!("stdout is not one JSON plan ({e}):\n{}", r.stdout()))
+}
+
+fn objects(plan: &Value) -> &Vec<Value> {
+    plan["objects"].as_array().unwrap_or_else(|| panic!("no objects list: {plan}"))
+}
+
+fn http_method(verb: &str) -> &'static str {
+    match verb {
+        "create" => "POST",
+        "update" => "PUT",
+        "patch" => "PATCH",
+        "delete" => "DELETE",
+        other => panic!("unexpected verb {other}"),
+    }
+}
+
+#[test]
+fn init_dry_run_runs_every_phase_and_touches_nothing() {
+    let s = Scratch::new("");
+    let root = s.root_str();
+    let r = kubestrap(&[
+        "init",
+        "--dry-run",
+        "--root",
+        &root,
+        "--apiserver-advertise-address=127.0.0.1",
+        "--node-name=cp-1",
+        "--pod-network-cidr=10.244.0.0/16",
+    ])
+    .ok();
+    assert!(snapshot(&s.root()).is_empty(), "a dry run wrote under the root");
+    let p = plan(&r);
+    let files: Vec<&str> = p["files"].as_array().unwrap().iter().map(|f| f["path"].as_str().unwrap()).collect();
+    for f in [
+        "/etc/kubernetes/manifests/kube-apiserver.yaml",
+        "/etc/kubernetes/admin.conf",
+        "/var/lib/kubelet/config.yaml",
+        "/var/lib/kubestrap/bootstrap-token",
+    ] {
+        assert!(files.contains(&f), "{f} missing from the plan: {files:?}");
+    }
+    let objs = objects(&p);
+    let names: Vec<String> =
+        objs.iter().map(|o| format!("{} {} {}", o["verb"], o["kind"], o["name"]).replace('"', "")).collect();
+    assert_eq!(names.first().map(String::as_str), Some("create ClusterRoleBinding kubeadm:cluster-admins"));
+    assert_eq!(names.last().map(String::as_str), Some("create DaemonSet kube-proxy"));
+    for want in [
+        "create ConfigMap kubeadm-config",
+        "create ConfigMap kubelet-config",
+        "patch Node cp-1",
+        "create ConfigMap cluster-info",
+        "create Deployment coredns",
+        "create Service kube-dns",
+    ] {
+        assert!(names.iter().any(|n| n == want), "{want} missing: {names:#?}");
+    }
+    let node = objs.iter().find(|o| o["kind"] == "Node").unwrap();
+    assert!(
+        node["object"].to_string().contains("node-role.kubernetes.io/control-plane"),
+        "the Node patch carries the label and taint: {node}"
+    );
+    let err = r.stderr();
+    assert!(err.contains("[dry-run] Would wait for a healthy kubelet"), "{err}");
+    assert!(err.contains("--token <value withheld>"), "{err}");
+}
+
+/// The acceptance check: the objects a dry run lists are, in order, the changes a real init
+/// then makes on the API double (its request log, successful writes only).
+#[test]
+fn init_dry_run_lists_what_a_real_init_creates() {
+    let port = free_port();
+    let healthz = free_port();
+    let config = fill(fixture!("cluster-e2e/kubeadm.yaml"), &[("port", &port), ("healthz", &healthz)]);
+
+    let dry = Scratch::new(&config);
+    let r = dry.init_full(&["--dry-run"]).ok();
+    assert!(snapshot(&dry.root()).is_empty());
+    let planned: Vec<(String, String)> = objects(&plan(&r))
+        .iter()
+        .map(|o| (http_method(o["verb"].as_str().unwrap()).to_string(), o["path"].as_str().unwrap().to_string()))
+        .collect();
+
+    let real = Scratch::new(&config);
+    let root = real.root();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let manifest = root.join("etc/kubernetes/manifests/kube-apiserver.yaml");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !manifest.exists() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = tx.send(start_double(&root.join("etc/kubernetes/pki"), port, healthz, |_| {}));
+    });
+    let run = real.init_full(&["--skip-token-print"]);
+    let double = rx.recv_timeout(Duration::from_secs(60)).expect("double started");
+    assert_eq!(run.code(), 0, "init failed:\n{}", run.stderr());
+    assert!(run.stdout().contains("--token <value withheld>"), "{}", run.stdout());
+    assert!(!run.stdout().contains(TOKEN), "--skip-token-print printed the token");
+
+    let made: Vec<(String, String)> = double
+        .request_log()
+        .into_iter()
+        .filter(|l| ["POST", "PUT", "PATCH", "DELETE"].contains(&l.method.as_str()) && (200..300).contains(&l.status))
+        .map(|l| (l.method, l.path))
+        .collect();
+    assert_eq!(planned, made, "the dry run's plan differs from what init did");
+}
+
+#[test]
+fn init_dry_run_from_the_configuration_dry_run_field() {
+    let s =
+        Scratch::new(&BASE_CONFIG.replacen("kind: InitConfiguration\n", "kind: InitConfiguration\ndryRun: true\n", 1));
+    let r = s.init_full(&[]).ok();
+    assert!(snapshot(&s.root()).is_empty());
+    assert!(!objects(&plan(&r)).is_empty());
+}
+
+/// A join dry run resolves and checks everything a join would, contacts nobody (a listener at
+/// the endpoint sees no connection) and plans the CSR.
+#[test]
+fn join_dry_run_sends_nothing_and_plans_the_csr() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let endpoint = listener.local_addr().unwrap().to_string();
+    let s = Scratch::new("");
+    let root = s.root_str();
+    let hash = format!("sha256:{}", "ab".repeat(32));
+    let r = kubestrap(&[
+        "join",
+        &endpoint,
+        "--token",
+        TOKEN,
+        &format!("--discovery-token-ca-cert-hash={hash}"),
+        "--node-name=worker-1",
+        "--root",
+        &root,
+        "--dry-run",
+    ])
+    .ok();
+    assert!(
+        matches!(listener.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "the dry run connected to the endpoint"
+    );
+    assert!(snapshot(&s.root()).is_empty(), "a dry run wrote under the root");
+    let p = plan(&r);
+    assert_eq!(p["discovery"]["apiServerEndpoint"], endpoint.as_str());
+    assert_eq!(p["discovery"]["caCertHashes"][0], hash.as_str());
+    assert_eq!(p["discovery"]["tokenId"], "abcdef");
+    let objs = objects(&p);
+    let csr = objs.iter().find(|o| o["verb"] == "create").unwrap_or_else(|| panic!("no create in {objs:?}"));
+    assert_eq!(csr["kind"], "CertificateSigningRequest");
+    assert_eq!(csr["object"]["spec"]["signerName"], "kubernetes.io/kube-apiserver-client-kubelet");
+    let (code, subject, err) = sh(&format!(
+        "printf %s '{}' | base64 -d | openssl req -noout -subject",
+        csr["object"]["spec"]["request"].as_str().unwrap()
+    ));
+    assert_eq!(code, 0, "{err}");
+    assert!(subject.contains("system:node:worker-1") && subject.contains("system:nodes"), "{subject}");
+    let later: Vec<&str> =
+        p["filesFromCluster"].as_array().unwrap().iter().map(|f| f["path"].as_str().unwrap()).collect();
+    assert!(later.contains(&"/etc/kubernetes/kubelet.conf"), "{later:?}");
+
+    // A join that could not run is refused the same way in a dry run.
+    let r = kubestrap(&["join", &endpoint, "--token", TOKEN, "--root", &root, "--dry-run"]);
+    assert_eq!(r.code(), 2);
+    assert!(r.stderr().contains("--discovery-token-ca-cert-hash"), "{}", r.stderr());
+}
+
+#[test]
+fn join_dry_run_from_the_configuration_dry_run_field() {
+    let w = tempfile::tempdir().unwrap();
+    let cfg = w.path().join("join.yaml");
+    let text =
+        fill(fixture!("cluster-e2e/join.yaml"), &[("port", &1), ("hash", &format!("sha256:{}", "cd".repeat(32)))]);
+    std::fs::write(&cfg, text.replacen("kind: JoinConfiguration\n", "kind: JoinConfiguration\ndryRun: true\n", 1))
+        .unwrap();
+    let root = w.path().join("root");
+    let r = kubestrap(&["join", "--config", cfg.to_str().unwrap(), "--root", root.to_str().unwrap()]).ok();
+    assert!(!root.exists() || snapshot(&root).is_empty());
+    assert_eq!(plan(&r)["discovery"]["apiServerEndpoint"], "127.0.0.1:1");
+}
