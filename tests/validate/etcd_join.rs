@@ -23,7 +23,7 @@ use serde_json::{Value, json};
 
 use crate::common::etcd::{
     RecordingClock, args_from_command, etcdctl, free_ports, health_tls, is_healthy, manifest_command, member_list,
-    refs, rewrite_value, start_etcd,
+    refs, rewrite_value, start_etcd, without_newer_flags,
 };
 use crate::common::{ChildGuard, Scratch, fill, fixture, free_port, require_tool, start_double, write_file};
 
@@ -87,15 +87,26 @@ impl Node {
     /// The first member: etcd started from init's etcd.yaml, a new cluster.
     fn start_first(&self, deadline: Instant) -> ChildGuard {
         let command = manifest_command(&self.s.path("/etc/kubernetes/manifests/etcd.yaml"));
-        let args = args_from_command(&self.s, &command, self.ports);
-        let (url, tls) = (self.client_url(), self.health());
-        let ready = || is_healthy(&etcdctl(&url, &refs(&tls), &["endpoint", "health"]).1);
-        start_etcd(&self.s, args, &ready, deadline).0
+        self.start(
+            &command,
+            &|| is_healthy(&etcdctl(&self.client_url(), &refs(&self.health()), &["endpoint", "health"]).1),
+            deadline,
+        )
+    }
+
+    /// etcd from a manifest command, minus the flags etcd 3.4 predates (`validate/etcd_real`
+    /// checks those); any other flag it rejects fails the test.
+    fn start(&self, command: &[String], ready: &dyn Fn() -> bool, deadline: Instant) -> ChildGuard {
+        let args = without_newer_flags(args_from_command(&self.s, command, self.ports));
+        let (guard, dropped) = start_etcd(&self.s, args, ready, deadline);
+        assert!(dropped.is_empty(), "etcd 3.4 rejected {dropped:?}");
+        guard
     }
 
     /// A joining member: the manifest kubestrap renders from the learner add (its two join
     /// flags checked), then etcd started from it; returns once etcd answers `Status` (a learner
-    /// answers it; it refuses health's linearizable read until promoted).
+    /// answers it; it refuses health's linearizable read until promoted), asked with our client,
+    /// which is told "refused" at once where etcdctl would wait out its dial timeout.
     fn start_joining(&self, a: &Announced, deadline: Instant) -> ChildGuard {
         let list = a.initial_cluster.to_string();
         let pod = manifests::etcd_join(&self.cfg(), &HostEnv::default(), &list).expect("local etcd");
@@ -107,10 +118,8 @@ impl Node {
             .collect();
         assert!(command.contains(&format!("--initial-cluster={list}")), "{command:?}");
         assert!(command.contains(&"--initial-cluster-state=existing".to_string()), "{command:?}");
-        let args = args_from_command(&self.s, &command, self.ports);
-        let (url, tls) = (self.client_url(), self.health());
-        let ready = || etcdctl(&url, &refs(&tls), &["endpoint", "status"]).0 == 0;
-        start_etcd(&self.s, args, &ready, deadline).0
+        let probe = etcd::Client::new(&[self.client_url()], &self.creds()).expect("client");
+        self.start(&command, &|| probe.status(&self.client_url()).is_ok(), deadline)
     }
 
     /// The mirror Pod a kubelet posts for this node's etcd: the manifest's labels and its
@@ -166,6 +175,29 @@ fn need_etcd() {
     assert!(Path::new("/usr/bin/etcd").exists(), "/usr/bin/etcd is required (scripts/install-test-deps)");
 }
 
+/// Writes `n` keys of 1 MiB each through `node`'s etcd (values from stdin, as etcdctl reads
+/// them); returns the database size in MiB.
+fn load(node: &Node, n: usize) -> u64 {
+    let value = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(value.path(), vec![b'k'; 1 << 20]).unwrap();
+    let tls = node.health();
+    for i in 0..n {
+        let out = std::process::Command::new("etcdctl")
+            .env("ETCDCTL_API", "3")
+            .args(["--endpoints", &node.client_url(), "--command-timeout=10s"])
+            .args(&tls)
+            .args(["put", &format!("/kubestrap/load/{i}")])
+            .stdin(std::fs::File::open(value.path()).unwrap())
+            .output()
+            .expect("etcdctl put");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let (code, out) = etcdctl(&node.client_url(), &refs(&tls), &["endpoint", "status", "-w", "json"]);
+    assert_eq!(code, 0, "{out}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    v[0]["Status"]["dbSize"].as_u64().unwrap() >> 20
+}
+
 /// Polls `cond` (another thread's progress) until the deadline.
 fn wait_until(deadline: Instant, what: &str, cond: impl Fn() -> bool) {
     while !cond() {
@@ -193,6 +225,9 @@ fn three_members_form_by_learner_add_and_promote() {
         .unwrap()
         .at(&format!("https://127.0.0.2:{api_port}"));
     double.put_object(n1.mirror_pod()).unwrap();
+    // Data for the learners to catch up on: 32 values of 1 MiB.
+    let db_mib = load(&n1, 32);
+    println!("cp-1 holds {db_mib} MiB of etcd database before the joins");
 
     let mut running = Vec::new();
     for (node, before) in [(&n2, vec![&n1]), (&n3, vec![&n1, &n2])] {

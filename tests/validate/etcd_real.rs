@@ -3,8 +3,8 @@
 //! kubeadm hands out. Proves that the etcd certs, SANs and mTLS flags work together.
 
 use crate::common::etcd::{
-    args_from_command, etcdctl, free_ports, health_tls, is_healthy, log_path, manifest_command, read, refs, start_etcd,
-    tls_args,
+    NEWER_THAN_3_4, args_from_command, etcdctl, free_ports, health_tls, is_healthy, log_path, manifest_command, read,
+    refs, start_etcd, tls_args,
 };
 use crate::common::{Scratch, fixture, mode, require_tool};
 use std::io::{Read, Write};
@@ -14,10 +14,6 @@ use std::time::{Duration, Instant};
 
 /// A control plane advertising 127.0.0.2: etcd's advertised URLs and server SANs use it.
 const CONFIG: &str = fixture!("etcd-loopback/kubeadm.yaml");
-
-/// Flags kubeadm emits for newer etcd (3.6 renamed the `experimental-*` ones) that etcd 3.4
-/// legitimately does not know. Any other unknown flag is a bug in our manifest.
-const NEWER_THAN_3_4: &[&str] = &["feature-gates", "watch-progress-notify-interval"];
 
 /// Plain HTTP GET on the metrics listener, which the static Pod probes use.
 fn http_get(port: u16, path: &str) -> String {
