@@ -126,15 +126,17 @@ impl Client {
     /// A client for `endpoints` (client URLs such as `https://10.0.0.11:2379`); every request
     /// is bounded by kubeadm's 2 s etcd timeout.
     pub fn new(endpoints: &[String], creds: &Credentials) -> Result<Client, EtcdError> {
-        let base = endpoints.first().map(String::as_str).unwrap_or("https://127.0.0.1:2379");
         let auth =
             Auth::Cert { cert_pem: creds.cert.1.clone(), key_pem: creds.key.1.clone(), user: "etcd client".into() };
-        let http = kube::Client::new(base, Trust::Ca(creds.ca.1.clone()), auth, ETCD_REQUEST).map_err(|e| match e {
+        // Every call names its endpoint (`kube::Client::at`), so the base is never used.
+        let http = kube::Client::new("", Trust::Ca(creds.ca.1.clone()), auth, ETCD_REQUEST).map_err(|e| match e {
             ApiError::BadCredentials { what, detail } => {
-                let path = match what.as_str() {
-                    "the cluster CA" => &creds.ca.0,
-                    "the client key" => &creds.key.0,
-                    _ => &creds.cert.0,
+                let path = if what.contains("CA") {
+                    &creds.ca.0
+                } else if what.contains("key") {
+                    &creds.key.0
+                } else {
+                    &creds.cert.0
                 };
                 EtcdError::BadCredentials { path: path.clone(), detail }
             }

@@ -36,6 +36,13 @@ pub enum EtcdError {
     /// Promote without an add: nothing to promote.
     #[error("no etcd member has the peer URL {peer_url}; the learner must be added first")]
     NotAMember { peer_url: String },
+    /// A started member of another name has our peer URL: a node that used this address was
+    /// never removed. Reusing its identity with a fresh data dir would corrupt the cluster.
+    #[error(
+        "etcd member {id:x} ({name}) already has the peer URL {peer_url}; if that node is gone, remove it \
+         (`etcdctl member remove {id:x}`, or `kubeadm reset` on it) and join again"
+    )]
+    PeerUrlTaken { peer_url: String, name: String, id: u64 },
     /// The etcd Pods of a PodList cannot give endpoints.
     #[error("etcd Pods: {0}")]
     Pods(String),
@@ -54,14 +61,13 @@ fn why(kind: &Transport) -> &'static str {
 }
 
 impl EtcdError {
-    /// An exchange with `endpoint` that got no etcd answer.
+    /// An exchange with `endpoint` that got no etcd answer (an endpoint that is no URL included).
     pub(crate) fn from_api(endpoint: &str, call: &'static str, e: ApiError) -> EtcdError {
-        match e {
-            ApiError::Transport { kind, detail, .. } => {
-                EtcdError::Unreachable { endpoint: endpoint.to_string(), call, kind, detail }
-            }
-            other => EtcdError::BadAnswer { endpoint: endpoint.to_string(), call, http: 0, detail: other.to_string() },
-        }
+        let (kind, detail) = match e {
+            ApiError::Transport { kind, detail, .. } => (kind, detail),
+            other => (Transport::Other, other.to_string()),
+        };
+        EtcdError::Unreachable { endpoint: endpoint.to_string(), call, kind, detail }
     }
 
     fn rejected(&self) -> Option<(i64, &str)> {
@@ -121,7 +127,8 @@ impl EtcdError {
             | EtcdError::MissingFile { .. }
             | EtcdError::BadCredentials { .. }
             | EtcdError::BadPeerUrl { .. }
-            | EtcdError::NotAMember { .. } => false,
+            | EtcdError::NotAMember { .. }
+            | EtcdError::PeerUrlTaken { .. } => false,
         }
     }
 }

@@ -130,7 +130,8 @@ pub fn connect(endpoints: &[String], creds: &Credentials, clock: &dyn Clock) -> 
     Ok(client)
 }
 
-/// Adds this node as a learner, or finds it already added (by its peer URL). Retried every
+/// Adds this node as a learner, or finds it already added (by its peer URL; a started member
+/// there must carry our name, else another node's member holds the address). Retried every
 /// 500 ms for up to 2 m: while another node's learner is in the cluster etcd refuses a second
 /// one ("too many learner members"), and a leader election or a member down is waited out.
 /// Our client URL joins the client's endpoints, as kubeadm does.
@@ -143,6 +144,10 @@ pub fn add_as_learner(client: &Client, me: &NewMember, clock: &dyn Clock) -> Res
             Err(e) => return wait_or_fail(e),
         };
         if let Some(m) = members.iter().find(|m| m.has_peer_url(&me.peer_url)) {
+            if m.is_started() && m.name != me.name {
+                let taken = EtcdError::PeerUrlTaken { peer_url: me.peer_url.clone(), name: m.name.clone(), id: m.id };
+                return Attempt::Fail(taken.into());
+            }
             return Attempt::Done((m.clone(), members.clone(), true));
         }
         match client.member_add(std::slice::from_ref(&me.peer_url), true) {

@@ -328,6 +328,20 @@ fn a_join_interrupted_after_every_step_reruns_to_one_member_per_node() {
     etcd::wait_available(&c, &fake).unwrap();
     assert!(fake.waits().is_empty(), "{:?}", fake.waits());
     assert_eq!(members(&n1), voters(&[&n1, &n2]));
+    // Another node on cp-2's old address (cp-2 never removed) is refused, not given its identity.
+    let fake = FakeClock::new();
+    let c = etcd::connect(&eps, &n2.creds(), &fake).unwrap();
+    let e = etcd::add_as_learner(&c, &NewMember { name: "cp-2b".into(), ..n2.me() }, &fake).unwrap_err();
+    let id = format!("{:x}", first.member_id);
+    assert_eq!(
+        e.message,
+        format!(
+            "etcd member {id} (cp-2) already has the peer URL {}; if that node is gone, remove it \
+             (`etcdctl member remove {id}`, or `kubeadm reset` on it) and join again",
+            n2.peer_url()
+        )
+    );
+    assert!(fake.waits().is_empty());
 
     // 4. Killed while MemberAdd was in flight, after etcd applied it (etcdctl makes that add):
     // the rerun finds the member instead of adding a second one.
