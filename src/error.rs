@@ -14,6 +14,7 @@ use crate::config::values::ValueError;
 use crate::csr::CsrError;
 use crate::datasource::SourceError;
 use crate::discovery::{BadToken, DiscoveryProblem, PinError};
+use crate::etcd::EtcdError;
 use crate::host::HostError;
 use crate::kube::ApiError;
 use crate::kube::paths::PathError;
@@ -206,6 +207,11 @@ layer! {
     };
     HostError => |_e| Kind::Runtime;
     CriError => |_e| Kind::Runtime;
+    // A missing or unreadable etcd client certificate is on-disk state; the rest is runtime.
+    EtcdError => |e| match e {
+        EtcdError::MissingFile { .. } | EtcdError::BadCredentials { .. } => Kind::State,
+        _ => Kind::Runtime,
+    };
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ pub mod csr;
 pub mod datasource;
 pub mod discovery;
 pub mod error;
+pub mod etcd;
 pub mod fsutil;
 pub mod host;
 pub mod join;

@@ -38,3 +38,20 @@ pub const DATASOURCE_BACKOFF: Backoff =
     Backoff { initial: Duration::from_millis(500), max: Duration::from_millis(500) };
 /// One IMDS request: a metadata service answers in milliseconds or is not there.
 pub const DATASOURCE_HTTP: Duration = Duration::from_secs(2);
+
+/// kubeadm's EtcdAPICallTimeout (v1beta4 `timeouts.etcdAPICall`): one logical etcd call (member
+/// list, learner add, promote), retries included.
+pub const ETCD_API_CALL: Duration = Duration::from_secs(2 * 60);
+/// kubeadm's EtcdAPICallRetryInterval: the pause between etcd attempts (with our ±25% jitter, so
+/// concurrent joins do not collide in lockstep).
+pub const ETCD_API_CALL_RETRY: Backoff =
+    Backoff { initial: Duration::from_millis(500), max: Duration::from_millis(500) };
+/// kubeadm's etcdTimeout: one etcd request (its gRPC context; here connect + answer).
+pub const ETCD_REQUEST: Duration = Duration::from_secs(2);
+/// kubeadm's WaitForClusterAvailable(8, 5s): up to 8 rounds of Status on every endpoint, 5 s
+/// apart, so 35 s from the first round to the last ("This can take up to 40s").
+pub const ETCD_WAIT_AVAILABLE: Duration = Duration::from_secs(7 * 5);
+pub const ETCD_WAIT_AVAILABLE_RETRY: Backoff = Backoff { initial: Duration::from_secs(5), max: Duration::from_secs(5) };
+/// kubeadm's KubernetesAPICallRetryInterval: polling the API for the etcd Pods' annotations.
+pub const KUBERNETES_API_CALL_RETRY: Backoff =
+    Backoff { initial: Duration::from_millis(500), max: Duration::from_millis(500) };

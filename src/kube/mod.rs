@@ -1,5 +1,6 @@
 //! The only module that speaks HTTP/TLS: a small Kubernetes API client on ureq + rustls (ring).
-//! The base URL is a constructor argument, so tests point it at the API test double.
+//! The base URL is a constructor argument, so tests point it at the API test double. `etcd/`
+//! talks to etcd's v3 JSON gateway through this same [`Client`] (one TLS stack).
 
 pub mod error;
 pub mod paths;
@@ -142,6 +143,18 @@ impl Client {
     pub fn recording(mut self, recorder: Recorder) -> Client {
         self.record = Some(recorder);
         self
+    }
+
+    /// The same credentials, trust and timeouts (one TLS set-up) aimed at another base URL:
+    /// etcd's client walks its endpoints this way.
+    pub fn at(&self, base: &str) -> Client {
+        Client {
+            agent: self.agent.clone(),
+            base: base.trim_end_matches('/').to_string(),
+            token: self.token.clone(),
+            who: self.who.clone(),
+            record: self.record.clone(),
+        }
     }
 
     pub fn base(&self) -> &str {

@@ -71,6 +71,16 @@ fn etcd_is_36_or_newer(tag: &str) -> bool {
 }
 
 pub fn etcd(cfg: &InitConfig, env: &HostEnv) -> Option<Value> {
+    etcd_pod(cfg, env, None)
+}
+
+/// The manifest of a member joining an existing cluster: `--initial-cluster` lists every member
+/// (from the learner add, `etcd::add_as_learner`) and `--initial-cluster-state=existing`.
+pub fn etcd_join(cfg: &InitConfig, env: &HostEnv, initial_cluster: &str) -> Option<Value> {
+    etcd_pod(cfg, env, Some(initial_cluster))
+}
+
+fn etcd_pod(cfg: &InitConfig, env: &HostEnv, joining: Option<&str>) -> Option<Value> {
     let local = cfg.local_etcd()?;
     let adv = url_host(cfg.advertise_address);
     let lo = loopback(cfg);
@@ -83,7 +93,7 @@ pub fn etcd(cfg: &InitConfig, env: &HostEnv) -> Option<Value> {
         ("client-cert-auth", "true".into()),
         ("data-dir", local.data_dir.clone()),
         ("initial-advertise-peer-urls", format!("https://{adv}:{ETCD_PEER_PORT}")),
-        ("initial-cluster", format!("{name}=https://{adv}:{ETCD_PEER_PORT}")),
+        ("initial-cluster", joining.map_or_else(|| format!("{name}=https://{adv}:{ETCD_PEER_PORT}"), str::to_string)),
         ("key-file", format!("{e}/server.key")),
         ("listen-client-urls", format!("https://{lo}:{ETCD_CLIENT_PORT},https://{adv}:{ETCD_CLIENT_PORT}")),
         ("listen-metrics-urls", format!("http://{lo}:{ETCD_METRICS_PORT}")),
@@ -96,6 +106,9 @@ pub fn etcd(cfg: &InitConfig, env: &HostEnv) -> Option<Value> {
         ("snapshot-count", "10000".into()),
         ("trusted-ca-file", format!("{e}/ca.crt")),
     ]);
+    if joining.is_some() {
+        defaults.push(("initial-cluster-state".into(), "existing".into()));
+    }
     if modern {
         defaults.extend(kv(&[
             ("feature-gates", "InitialCorruptCheck=true".into()),
@@ -139,7 +152,7 @@ pub fn etcd(cfg: &InitConfig, env: &HostEnv) -> Option<Value> {
             Volume::new("etcd-data", &local.data_dir, false, "DirectoryOrCreate"),
         ],
         env: merge_env(&env.proxy_env, &local.extra_envs),
-        annotations: vec![("kubeadm.kubernetes.io/etcd.advertise-client-urls".into(), client_urls)],
+        annotations: vec![(crate::etcd::ADVERTISE_CLIENT_URLS_ANNOTATION.into(), client_urls)],
         ports,
     }))
 }
@@ -326,3 +339,6 @@ pub fn kube_scheduler(cfg: &InitConfig, env: &HostEnv) -> Value {
         command: cmd,
     })
 }
+
+#[cfg(test)]
+mod etcd_join_tests;

@@ -3,6 +3,8 @@
 //! reads the fixtures under tests/fixtures/, and drives the external tools the tests check with.
 #![allow(dead_code)]
 
+pub mod etcd;
+
 use std::fmt::Display;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
