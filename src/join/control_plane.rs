@@ -186,3 +186,38 @@ pub fn mark_control_plane(ctx: &JoinContext) -> Result<()> {
     let cfg = node_config(ctx, cp)?;
     crate::phases::mark_control_plane(&init_context(ctx, &cfg))
 }
+
+/// `etcd-join` (stacked etcd only): this node as an etcd learner of the existing members (found
+/// through the etcd Pods' annotations, then the member list), its etcd manifest with
+/// `--initial-cluster` and `--initial-cluster-state=existing`, then — once the kubelet runs it —
+/// promotion to a voter and a wait until every member answers. A rerun finds its member by peer
+/// URL and neither adds a second nor loses the first.
+pub fn etcd_join(ctx: &JoinContext) -> Result<()> {
+    let Some(cp) = control_plane(ctx, "etcd-join") else { return Ok(()) };
+    let cfg = node_config(ctx, cp)?;
+    let Some(local) = cfg.local_etcd() else {
+        info!("[etcd-join] Using external etcd - no local stacked instance added");
+        return Ok(());
+    };
+    let api = client(ctx)?;
+    let endpoints = crate::etcd::endpoints_from_cluster(&api, ctx.clock)?;
+    let creds = crate::etcd::Credentials::load(ctx.fs, cfg.certs_dir(), crate::etcd::HEALTHCHECK_CLIENT)?;
+    let etcd = crate::etcd::connect(&endpoints, &creds, ctx.clock)?;
+    let me = crate::etcd::NewMember::for_node(&cfg.node_name, cfg.advertise_address);
+    let announced = crate::etcd::add_as_learner(&etcd, &me, ctx.clock)?;
+    info!("[etcd] Announced new etcd member joining to the existing etcd cluster");
+    let env = crate::phases::host_env(ctx.fs);
+    let pod = crate::manifests::etcd_join(&cfg, &env, &announced.initial_cluster.to_string())
+        .ok_or_else(|| Error::runtime("internal: stacked etcd without an etcd manifest"))?;
+    ctx.fs.mkdir(&paths::etcd_data_dir(&local.data_dir))?;
+    let path = paths::manifest("etcd");
+    info!("[etcd] Creating static Pod manifest for \"etcd\" in {:?}", path.as_str());
+    ctx.fs.write(&path, crate::manifests::pod::to_yaml(&pod)?.as_bytes())?;
+    ctx.fs.commit()?;
+    if ctx.fs.root() == std::path::Path::new("/") {
+        crate::systemd::restart_kubelet();
+    }
+    info!("[etcd] Waiting for the new etcd member to join the cluster. This can take up to 40s");
+    crate::etcd::promote(&etcd, &me.peer_url, ctx.clock)?;
+    crate::etcd::wait_available(&etcd, ctx.clock)
+}

@@ -130,6 +130,7 @@ pub const JOIN_PHASES: &[Phase<JoinFn>] = &[
     Phase { name: "control-plane-prepare/kubeconfig", description: "Control plane: admin, controller-manager and scheduler kubeconfigs", run: crate::join::control_plane::kubeconfig },
     Phase { name: "control-plane-prepare/control-plane", description: "Control plane: the API server, controller-manager and scheduler manifests", run: crate::join::control_plane::manifests },
     Phase { name: "kubelet-start", description: "Write the kubelet's config and flags, get the node's client certificate (TLS bootstrap), write kubelet.conf", run: crate::join::kubelet_start },
+    Phase { name: "etcd-join", description: "Control plane, stacked etcd: add this node as an etcd learner, write its etcd manifest, promote it", run: crate::join::control_plane::etcd_join },
     Phase { name: "mark-control-plane", description: "Control plane: label and taint this node as control-plane", run: crate::join::control_plane::mark_control_plane },
 ];
 
