@@ -7,8 +7,6 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::path::Path;
 
-use log::warn;
-
 use crate::cli;
 use crate::config::types::{BootstrapToken, ClusterConfiguration, InitConfiguration};
 use crate::config::values::{is_dns1123_subdomain, parse_duration};
@@ -137,11 +135,6 @@ impl InitFlags {
         }
         if let Some(f) = &self.feature_gates {
             feature_gates(f)?;
-        }
-        if self.upload_certs {
-            warn!(
-                "[init] WARNING: --upload-certs is accepted but kubestrap does not upload control-plane certificates yet: control-plane nodes cannot join this cluster with kubestrap"
-            );
         }
         Ok(())
     }

@@ -119,7 +119,9 @@ fn check_flags(j: &cli::Join) -> Result<()> {
             "--patches: kubestrap does not apply kubeadm patches; set kubelet flags with nodeRegistration.kubeletExtraArgs in a JoinConfiguration (--config)",
         ));
     }
-    if j.apiserver_advertise_address.is_some() || j.apiserver_bind_port.is_some() {
+    let cp_flags =
+        j.apiserver_advertise_address.is_some() || j.apiserver_bind_port.is_some() || j.certificate_key.is_some();
+    if cp_flags && !j.control_plane {
         warn!(
             "[preflight] WARNING: --control-plane is also required when passing control-plane related flags such as [certificate-key, apiserver-advertise-address, apiserver-bind-port]"
         );

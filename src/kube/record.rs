@@ -68,9 +68,14 @@ impl Recorder {
                 if s.objects.contains_key(&own) {
                     return (409, status(409, "AlreadyExists", &format!("{own} already exists")));
                 }
-                s.objects.insert(own, body.clone());
+                // As the server: a created object has a uid (owner references point at it).
+                let mut stored = body.clone();
+                if let Some(meta) = stored.get_mut("metadata").and_then(Value::as_object_mut) {
+                    meta.insert("uid".into(), json!(format!("dry-run-{}", s.log.len() + 1)));
+                }
+                s.objects.insert(own, stored.clone());
                 s.log.push(recorded("create", path, &body, &body));
-                (201, body)
+                (201, stored)
             }
             "PUT" => {
                 s.objects.insert(path.to_string(), body.clone());

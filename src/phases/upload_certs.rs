@@ -77,7 +77,10 @@ pub fn run(ctx: &InitContext) -> Result<()> {
     for o in objects::rbac::kubeadm_certs_rbac() {
         client.apply(&o)?;
     }
-    if !ctx.upload.skip_key_print {
+    if ctx.dry_run_api.is_some() {
+        // stdout carries the JSON plan; the key itself is never logged.
+        info!("[dry-run] Would print the certificate key");
+    } else if !ctx.upload.skip_key_print {
         // stdout, as kubeadm: the operator asked for it; it is never logged.
         println!("[upload-certs] Using certificate key:\n{}", key.to_hex());
     }

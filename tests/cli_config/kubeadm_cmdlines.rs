@@ -7,33 +7,9 @@ use crate::common::*;
 
 use serde_json::Value;
 
-/// Splits a command line as a shell would for these lines: whitespace, and double quotes.
+/// Whitespace and double quotes, as a shell splits these lines (the kernel command line's rule).
 fn words(line: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    let (mut quoted, mut any) = (false, false);
-    for c in line.chars() {
-        match c {
-            '"' => {
-                quoted = !quoted;
-                any = true;
-            }
-            c if c.is_whitespace() && !quoted => {
-                if any {
-                    out.push(std::mem::take(&mut cur));
-                    any = false;
-                }
-            }
-            c => {
-                cur.push(c);
-                any = true;
-            }
-        }
-    }
-    if any {
-        out.push(cur);
-    }
-    out
+    kubestrap::datasource::cmdline::words(line)
 }
 
 /// `host:port` or `host` with the host replaced by 127.0.0.1.
