@@ -171,7 +171,9 @@ mod tests {
         let coll = "/api/v1/namespaces/kube-system/configmaps";
         assert_eq!(r.answer("POST", coll, Some(&cm)).0, 201);
         assert_eq!(r.answer("POST", coll, Some(&cm)).0, 409);
-        assert_eq!(r.answer("GET", &format!("{coll}/c"), None), (200, cm.clone()));
+        let (code, stored) = r.answer("GET", &format!("{coll}/c"), None);
+        assert_eq!((code, &stored["metadata"]["name"]), (200, &cm["metadata"]["name"]));
+        assert_eq!(stored["metadata"]["uid"], "dry-run-1", "a created object has a uid, as on the server");
         assert_eq!(r.answer("GET", &format!("{coll}/d"), None).0, 404);
         assert_eq!(r.answer("PATCH", "/api/v1/nodes/cp-1", Some(&json!({"spec": {}}))).0, 200);
         let log = r.recorded();
