@@ -46,7 +46,7 @@ fn control_plane_then_worker_from_user_data_alone() {
     let (port, healthz) = (free_port(), free_port());
     let user_data = fill(fixture!("boot-control-plane/user-data"), &[("port", &port), ("healthz", &healthz)]);
     seed(cp.path(), &user_data, "cp-1");
-    // The unit's SetCredential= default: an empty credential means "none given".
+    // An empty credential (e.g. written by a drop-in) means "none given".
     credential(cp.path(), "kubestrap.token", "");
 
     let r = boot(cp.path(), "pre-kubelet");
