@@ -151,6 +151,31 @@ pub fn split_list(s: Option<&str>) -> Vec<String> {
     s.map(|s| s.split(',').map(str::trim).filter(|x| !x.is_empty()).map(str::to_string).collect()).unwrap_or_default()
 }
 
+/// Parses a command line (`argv[0]` is the program name) into [`Cli`]: kubeadm's `--flag=value`
+/// spelling becomes `--flag value`, and argh's errors become usage errors (exit 2) in which any
+/// bootstrap token is hidden. Also how user-data's `kubeadm init|join ...` lines are read.
+pub fn parse_args(argv: &[String]) -> Result<Cli, crate::error::Error> {
+    let Some((program, rest)) = argv.split_first() else {
+        return Err(crate::error::Error::usage("empty command line"));
+    };
+    let mut args: Vec<&str> = Vec::with_capacity(rest.len() + 4);
+    let mut positional_only = false;
+    for a in rest {
+        match a.split_once('=') {
+            Some((flag, value)) if !positional_only && flag.starts_with("--") && flag.len() > 2 => {
+                args.push(flag);
+                args.push(value);
+            }
+            _ => {
+                positional_only |= a == "--";
+                args.push(a);
+            }
+        }
+    }
+    <Cli as FromArgs>::from_args(&[program.as_str()], &args)
+        .map_err(|e| crate::error::Error::usage(crate::token::replace_tokens(e.output.trim_end(), "<token hidden>")))
+}
+
 /// Join this machine to a cluster as a worker node: preflight, discovery, kubelet-start (TLS bootstrap).
 #[derive(FromArgs, Debug)]
 #[argh(subcommand, name = "join")]
