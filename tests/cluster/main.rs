@@ -10,3 +10,4 @@ mod cluster_e2e;
 mod crash_safety;
 mod join_phases;
 mod jws_interop;
+mod userdata_kubeadm;
