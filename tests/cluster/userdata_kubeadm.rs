@@ -56,16 +56,6 @@ fn written_content(user_data: &str, path: &str) -> String {
     format!("{}\n", block.trim_end())
 }
 
-/// The API double on the node's PKI. Cluster API's CA key is PKCS#1, which the double's signer
-/// cannot read: it gets a PKCS#8 copy (openssl), the node keeps CAPI's file.
-fn start_capi_double(root: &Path, port: u16, healthz: u16) -> kube_double::Handle {
-    let pki = root.join("etc/kubernetes/pki");
-    let (code, pkcs8, err) =
-        capture(std::process::Command::new("openssl").arg("pkey").arg("-in").arg(pki.join("ca.key")));
-    assert_eq!(code, 0, "{err}");
-    start_double(&pki, port, healthz, |c| c.ca_key_pem = Some(pkcs8))
-}
-
 #[test]
 fn capi_control_plane_then_worker_boot_unchanged() {
     let cp = tempfile::tempdir().unwrap();
@@ -101,7 +91,7 @@ fn capi_control_plane_then_worker_boot_unchanged() {
     assert!(!log.contains("echo done"), "post-kubeadm commands wait for the whole init:\n{log}");
     assert!(!cp.path().join(SENTINEL).exists());
 
-    let double = start_capi_double(cp.path(), port, healthz);
+    let double = start_double(&pki, port, healthz, |_| {});
     let r = boot(cp.path(), "post-kubelet");
     assert_eq!(r.code(), 0, "{}\n{}", r.stdout(), r.stderr());
     let log = format!("{}{}", r.stdout(), r.stderr());
@@ -212,7 +202,7 @@ fn runcmd_runs_in_cloud_init_order_around_the_init() {
     seed(r0.path(), &capi_init(port, healthz), "cp-1");
     let rec = Recorder { root: r0.path(), ran: RefCell::new(Vec::new()) };
     in_process(r0.path(), Stage::PreKubelet, &rec).unwrap();
-    let _double = start_capi_double(r0.path(), port, healthz);
+    let _double = start_double(&r0.path().join("etc/kubernetes/pki"), port, healthz, |_| {});
     in_process(r0.path(), Stage::PostKubelet, &rec).unwrap();
     let ran = rec.ran.into_inner();
     let want = [
