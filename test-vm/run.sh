@@ -293,6 +293,7 @@ check_capi() {
     expect_line "$log" '\[runcmd\] runcmd\[3\]: echo done' "postKubeadmCommands ran after it (echo done)"
     expect_line "$log" 'KUBESTRAP-TEST sentinel present content=success' "/run/cluster-api/bootstrap-success.complete says success"
     reject_line "$log" 'ignored: kubestrap performs only' "no cloud-config key of CAPI's output is ignored"
+    expect_line "$log" 'KUBESTRAP-TEST verify clean systemd 25[0-9]' "systemd-analyze verify is clean on the image's systemd"
 }
 
 scenario_capi-cp-init() {

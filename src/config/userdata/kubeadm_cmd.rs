@@ -45,8 +45,9 @@ pub(super) fn documents(
     let allowed = if sub == "init" { INIT_FLAGS } else { JOIN_FLAGS };
     if let Some(f) = flags.iter().find(|f| !allowed.contains(&f.as_str())) {
         return Err(err(format!(
-            "kubeadm {sub} --{f}: kubestrap does not apply this flag from user-data; set the same field in the \
-             kubeadm config file given with --config (write_files)"
+            "kubeadm {sub} --{f}: kubestrap does not take this flag from a user-data kubeadm line (it takes --{}); \
+             set the same field in the kubeadm config file given with --config (write_files)",
+            allowed.join(", --")
         )));
     }
     if flags.iter().any(|f| f == "config") {

@@ -285,6 +285,33 @@ mod tests {
     }
 
     #[test]
+    fn userdata_plan_file_keeps_only_the_post_kubelet_script() {
+        let ud = format!(
+            "## template: jinja\n#cloud-config\nwrite_files:\n- path: /etc/kubernetes/pki/ca.key\n  permissions: '0600'\n  \
+             content: |\n    -----BEGIN RSA PRIVATE KEY-----\n    MIIE\n    -----END RSA PRIVATE KEY-----\n\
+             - path: /run/kubeadm/join.yaml\n  content: |\n    apiVersion: kubeadm.k8s.io/v1beta4\n    kind: JoinConfiguration\n    \
+             nodeRegistration: {{name: '{{{{ ds.meta_data.local_hostname }}}}'}}\n    discovery:\n      bootstrapToken:\n        \
+             token: {TOKEN}\n        apiServerEndpoint: 127.0.0.1:6443\n        caCertHashes: [{HASH}]\n\
+             runcmd:\n- modprobe br_netfilter\n- kubeadm join --config /run/kubeadm/join.yaml && echo success > /run/ok\n- echo done\n"
+        );
+        let mut g = gathered(&ud);
+        g.meta.local_hostname = Some("w-1".into());
+        let p = plan_detailed(&g).unwrap();
+        assert!(p.notices.iter().any(|n| n.contains("private keys for write_files")), "{:?}", p.notices);
+        assert_eq!(join_of(p.clone()).node_registration.name, "w-1");
+        let script = p.script.clone().unwrap();
+        assert_eq!((script.files.len(), script.before.len(), script.after.len()), (2, 1, 2));
+        let file = BootPlan { node: p.plan, script: p.script };
+        let text = file.to_yaml().unwrap();
+        assert!(!text.contains("PRIVATE KEY") && !text.contains("modprobe"), "{text}");
+        let back = BootPlan::from_yaml(text.as_bytes()).unwrap();
+        let s = back.script.unwrap();
+        assert!(s.files.is_empty() && s.before.is_empty());
+        assert_eq!(s.after, script.after);
+        assert_eq!(s.kubeadm, "runcmd[1]: kubeadm join --config /run/kubeadm/join.yaml");
+    }
+
+    #[test]
     fn userdata_post_kubelet_stage_resolves_the_same_init_config() {
         for p in plans().into_iter().filter(|p| !p.is_join()) {
             let NodePlan::Init { docs } = &p else { unreachable!() };
