@@ -1,7 +1,14 @@
 //! `kubestrap boot`: the systemd entry point. gather → validate → preflight → init or join, split
 //! into the part that must finish before the kubelet starts (`pre-kubelet`) and the part that
-//! needs it running (`post-kubelet`, control planes only). A done stamp per stage makes later
-//! boots a fast no-op; a failed stage is simply retried at the next boot.
+//! needs it running (`post-kubelet`: a control plane's API phases). A done stamp per stage makes
+//! later boots a fast no-op; a failed stage is simply retried at the next boot.
+//!
+//! User-data that runs kubeadm from runcmd (see `script`) is performed around the same steps:
+//! pre-kubelet runs bootcmd, write_files and the runcmd entries before the kubeadm line, then
+//! the init's on-disk phases or the whole join; post-kubelet finishes the init, then runs the
+//! rest of the kubeadm line's `&&` chain and the later entries (on workers too).
+
+pub mod script;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -9,7 +16,7 @@ use std::time::Duration;
 use log::info;
 
 use crate::clock::{Clock, SystemClock};
-use crate::config::userdata::{NodePlan, plan_detailed};
+use crate::config::userdata::{BootPlan, NodePlan, plan_detailed};
 use crate::error::{Error, Result};
 use crate::fsutil::NodeFs;
 use crate::join::{JoinContext, JoinFlags};
@@ -46,8 +53,15 @@ pub struct BootArgs {
     pub env: crate::datasource::Env,
 }
 
-/// Runs one stage, reporting every step; the error (if any) is also in the status file.
+/// Runs one stage, reporting every step; the error (if any) is also in the status file. User-data
+/// shell commands run through `/bin/sh` only when the node root is `/`.
 pub fn run(args: BootArgs) -> Result<()> {
+    let runner = script::runner_for(&args.root);
+    run_with(args, runner.as_ref())
+}
+
+/// [`run`] with the runner for user-data shell commands given.
+pub fn run_with(args: BootArgs, runner: &dyn script::Runner) -> Result<()> {
     let fs = NodeFs::new(&args.root);
     let _lock = fs.lock()?;
     let attempts = paths::boot_attempts(args.stage.name());
@@ -61,7 +75,7 @@ pub fn run(args: BootArgs) -> Result<()> {
     }
     fs.write(&attempts, attempt.to_string().as_bytes())?;
     fs.commit()?;
-    let result = stage(&fs, &args, &report, &SystemClock);
+    let result = stage(&fs, &args, &report, &SystemClock, runner);
     match &result {
         Ok(()) => {
             fs.write(&done, b"")?;
@@ -76,8 +90,14 @@ pub fn run(args: BootArgs) -> Result<()> {
     result
 }
 
-fn stage(fs: &NodeFs, args: &BootArgs, report: &Reporter, clock: &dyn Clock) -> Result<()> {
-    let node_plan = match args.stage {
+fn stage(
+    fs: &NodeFs,
+    args: &BootArgs,
+    report: &Reporter,
+    clock: &dyn Clock,
+    runner: &dyn script::Runner,
+) -> Result<()> {
+    let BootPlan { node: node_plan, script: user_script } = match args.stage {
         Stage::PreKubelet => {
             report.phase("gather");
             let g = crate::datasource::detect(&args.env, args.datasource_timeout, clock)?;
@@ -89,10 +109,17 @@ fn stage(fs: &NodeFs, args: &BootArgs, report: &Reporter, clock: &dyn Clock) -> 
             for n in &planned.notices {
                 log::warn!("[gather] {n}");
             }
-            let p = planned.plan;
+            let p = BootPlan { node: planned.plan, script: planned.script };
             let text = p.to_yaml().map_err(|e| Error::runtime(format!("rendering {PLAN_FILE}: {e}")))?;
             fs.write(&PLAN_FILE, text.as_bytes())?;
             fs.commit()?;
+            if let Some(s) = &p.script {
+                let mut progress = script::Progress::new(fs, args.stage.name())?;
+                script::commands(fs, &s.bootcmd, runner, &mut progress, report)?;
+                script::write_files(fs, &s.files, &mut progress, report)?;
+                script::commands(fs, &s.before, runner, &mut progress, report)?;
+                info!("[runcmd] {}: performed by kubestrap", s.kubeadm);
+            }
             p
         }
         Stage::PostKubelet => {
@@ -106,39 +133,48 @@ fn stage(fs: &NodeFs, args: &BootArgs, report: &Reporter, clock: &dyn Clock) -> 
             let cfg = crate::config::resolve_init("user-data", docs, &crate::host::facts())?;
             let ctx = phases::context(&cfg, fs, Vec::new(), Some(report), clock);
             let in_stage = |name: &str| ON_DISK_PHASES.contains(&name) == (args.stage == Stage::PreKubelet);
-            let skip: Vec<String> =
+            phases::check_skip(INIT_PHASES, "init", &cfg.init.skip_phases)?;
+            let mut skip: Vec<String> =
                 INIT_PHASES.iter().filter(|p| !in_stage(p.name)).map(|p| p.name.to_string()).collect();
-            phases::run_init(&ctx, &skip)
+            skip.extend(cfg.init.skip_phases.iter().cloned());
+            phases::run_init(&ctx, &skip)?;
         }
         NodePlan::Join { join } => {
             report.set(|s| s.role = "worker".into());
-            if args.stage == Stage::PostKubelet {
+            if args.stage == Stage::PreKubelet {
+                let configured = join.timeouts.as_ref().and_then(|t| t.discovery.as_ref()).is_some();
+                let flags = JoinFlags {
+                    discovery_timeout: (!configured).then_some(crate::timeouts::BOOT_DISCOVERY),
+                    root: args.root.clone(),
+                    ..JoinFlags::default()
+                };
+                let ja = crate::join::resolve(&flags, &join)?;
+                phases::run_join(&JoinContext::new(&ja, fs, clock, Some(report)), &join.skip_phases)?;
+            } else if user_script.as_ref().is_none_or(|s| s.after.is_empty()) {
                 info!("[boot] worker: nothing to do after the kubelet starts");
-                return Ok(());
             }
-            let configured = join.timeouts.as_ref().and_then(|t| t.discovery.as_ref()).is_some();
-            let flags = JoinFlags {
-                discovery_timeout: (!configured).then_some(crate::timeouts::BOOT_DISCOVERY),
-                root: args.root.clone(),
-                ..JoinFlags::default()
-            };
-            let ja = crate::join::resolve(&flags, &join)?;
-            phases::run_join(&JoinContext::new(&ja, fs, clock, Some(report)), &[])
         }
     }
+    if let (Stage::PostKubelet, Some(s)) = (args.stage, &user_script) {
+        let mut progress = script::Progress::new(fs, args.stage.name())?;
+        script::commands(fs, &s.after, runner, &mut progress, report)?;
+    }
+    Ok(())
 }
 
 /// The plan the pre-kubelet stage wrote.
-fn read_plan(fs: &NodeFs) -> Result<NodePlan> {
+fn read_plan(fs: &NodeFs) -> Result<BootPlan> {
     let bytes = fs
         .read(&PLAN_FILE)?
         .ok_or_else(|| Error::state(format!("{PLAN_FILE} is missing: the pre-kubelet stage has not run")))?;
-    NodePlan::from_yaml(&bytes).map_err(|e| Error::state(format!("{PLAN_FILE}: {e}")))
+    BootPlan::from_yaml(&bytes).map_err(|e| Error::state(format!("{PLAN_FILE}: {e}")))
 }
 
-/// Is this the node's last stage (a worker's pre-kubelet, a control plane's post-kubelet)?
+/// Is this the node's last stage? A worker is done before the kubelet starts unless its
+/// user-data has commands after the join; a control plane always finishes after it.
 fn last_stage(fs: &NodeFs, stage: Stage) -> bool {
-    stage == Stage::PostKubelet || read_plan(fs).is_ok_and(|p| p.is_join())
+    stage == Stage::PostKubelet
+        || read_plan(fs).is_ok_and(|p| p.node.is_join() && p.script.is_none_or(|s| s.after.is_empty()))
 }
 
 /// Once the node is bootstrapped, the bootstrap tokens kubestrap kept are no longer needed:
@@ -158,28 +194,12 @@ fn scrub_secrets(fs: &NodeFs) -> Result<()> {
 
 /// Replaces every `<id>.<secret>` bootstrap token in `text`.
 fn scrub_tokens(text: &str) -> String {
-    let b = text.as_bytes();
-    let mut out = String::with_capacity(text.len());
-    let mut i = 0;
-    while i < b.len() {
-        if i + 23 <= b.len()
-            && text.is_char_boundary(i)
-            && text.is_char_boundary(i + 23)
-            && crate::token::is_valid_token(&text[i..i + 23])
-        {
-            let before_ok = i == 0 || !b[i - 1].is_ascii_alphanumeric();
-            let after_ok = i + 23 == b.len() || !b[i + 23].is_ascii_alphanumeric();
-            if before_ok && after_ok {
-                out.push_str("scrubbed-after-bootstrap");
-                i += 23;
-                continue;
-            }
-        }
-        let ch = text[i..].chars().next().unwrap_or('\u{fffd}');
-        out.push(ch);
-        i += ch.len_utf8();
-    }
-    out
+    crate::token::replace_tokens(text, "scrubbed-after-bootstrap")
+}
+
+/// `text` (a command line, for the log) with its bootstrap tokens hidden.
+pub fn hide_tokens(text: &str) -> String {
+    crate::token::replace_tokens(text, "<token hidden>")
 }
 
 /// `kubestrap status`: the last run in words; non-zero if it failed.

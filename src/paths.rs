@@ -157,6 +157,11 @@ pub fn boot_done(stage: &str) -> File {
 pub fn boot_attempts(stage: &str) -> File {
     File::at(format!("{STATE_DIR}/attempts-{stage}"), PRIVATE)
 }
+/// How many of a boot stage's user-data steps (bootcmd, write_files, runcmd entries) are done,
+/// so a retried stage does not run a command or append a file twice.
+pub fn boot_script_progress(stage: &str) -> File {
+    File::at(format!("{STATE_DIR}/script-{stage}"), PRIVATE)
+}
 /// Readable by anyone who debugs the node; holds no secrets.
 pub const STATUS: File = File::fixed("/run/kubestrap/status.json", READABLE);
 

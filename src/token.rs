@@ -13,6 +13,31 @@ pub fn is_valid_token(t: &str) -> bool {
     t.split_once('.').is_some_and(|(id, secret)| is_token_part(id, 6) && is_token_part(secret, 16))
 }
 
+/// `text` with every `<id>.<secret>` token that stands alone (not inside a longer run of letters
+/// and digits) replaced by `with`: for logs, errors and kept files that must not hold a secret.
+pub fn replace_tokens(text: &str, with: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < b.len() {
+        if i + 23 <= b.len()
+            && text.is_char_boundary(i)
+            && text.is_char_boundary(i + 23)
+            && is_valid_token(&text[i..i + 23])
+            && (i == 0 || !b[i - 1].is_ascii_alphanumeric())
+            && (i + 23 == b.len() || !b[i + 23].is_ascii_alphanumeric())
+        {
+            out.push_str(with);
+            i += 23;
+            continue;
+        }
+        let ch = text[i..].chars().next().unwrap_or('\u{fffd}');
+        out.push(ch);
+        i += ch.len_utf8();
+    }
+    out
+}
+
 /// `system:bootstrappers:[a-z0-9:-]{0,255}[a-z0-9]`.
 pub fn is_valid_extra_group(g: &str) -> bool {
     let Some(rest) = g.strip_prefix("system:bootstrappers:") else {

@@ -14,7 +14,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$HERE/lib.sh"
 
 SCENARIOS=(cp-init worker-join token-credential broken-user-data reboot-noop power-cut
-    power-cut-after-certs power-cut-post)
+    power-cut-after-certs power-cut-post capi-cp-init capi-worker)
 TOKEN=abcdef.0123456789abcdef
 TOKEN_SECRET=0123456789abcdef
 API_PORT=16443        # the host-side double's port, inside the scenario's own network namespace
@@ -278,6 +278,65 @@ scenario_token-credential() {
     disk_cat "$disk" /var/lib/kubestrap/plan.yaml | grep -q "$TOKEN_SECRET" \
         && say "note: plan.yaml (0600) holds the token" || true
     note_timing "$WORK/boot1.serial.log" token-credential
+}
+
+# ---- Cluster API's bootstrap data, unchanged ----------------------------------------------
+CAPI_FIXTURES="$REPO/tests/fixtures/user-data"
+
+# check_capi LOG: the kubeadm line was kubestrap's, the commands around it ran in order, and the
+# sentinel exists only because the init/join succeeded.
+check_capi() {
+    local log=$1
+    expect_line "$log" '\[runcmd\] runcmd\[0\]: swapoff -a' "preKubeadmCommands ran (swapoff -a)"
+    expect_line "$log" '\[runcmd\] runcmd\[2\]: kubeadm (init|join) --config /run/kubeadm/.*: performed by kubestrap' \
+        "the kubeadm line was performed by kubestrap"
+    expect_line "$log" '\[runcmd\] runcmd\[3\]: echo done' "postKubeadmCommands ran after it (echo done)"
+    expect_line "$log" 'KUBESTRAP-TEST sentinel present content=success' "/run/cluster-api/bootstrap-success.complete says success"
+    reject_line "$log" 'ignored: kubestrap performs only' "no cloud-config key of CAPI's output is ignored"
+    expect_line "$log" 'KUBESTRAP-TEST verify clean systemd 25[0-9]' "systemd-analyze verify is clean on the image's systemd"
+}
+
+scenario_capi-cp-init() {
+    mkdir -p "$WORK/seed"
+    cp "$CAPI_FIXTURES/capi-control-plane-init/user-data" "$WORK/seed/user-data"
+    cp_meta_data >"$WORK/seed/meta-data"
+    seed_iso
+    local disk rc=0 log="$WORK/boot1.serial.log" want got
+    disk=$(fresh_disk capi-cp)
+    boot_vm boot1 "$disk" --seed "$WORK/seed.iso" || rc=$?
+    expect_rc "$rc" 1 "the report unit saw both kubestrap units succeed"
+    expect_event "$log" "done" pre-kubelet
+    expect_event "$log" "done" post-kubelet
+    reject_line "$log" "$(event_re error)" "no error event"
+    check_capi "$log"
+    # kubeadm init kept Cluster API's CA (the one in write_files) with its mode.
+    want=$(sed -n '/path: \/etc\/kubernetes\/pki\/ca.crt/,/END CERTIFICATE/p' "$WORK/seed/user-data" \
+        | sed -n 's/^      //p' | sha256sum)
+    got=$(disk_cat "$disk" /etc/kubernetes/pki/ca.crt | sha256sum)
+    [ "$want" = "$got" ] && say "ok: the cluster CA is Cluster API's" || fail "ca.crt is not the CA from write_files"
+    debugfs -R "stat /etc/kubernetes/pki/ca.crt" "$disk" 2>/dev/null | grep -q 'Mode:  0640' \
+        && say "ok: ca.crt keeps CAPI's mode 0640" || fail "ca.crt mode is not 0640"
+    disk_cat "$disk" /etc/kubernetes/manifests/kube-apiserver.yaml | grep -q 'advertise-address=10.0.2.15' \
+        && say "ok: the API server advertises the VM's address" || fail "unexpected advertise address"
+    note_timing "$log" capi-cp-init
+}
+
+scenario_capi-worker() {
+    host_control_plane || return 0
+    # The worker's token (Cluster API's controller creates it) is already the host cluster's.
+    mkdir -p "$WORK/seed"
+    sed -e "s|127.0.0.1:6443|10.0.2.2:$API_PORT|" -e "s|sha256:0\{64\}|$CA_HASH|" \
+        "$CAPI_FIXTURES/capi-worker/user-data" >"$WORK/seed/user-data"
+    printf 'instance-id: iid-capi-worker\nlocal-hostname: worker-1\n' >"$WORK/seed/meta-data"
+    seed_iso
+    local disk rc=0 log="$WORK/boot1.serial.log"
+    disk=$(fresh_disk worker)
+    boot_vm boot1 "$disk" --seed "$WORK/seed.iso" --netns "$NS" || rc=$?
+    check_worker "$log" "$rc" "$disk"
+    check_capi "$log"
+    disk_cat "$disk" /var/lib/kubelet/kubeadm-flags.env | grep -q 'cloud-provider=external' \
+        && say "ok: kubeletExtraArgs reached the kubelet flags" || fail "no --cloud-provider=external in kubeadm-flags.env"
+    note_timing "$log" capi-worker
 }
 
 # ---- failure paths ------------------------------------------------------------------------

@@ -112,7 +112,7 @@ impl Config {
                 .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", dir.join(name).display())))
         };
         let ca_key_pem = match read("ca.key") {
-            Ok(k) => Some(k),
+            Ok(k) => Some(pkcs8_pem(&k)?),
             Err(e) if e.kind() == io::ErrorKind::NotFound => None,
             Err(e) => return Err(e),
         };
@@ -124,6 +124,18 @@ impl Config {
             ..Config::default()
         })
     }
+}
+
+/// A `RSA PRIVATE KEY` (PKCS#1) PEM as `PRIVATE KEY` (PKCS#8); anything else as it is.
+fn pkcs8_pem(pem: &str) -> io::Result<String> {
+    use rsa::pkcs1::DecodeRsaPrivateKey;
+    use rsa::pkcs8::{EncodePrivateKey, LineEnding};
+    if !pem.contains("-----BEGIN RSA PRIVATE KEY-----") {
+        return Ok(pem.to_string());
+    }
+    let bad = |e: &dyn std::fmt::Display| io::Error::new(io::ErrorKind::InvalidData, format!("CA key: {e}"));
+    let key = rsa::RsaPrivateKey::from_pkcs1_pem(pem).map_err(|e| bad(&e))?;
+    Ok(key.to_pkcs8_pem(LineEnding::LF).map_err(|e| bad(&e))?.to_string())
 }
 
 /// A running server. Dropping it stops it.

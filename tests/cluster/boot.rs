@@ -46,7 +46,7 @@ fn control_plane_then_worker_from_user_data_alone() {
     let (port, healthz) = (free_port(), free_port());
     let user_data = fill(fixture!("boot-control-plane/user-data"), &[("port", &port), ("healthz", &healthz)]);
     seed(cp.path(), &user_data, "cp-1");
-    // The unit's SetCredential= default: an empty credential means "none given".
+    // An empty credential (e.g. written by a drop-in) means "none given".
     credential(cp.path(), "kubestrap.token", "");
 
     let r = boot(cp.path(), "pre-kubelet");
@@ -99,7 +99,7 @@ fn control_plane_then_worker_from_user_data_alone() {
     assert!(std::fs::read_link(w.path().join("var/lib/kubelet/pki/kubelet-client-current.pem")).is_ok());
     assert_eq!(status(w.path())["role"], "worker");
     let kept = std::fs::read_to_string(w.path().join("var/lib/kubestrap/plan.yaml")).unwrap();
-    assert!(kept.starts_with("!Join") && !kept.contains(TOKEN), "scrub after a successful join:\n{kept}");
+    assert!(kept.starts_with("node: !Join") && !kept.contains(TOKEN), "scrub after a successful join:\n{kept}");
     let post = boot(w.path(), "post-kubelet");
     assert_eq!(post.code(), 0, "{}", post.stderr());
     let status_out = kubestrap(&["status", "--root", w.path().to_str().unwrap()]);

@@ -427,7 +427,7 @@ fn nocloud_cidata_iso_on_a_loop_device() {
 fn docs_user_data_examples_plan() {
     let md = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/user-data.md")).unwrap();
     let blocks: Vec<&str> = md.split("```yaml\n").skip(1).map(|b| b.split("```").next().unwrap()).collect();
-    assert_eq!(blocks.len(), 5, "examples in docs/user-data.md");
+    assert_eq!(blocks.len(), 7, "examples in docs/user-data.md");
     let (mut inits, mut joins) = (0, 0);
     for b in blocks {
         let mut g = kubestrap::datasource::Gathered {
@@ -453,5 +453,5 @@ fn docs_user_data_examples_plan() {
             }
         }
     }
-    assert_eq!((inits, joins), (3, 2));
+    assert_eq!((inits, joins), (4, 3));
 }

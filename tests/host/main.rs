@@ -7,3 +7,4 @@ mod common;
 
 mod datasource;
 mod preflight_real;
+mod units_verify;

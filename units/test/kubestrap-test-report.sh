@@ -25,6 +25,19 @@ if [ -f /usr/lib/systemd/system/cloud-final.service ]; then
         echo "KUBESTRAP-TEST cloud-init unit=$u result=$(systemctl show -p Result --value "$u") start_us=$(systemctl show -p ExecMainStartTimestampMonotonic --value "$u") exit_us=$(systemctl show -p ExecMainExitTimestampMonotonic --value "$u")"
     done
 fi
+# The shipped units against this image's systemd.
+v=$(systemd-analyze verify /usr/lib/systemd/system/kubestrap.service /usr/lib/systemd/system/kubestrap-post.service 2>&1)
+if [ -z "$v" ]; then
+    echo "KUBESTRAP-TEST verify clean $(systemctl --version | head -n1)"
+else
+    echo "$v" | sed 's/^/KUBESTRAP-TEST verify problem /'
+fi
+# Cluster API's bootstrap-success sentinel (on /run, so gone by the time the disk is read).
+if [ -f /run/cluster-api/bootstrap-success.complete ]; then
+    echo "KUBESTRAP-TEST sentinel present content=$(tr -d '\n' </run/cluster-api/bootstrap-success.complete)"
+else
+    echo "KUBESTRAP-TEST sentinel missing"
+fi
 if [ -f /run/kubestrap/status.json ]; then
     echo "KUBESTRAP-TEST status.json $(tr -d '\n' </run/kubestrap/status.json)"
 else

@@ -1,11 +1,15 @@
-//! `#cloud-config` user-data: the strict `kubestrap:` mapping (the shorthand), kubeadm documents
-//! embedded under `kubestrap.kubeadm`, and a notice for every other top-level key, because
-//! kubestrap is not cloud-init and must not look as if it ran `packages:` or `runcmd:`.
+//! `#cloud-config` user-data in its two forms: the strict `kubestrap:` mapping (the shorthand,
+//! with kubeadm documents optionally embedded under `kubestrap.kubeadm`, and a notice for every
+//! other top-level key, because then kubestrap runs none of them), or cloud-config that runs
+//! `kubeadm init|join` from runcmd (see `cloud_init`).
 
 use serde::Deserialize;
 use serde_yaml::{Mapping, Value};
 
+use super::Role;
+use super::cloud_init;
 use super::decode::{private_key_line, refuse_private_keys};
+use super::script::Script;
 use crate::config::{ConfigError, Documents, parse_documents};
 
 /// The `kubestrap:` mapping of `#cloud-config` user-data. Unknown keys are errors.
@@ -31,14 +35,24 @@ pub(super) struct Shorthand {
     pub allow_private_keys: bool,
 }
 
-/// Parses `#cloud-config`: the kubestrap mapping (strict), embedded kubeadm documents, and a
-/// notice for every other top-level key.
+/// What a `#cloud-config` asks for.
+// Built once per boot and moved; boxing would only add noise.
+#[allow(clippy::large_enum_variant)]
+pub(super) enum CloudConfig {
+    /// The `kubestrap:` mapping and its embedded documents.
+    Shorthand(Documents, Shorthand),
+    /// runcmd runs `kubeadm init|join`: its role and documents, and the script around it.
+    Kubeadm(Role, Documents, Script),
+}
+
+/// Parses `#cloud-config`: the kubestrap mapping (strict) with a notice for every other
+/// top-level key, or else a runcmd that runs kubeadm.
 pub(super) fn cloud_config(
     src: &str,
     text: &str,
     from_credential: bool,
     notices: &mut Vec<String>,
-) -> Result<(Documents, Shorthand), ConfigError> {
+) -> Result<CloudConfig, ConfigError> {
     let top: Value = serde_yaml::from_str(text).map_err(|e| ConfigError::file(src, format!("#cloud-config: {e}")))?;
     let top = match top {
         Value::Mapping(m) => m,
@@ -46,6 +60,19 @@ pub(super) fn cloud_config(
         _ => return Err(ConfigError::file(src, "#cloud-config is not a YAML mapping".into())),
     };
     let ks = top.get("kubestrap").cloned();
+    if ks.is_none() {
+        // What kubeadm would run: the keys sit in write_files because the user-data says to write
+        // them there (Cluster API's CA and service-account keys).
+        if let Some((role, docs, script)) = cloud_init::plan(src, &top, notices)? {
+            if !from_credential && private_key_line(text).is_some() {
+                notices.push(format!(
+                    "{src}: carries private keys for write_files (as Cluster API's user-data does); anything that can \
+                     read the user-data can read them"
+                ));
+            }
+            return Ok(CloudConfig::Kubeadm(role, docs, script));
+        }
+    }
     // The opt-in is read leniently because the refusal comes before the strict decode: user-data
     // carrying a key is refused as such, whatever else is wrong with it.
     let allowed = ks.as_ref().and_then(|k| k.get("allowPrivateKeys")).and_then(Value::as_bool).unwrap_or(false);
@@ -67,7 +94,7 @@ pub(super) fn cloud_config(
     let Some(ks) = ks else {
         return Err(ConfigError::file(
             src,
-            "is #cloud-config without a kubestrap: key; kubestrap needs at least kubestrap: {role: ...} (see docs/user-data.md)".into(),
+            "is #cloud-config without a kubestrap: key or a runcmd that runs kubeadm init/join; kubestrap needs one of them (see docs/user-data.md)".into(),
         ));
     };
     let sh: Shorthand = serde_path_to_error::deserialize(ks).map_err(|e| {
@@ -85,7 +112,7 @@ pub(super) fn cloud_config(
             parse_documents(&format!("{src}: kubestrap.kubeadm"), &embedded)?
         }
     };
-    Ok((docs, sh))
+    Ok(CloudConfig::Shorthand(docs, sh))
 }
 
 /// The embedded documents as one YAML text, so they go through the same strict loader (and give

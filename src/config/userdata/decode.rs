@@ -65,8 +65,8 @@ fn check_format(src: &str, text: &str) -> Result<(), ConfigError> {
         "an #include list"
     } else if first.starts_with("#cloud-boothook") || first.starts_with("#part-handler") {
         "a cloud-init boothook/part-handler"
-    } else if first.starts_with("## template:") {
-        "a Jinja template"
+    } else if first.starts_with("## template:") && !super::jinja::is_template(text.trim_start()) {
+        "a template other than `## template: jinja`"
     } else if first.to_ascii_lowercase().starts_with("content-type:") || first.starts_with("MIME-Version:") {
         "MIME multipart"
     } else {

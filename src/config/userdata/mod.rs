@@ -2,33 +2,45 @@
 //! JoinConfiguration. The schema is in docs/user-data.md.
 //!
 //! Formats: kubeadm v1beta4 documents unchanged; `#cloud-config` with a `kubestrap:` mapping (the
-//! shorthand, optionally with embedded kubeadm documents under `kubeadm:`); either of them
-//! gzip-compressed. The `kubestrap.*` credentials override the same fields, and meta-data's
+//! shorthand, optionally with embedded kubeadm documents under `kubeadm:`); `#cloud-config` that
+//! runs `kubeadm init|join` from runcmd (Cluster API's bootstrap data, hand-written user-data),
+//! whose write_files and commands kubestrap performs around its own init or join; any of them
+//! gzip-compressed, and cloud-config may be a `## template: jinja` (Cluster API's header). The `kubestrap.*` credentials override the same fields, and meta-data's
 //! local-hostname names the node unless the user-data does. Token values never appear in errors
 //! or notices.
 //!
 //! One file per step, in the order [`plan_detailed`] runs them: `decode` (bytes → text, format,
-//! private keys), `cloud_config` (the shorthand), `overrides` (credentials, node name,
-//! shorthand-vs-document merging), then `init_plan` or `join_plan`. This file picks the
+//! private keys), `jinja` (the template variables), `cloud_config` (the shorthand) or `cloud_init`
+//! (write_files, runcmd and the kubeadm line in it: `write_files`, `runcmd`, `kubeadm_cmd`,
+//! `script`), `overrides` (credentials, node name, shorthand-vs-document merging), then
+//! `init_plan` or `join_plan`. This file picks the
 //! user-data, decides the role and owns the [`NodePlan`] value.
 
 mod cloud_config;
+mod cloud_init;
 mod decode;
 mod init_plan;
+mod jinja;
 mod join_plan;
+mod kubeadm_cmd;
 mod overrides;
+mod runcmd;
+mod script;
 #[cfg(test)]
 mod test_support;
+mod write_files;
 
 use serde::{Deserialize, Serialize};
 
-use self::cloud_config::Shorthand;
+use self::cloud_config::{CloudConfig, Shorthand};
 use self::overrides::Overrides;
 use super::types::JoinConfiguration;
 use super::{ConfigError, Documents, parse_documents};
 use crate::datasource::{CRED_USER_DATA, Gathered};
 
 pub use self::decode::MAX_USER_DATA_BYTES;
+pub use self::script::{Action, Command, Script};
+pub use self::write_files::WriteFile;
 
 /// What the node will do. The boot command keeps it between its two stages as YAML (see
 /// [`NodePlan::to_yaml`]), so it is plain typed data rather than anything resolved against the host.
@@ -63,10 +75,34 @@ impl NodePlan {
     }
 }
 
+/// The boot plan file: what the node does and, for cloud-config that runs kubeadm, the script
+/// around it (only the part the post-kubelet stage runs is kept).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BootPlan {
+    pub node: NodePlan,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub script: Option<Script>,
+}
+
+impl BootPlan {
+    /// YAML, so an operator can read it and the token scrub after bootstrap can work on the
+    /// text: a token is a plain `<id>.<secret>` scalar there.
+    pub fn to_yaml(&self) -> Result<String, serde_yaml::Error> {
+        serde_yaml::to_string(self)
+    }
+
+    /// Reads what [`BootPlan::to_yaml`] wrote.
+    pub fn from_yaml(bytes: &[u8]) -> Result<BootPlan, serde_yaml::Error> {
+        serde_yaml::from_slice(bytes)
+    }
+}
+
 /// A plan and the notices (ignored keys, overridden values) the operator should see.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Planned {
     pub plan: NodePlan,
+    /// For cloud-config that runs kubeadm: files and commands around kubestrap's init or join.
+    pub script: Option<Script>,
     pub notices: Vec<String>,
 }
 
@@ -80,7 +116,7 @@ pub fn plan(g: &Gathered) -> Result<NodePlan, ConfigError> {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Role {
+pub(crate) enum Role {
     ControlPlane,
     Worker,
 }
@@ -106,27 +142,44 @@ pub fn plan_detailed(g: &Gathered) -> Result<Planned, ConfigError> {
             }
         },
     };
-    let text = decode::to_text(&src, raw)?;
+    let mut text = decode::to_text(&src, raw)?;
+    if jinja::is_template(&text) {
+        text = jinja::render(&src, &text, &g.meta)?;
+        if !decode::is_cloud_config(&text) {
+            return Err(ConfigError::file(
+                &src,
+                "is a `## template: jinja` whose next line is not #cloud-config; kubestrap renders only cloud-config templates"
+                    .into(),
+            ));
+        }
+    }
 
     let is_cloud_config = decode::is_cloud_config(&text);
-    let (mut docs, sh) = if is_cloud_config {
-        let (docs, sh) = cloud_config::cloud_config(&src, &text, from_credential, &mut notices)?;
-        (docs, Some(sh))
+    let (mut docs, sh, kubeadm) = if is_cloud_config {
+        match cloud_config::cloud_config(&src, &text, from_credential, &mut notices)? {
+            CloudConfig::Shorthand(docs, sh) => (docs, Some(sh), None),
+            CloudConfig::Kubeadm(role, docs, script) => (docs, None, Some((role, script))),
+        }
     } else {
         decode::refuse_private_keys(&src, &text, from_credential, false)?;
-        (parse_documents(&src, &text)?, None)
+        (parse_documents(&src, &text)?, None, None)
     };
     // Reported once, here; the plan does not carry them on.
     notices.append(&mut docs.warnings);
 
-    let role = role(&src, &docs, sh.as_ref())?;
+    let (role, script) = match kubeadm {
+        Some((role, script)) => (role, Some(script)),
+        None => (role(&src, &docs, sh.as_ref())?, None),
+    };
     let sh = sh.unwrap_or_default();
     let token = Overrides::read(&src, g, &sh, &mut notices)?;
+    // Errors name kubeadm's paths unless the user wrote the shorthand.
+    let shorthand = is_cloud_config && script.is_none();
     let plan = match role {
         Role::ControlPlane => init_plan::init_plan(&src, docs, &sh, &token, g, &mut notices)?,
-        Role::Worker => join_plan::join_plan(&src, docs, &sh, is_cloud_config, &token, g, &mut notices)?,
+        Role::Worker => join_plan::join_plan(&src, docs, &sh, shorthand, &token, g, &mut notices)?,
     };
-    Ok(Planned { plan, notices })
+    Ok(Planned { plan, script, notices })
 }
 
 /// The role: `kubestrap.role` when given, else the kind of kubeadm document; the two must agree.
@@ -229,6 +282,33 @@ mod tests {
         assert!(text.contains(&format!("token: {TOKEN}\n")), "{text}");
         let scrubbed = text.replace(TOKEN, "scrubbed-after-bootstrap");
         assert!(matches!(NodePlan::from_yaml(scrubbed.as_bytes()).unwrap(), NodePlan::Init { .. }));
+    }
+
+    #[test]
+    fn userdata_plan_file_keeps_only_the_post_kubelet_script() {
+        let ud = format!(
+            "## template: jinja\n#cloud-config\nwrite_files:\n- path: /etc/kubernetes/pki/ca.key\n  permissions: '0600'\n  \
+             content: |\n    -----BEGIN RSA PRIVATE KEY-----\n    MIIE\n    -----END RSA PRIVATE KEY-----\n\
+             - path: /run/kubeadm/join.yaml\n  content: |\n    apiVersion: kubeadm.k8s.io/v1beta4\n    kind: JoinConfiguration\n    \
+             nodeRegistration: {{name: '{{{{ ds.meta_data.local_hostname }}}}'}}\n    discovery:\n      bootstrapToken:\n        \
+             token: {TOKEN}\n        apiServerEndpoint: 127.0.0.1:6443\n        caCertHashes: [{HASH}]\n\
+             runcmd:\n- modprobe br_netfilter\n- kubeadm join --config /run/kubeadm/join.yaml && echo success > /run/ok\n- echo done\n"
+        );
+        let mut g = gathered(&ud);
+        g.meta.local_hostname = Some("w-1".into());
+        let p = plan_detailed(&g).unwrap();
+        assert!(p.notices.iter().any(|n| n.contains("private keys for write_files")), "{:?}", p.notices);
+        assert_eq!(join_of(p.clone()).node_registration.name, "w-1");
+        let script = p.script.clone().unwrap();
+        assert_eq!((script.files.len(), script.before.len(), script.after.len()), (2, 1, 2));
+        let file = BootPlan { node: p.plan, script: p.script };
+        let text = file.to_yaml().unwrap();
+        assert!(!text.contains("PRIVATE KEY") && !text.contains("modprobe"), "{text}");
+        let back = BootPlan::from_yaml(text.as_bytes()).unwrap();
+        let s = back.script.unwrap();
+        assert!(s.files.is_empty() && s.before.is_empty());
+        assert_eq!(s.after, script.after);
+        assert_eq!(s.kubeadm, "runcmd[1]: kubeadm join --config /run/kubeadm/join.yaml");
     }
 
     #[test]
