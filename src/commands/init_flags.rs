@@ -163,6 +163,17 @@ impl InitFlags {
         Ok(cfg)
     }
 
+    /// The documents kubeadm builds from its flags alone, bootstrap token included (user-data's
+    /// `kubeadm init --pod-network-cidr ...` lines).
+    pub fn documents_with_token(&self) -> Result<Documents> {
+        self.check(false)?;
+        let mut docs = self.documents()?;
+        if let Some(init) = docs.init.as_mut() {
+            init.bootstrap_tokens = vec![self.bootstrap_token()];
+        }
+        Ok(docs)
+    }
+
     /// The documents kubeadm builds from its flags when no `--config` is given.
     fn documents(&self) -> Result<Documents> {
         let mut init = InitConfiguration {

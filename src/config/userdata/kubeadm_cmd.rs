@@ -13,7 +13,27 @@ use crate::constants::KUBEADM_API_VERSION;
 /// The flags a user-data kubeadm line may carry, per subcommand: those kubestrap applies here.
 /// kubeadm's other init flags (`--pod-network-cidr` ...) are refused by name until they are
 /// mapped (see `commands::init_flags`), never dropped.
-const INIT_FLAGS: &[&str] = &["config", "ignore-preflight-errors", "skip-phases"];
+const INIT_FLAGS: &[&str] = &[
+    "config",
+    "ignore-preflight-errors",
+    "skip-phases",
+    "apiserver-advertise-address",
+    "apiserver-bind-port",
+    "apiserver-cert-extra-sans",
+    "cert-dir",
+    "control-plane-endpoint",
+    "cri-socket",
+    "feature-gates",
+    "image-repository",
+    "kubernetes-version",
+    "node-name",
+    "pod-network-cidr",
+    "service-cidr",
+    "service-dns-domain",
+    "token",
+    "token-ttl",
+    "skip-token-print",
+];
 const JOIN_FLAGS: &[&str] = &[
     "config",
     "ignore-preflight-errors",
@@ -63,7 +83,14 @@ pub(super) fn documents(
             if i.phase.is_some() {
                 return Err(err("kubeadm init phase: run the whole `kubeadm init` in user-data".into()));
             }
-            let mut docs = config(src, origin, i.config.as_deref(), files)?;
+            let mut docs = if i.config.is_some() {
+                config(src, origin, i.config.as_deref(), files)?
+            } else {
+                // kubeadm's flags alone build the documents, as `kubestrap init` does.
+                crate::commands::init_flags::InitFlags::from_cli(&i)
+                    .documents_with_token()
+                    .map_err(|e| err(format!("kubeadm init: {}", e.message)))?
+            };
             if docs.init.is_none() && docs.cluster.is_none() {
                 if docs.join.is_some() {
                     return Err(err(format!(
