@@ -20,6 +20,7 @@ use crate::error::{Error, Result};
 use crate::fsutil::NodeFs;
 use crate::join::JoinContext;
 use crate::manifests::HostEnv;
+use crate::pki::keys::KeyPool;
 use crate::retry::Retry;
 use crate::status::Reporter;
 
@@ -37,6 +38,8 @@ pub struct InitContext<'a> {
     /// Progress for the boot status file and console; `None` on the command line.
     pub report: Option<&'a Reporter<'a>>,
     pub clock: &'a dyn Clock,
+    /// New private keys, made ahead on every core (RSA); the certs and kubeconfig phases take them.
+    pub keys: KeyPool,
 }
 
 impl InitContext<'_> {
@@ -57,7 +60,8 @@ pub fn context<'a>(
 ) -> InitContext<'a> {
     fs.remove_stale_temps(cfg.certs_dir());
     ignore_preflight.extend(cfg.init.node_registration.ignore_preflight_errors.iter().cloned());
-    InitContext { cfg, env: host_env(fs), fs, start: OffsetDateTime::now_utc(), ignore_preflight, report, clock }
+    let keys = KeyPool::new(cfg.key_algorithm);
+    InitContext { cfg, env: host_env(fs), fs, start: OffsetDateTime::now_utc(), ignore_preflight, report, clock, keys }
 }
 
 pub struct Phase<F> {
@@ -119,6 +123,12 @@ pub fn check_skip<F>(list: &'static [Phase<F>], workflow: &str, skip: &[String])
 /// Runs the init phases not in `skip`, in order.
 pub fn run_init(ctx: &InitContext, skip: &[String]) -> Result<()> {
     check_skip(INIT_PHASES, "init", skip)?;
+    // Every key the run will make starts now, on every core, while the phases before and
+    // between them run (RSA generation is most of init's time).
+    let runs = |name: &str| !skip.iter().any(|s| s == name);
+    let certs_keys = if runs("certs") { crate::pki::keys_needed(ctx.fs, ctx.cfg) } else { 0 };
+    let kubeconfig_keys = if runs("kubeconfig") { kubeconfig::keys_needed(ctx) } else { 0 };
+    ctx.keys.reserve(certs_keys + kubeconfig_keys);
     for p in INIT_PHASES.iter().filter(|p| !skip.iter().any(|s| s == p.name)) {
         run_init_phase(ctx, p)?;
     }
