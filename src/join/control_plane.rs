@@ -142,7 +142,8 @@ pub fn certs(ctx: &JoinContext) -> Result<()> {
     let Some(cp) = control_plane(ctx, "certs") else { return Ok(()) };
     let cfg = node_config(ctx, cp)?;
     require_shared(ctx, &cfg)?;
-    crate::pki::ensure_certs(ctx.fs, &cfg, time::OffsetDateTime::now_utc())
+    let ictx = init_context(ctx, &cfg);
+    crate::pki::ensure_certs(ctx.fs, &cfg, time::OffsetDateTime::now_utc(), &ictx.keys)
 }
 
 /// kubeadm's SharedCertificateExists: a control-plane join never makes its own CAs.

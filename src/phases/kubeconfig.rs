@@ -81,7 +81,7 @@ pub fn write(ctx: &InitContext, files: &[&str]) -> Result<()> {
             files.join(", ")
         )));
     }
-    let mut fresh = keys::generate_many(cfg.key_algorithm, todo.len())?;
+    ctx.keys.reserve(todo.len());
     for spec in specs {
         let file = path(spec);
         match ctx.fs.read(&file)? {
@@ -90,7 +90,7 @@ pub fn write(ctx: &InitContext, files: &[&str]) -> Result<()> {
                 info!("[kubeconfig] Using existing kubeconfig file: {file:?}");
             }
             None => {
-                let key = fresh.pop().ok_or_else(|| Error::runtime("internal: ran out of pre-generated keys"))?;
+                let key = ctx.keys.take()?;
                 let kc = render(spec, cfg, &ca, &key, ctx.start)?;
                 info!("[kubeconfig] Writing {:?} kubeconfig file", spec.file);
                 ctx.fs.write(&file, kc.to_yaml()?.as_bytes())?;
@@ -98,6 +98,11 @@ pub fn write(ctx: &InitContext, files: &[&str]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// How many new keys this phase will make: one per kubeconfig file not on disk.
+pub fn keys_needed(ctx: &InitContext) -> usize {
+    KUBECONFIGS.iter().filter(|k| !ctx.fs.exists(path(k))).count()
 }
 
 fn path(spec: &KubeconfigSpec) -> crate::paths::File {

@@ -21,6 +21,7 @@ use crate::error::{Error, Result};
 use crate::fsutil::NodeFs;
 use crate::join::JoinContext;
 use crate::manifests::HostEnv;
+use crate::pki::keys::KeyPool;
 use crate::retry::Retry;
 use crate::status::Reporter;
 
@@ -56,6 +57,8 @@ pub struct InitContext<'a> {
     pub dry_run_api: Option<crate::kube::Recorder>,
     /// `--skip-token-print`: the join command shows `<value withheld>` instead of the token.
     pub skip_token_print: bool,
+    /// New private keys, made ahead on every core (RSA); the certs and kubeconfig phases take them.
+    pub keys: KeyPool,
 }
 
 impl InitContext<'_> {
@@ -76,6 +79,7 @@ pub fn context<'a>(
 ) -> InitContext<'a> {
     fs.remove_stale_temps(cfg.certs_dir());
     ignore_preflight.extend(cfg.init.node_registration.ignore_preflight_errors.iter().cloned());
+    let keys = KeyPool::new(cfg.key_algorithm);
     InitContext {
         cfg,
         env: host_env(fs),
@@ -87,6 +91,7 @@ pub fn context<'a>(
         upload: UploadCerts::default(),
         dry_run_api: None,
         skip_token_print: false,
+        keys,
     }
 }
 
@@ -179,6 +184,12 @@ pub fn is_skipped(skip: &[String], name: &str) -> bool {
 /// Runs the init phases not in `skip`, in order.
 pub fn run_init(ctx: &InitContext, skip: &[String]) -> Result<()> {
     check_skip(INIT_PHASES, "init", skip)?;
+    // Every key the run will make starts now, on every core, while the phases before and
+    // between them run (RSA generation is most of init's time).
+    let runs = |name: &str| !is_skipped(skip, name);
+    let certs_keys = if runs("certs") { crate::pki::keys_needed(ctx.fs, ctx.cfg) } else { 0 };
+    let kubeconfig_keys = if runs("kubeconfig") { kubeconfig::keys_needed(ctx) } else { 0 };
+    ctx.keys.reserve(certs_keys + kubeconfig_keys);
     for p in INIT_PHASES.iter().filter(|p| !is_skipped(skip, p.name)) {
         run_init_phase(ctx, p)?;
     }

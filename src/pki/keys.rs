@@ -1,8 +1,13 @@
 //! Private keys: generation per `encryptionAlgorithm`, loading from any PEM kubeadm or openssl
 //! writes (PKCS#8, PKCS#1 RSA, SEC1 EC), and PEM encoding.
 //! ring signs and makes EC keys; ring cannot make RSA keys, so the `rsa` crate generates those
-//! and hands them to ring as PKCS#8.
+//! and hands them to ring as PKCS#8. RSA generation is most of `init`'s time with RSA (16 keys,
+//! each a search for two random 1024-bit primes), so a [`KeyPool`] makes them ahead on every
+//! core while the phases sign, write and sync.
 
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+use pkcs8::der::asn1::OctetStringRef;
 use pkcs8::der::{Decode, Encode};
 use rcgen::{KeyPair, PKCS_ECDSA_P256_SHA256, PKCS_ECDSA_P384_SHA384, PublicKeyData};
 use rsa::pkcs1::DecodeRsaPrivateKey;
@@ -47,36 +52,135 @@ pub fn generate(alg: KeyAlgorithm) -> Result<KeyPair, PkiError> {
         KeyAlgorithm::EcdsaP256 => KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).map_err(|e| err(&e)),
         KeyAlgorithm::EcdsaP384 => KeyPair::generate_for(&PKCS_ECDSA_P384_SHA384).map_err(|e| err(&e)),
         KeyAlgorithm::Rsa(bits) => {
-            let key = rsa::RsaPrivateKey::new(&mut rsa::rand_core::OsRng, bits).map_err(|e| err(&e))?;
+            let mut rng = getrandom::rand_core::UnwrapErr(getrandom::SysRng);
+            let key = rsa::RsaPrivateKey::new(&mut rng, bits).map_err(|e| err(&e))?;
             let der = key.to_pkcs8_der().map_err(|e| err(&e))?;
             KeyPair::try_from(der.as_bytes()).map_err(|e| err(&e))
         }
     }
 }
 
-/// `n` fresh keys, made on all cores: RSA generation dominates init time otherwise.
-pub fn generate_many(alg: KeyAlgorithm, n: usize) -> Result<Vec<KeyPair>, PkiError> {
-    if n == 0 {
-        return Ok(Vec::new());
+/// Keys made ahead of use. [`reserve`](KeyPool::reserve) says how many keys the run will take;
+/// for RSA that starts one generator thread per core at once, and [`take`](KeyPool::take) hands
+/// out keys as they are ready. Every generator keeps going until enough keys are *finished*, so
+/// the last key is raced by all cores (the first to finish wins, the others' work is dropped):
+/// the time to find a prime varies widely, and the race cuts the wait for the slowest one.
+/// ECDSA keys take microseconds and are made inline by `take`, on no thread.
+pub struct KeyPool {
+    alg: KeyAlgorithm,
+    shared: Arc<Shared>,
+}
+
+#[derive(Default)]
+struct Shared {
+    state: Mutex<State>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct State {
+    /// Keys reserved and not yet taken.
+    owed: usize,
+    /// Finished keys (or generation errors), not yet taken.
+    ready: Vec<Result<KeyPair, PkiError>>,
+    /// Generator threads running.
+    workers: usize,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
-    if !matches!(alg, KeyAlgorithm::Rsa(_)) {
-        return (0..n).map(|_| generate(alg)).collect();
+}
+
+/// Leaves the worker count right however a generator thread ends (a panic included), so
+/// `take` never waits for a thread that is gone.
+struct WorkerExit(Arc<Shared>);
+
+impl Drop for WorkerExit {
+    fn drop(&mut self) {
+        self.0.lock().workers -= 1;
+        self.0.changed.notify_all();
     }
-    let threads = std::thread::available_parallelism().map(|t| t.get()).unwrap_or(1).min(n);
-    let per = n.div_ceil(threads);
-    std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
-            .map(|t| {
-                let count = per.min(n.saturating_sub(t * per));
-                s.spawn(move || (0..count).map(|_| generate(alg)).collect::<Result<Vec<_>, _>>())
-            })
-            .collect();
-        let mut out = Vec::with_capacity(n);
-        for h in handles {
-            out.extend(h.join().map_err(|_| PkiError::GeneratorPanicked)??);
+}
+
+impl KeyPool {
+    pub fn new(alg: KeyAlgorithm) -> KeyPool {
+        KeyPool { alg, shared: Arc::default() }
+    }
+
+    pub fn algorithm(&self) -> KeyAlgorithm {
+        self.alg
+    }
+
+    /// The run will take at least `n` more keys: RSA keys start being made now, on every core.
+    /// Reserving again raises the count to `n` if it is lower (phases that run alone reserve
+    /// their own keys; a whole `init` reserves every phase's keys up front).
+    pub fn reserve(&self, n: usize) {
+        if !matches!(self.alg, KeyAlgorithm::Rsa(_)) {
+            return;
         }
-        Ok(out)
-    })
+        let cores = std::thread::available_parallelism().map(|t| t.get()).unwrap_or(1);
+        let mut st = self.shared.lock();
+        st.owed = st.owed.max(n);
+        let wanted = cores.min(st.owed.saturating_sub(st.ready.len()));
+        while st.workers < wanted {
+            let shared = Arc::clone(&self.shared);
+            let alg = self.alg;
+            let spawned = std::thread::Builder::new().name("keygen".into()).spawn(move || generator(alg, shared));
+            match spawned {
+                Ok(_) => st.workers += 1,
+                // No thread to be had: `take` makes the keys itself.
+                Err(_) => break,
+            }
+        }
+    }
+
+    /// A fresh key: a ready one, or the next to finish, or (nothing reserved or in the making)
+    /// one made now on this thread.
+    pub fn take(&self) -> Result<KeyPair, PkiError> {
+        let mut st = self.shared.lock();
+        loop {
+            if let Some(key) = st.ready.pop() {
+                st.owed = st.owed.saturating_sub(1);
+                return key;
+            }
+            if st.workers == 0 || st.owed == 0 {
+                st.owed = st.owed.saturating_sub(1);
+                drop(st);
+                return generate(self.alg);
+            }
+            st = self.shared.changed.wait(st).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+}
+
+impl Drop for KeyPool {
+    /// Generators still running stop after their current key.
+    fn drop(&mut self) {
+        let mut st = self.shared.lock();
+        st.owed = 0;
+        st.ready.clear();
+    }
+}
+
+/// One generator thread: makes keys while fewer are finished than owed.
+fn generator(alg: KeyAlgorithm, shared: Arc<Shared>) {
+    let _exit = WorkerExit(Arc::clone(&shared));
+    loop {
+        {
+            let st = shared.lock();
+            if st.ready.len() >= st.owed {
+                return;
+            }
+        }
+        let key = generate(alg);
+        let mut st = shared.lock();
+        if st.ready.len() < st.owed {
+            st.ready.push(key);
+            shared.changed.notify_all();
+        }
+    }
 }
 
 /// Parses a private key PEM. Accepts PKCS#8 ("PRIVATE KEY"), PKCS#1 ("RSA PRIVATE KEY") and
@@ -85,11 +189,11 @@ pub fn parse_pem(pem_text: &[u8]) -> Result<KeyPair, KeyProblem> {
     let block = x509_parser::pem::parse_x509_pem(pem_text).map_err(|_| KeyProblem::NotPem)?.1;
     let pkcs8: Vec<u8> = match block.label.as_str() {
         "PRIVATE KEY" => block.contents,
-        "RSA PRIVATE KEY" => rsa::RsaPrivateKey::from_pkcs1_der(&block.contents)
-            .and_then(|k| k.to_pkcs8_der().map_err(rsa::pkcs1::Error::from))
-            .map_err(|e| KeyProblem::BadRsa { detail: e.to_string() })?
-            .as_bytes()
-            .to_vec(),
+        "RSA PRIVATE KEY" => {
+            let bad = |e: &dyn std::fmt::Display| KeyProblem::BadRsa { detail: e.to_string() };
+            let key = rsa::RsaPrivateKey::from_pkcs1_der(&block.contents).map_err(|e| bad(&e))?;
+            key.to_pkcs8_der().map_err(|e| bad(&e))?.as_bytes().to_vec()
+        }
         "EC PRIVATE KEY" => sec1_to_pkcs8(&block.contents)?,
         "ENCRYPTED PRIVATE KEY" => return Err(KeyProblem::Encrypted),
         other => return Err(KeyProblem::NotAKey { label: other.to_string() }),
@@ -101,9 +205,10 @@ fn sec1_to_pkcs8(der: &[u8]) -> Result<Vec<u8>, KeyProblem> {
     let ec = sec1::EcPrivateKey::from_der(der).map_err(|e| KeyProblem::BadEc { detail: e.to_string() })?;
     let curve = ec.parameters.and_then(|p| p.named_curve()).ok_or(KeyProblem::NoCurve)?;
     let params = pkcs8::der::asn1::AnyRef::from(&curve);
-    let info = pkcs8::PrivateKeyInfo {
+    let reencode = |e: pkcs8::der::Error| KeyProblem::Reencode { detail: e.to_string() };
+    let info = pkcs8::PrivateKeyInfoRef {
         algorithm: pkcs8::AlgorithmIdentifierRef { oid: sec1::ALGORITHM_OID, parameters: Some(params) },
-        private_key: der,
+        private_key: OctetStringRef::new(der).map_err(reencode)?,
         public_key: None,
     };
     info.to_der().map_err(|e| KeyProblem::Reencode { detail: e.to_string() })
@@ -138,10 +243,19 @@ mod tests {
     }
 
     #[test]
-    fn generate_many_gives_distinct_keys() {
-        let ks = generate_many(KeyAlgorithm::Rsa(2048), 3).unwrap();
-        assert_eq!(ks.len(), 3);
+    fn pool_gives_distinct_keys_reserved_or_not() {
+        let pool = KeyPool::new(KeyAlgorithm::Rsa(2048));
+        pool.reserve(2);
+        pool.reserve(1); // lower: no change
+        // Two reserved, one more made inline on this thread.
+        let ks: Vec<KeyPair> = (0..3).map(|_| pool.take().unwrap()).collect();
+        assert!(ks.iter().all(|k| k.algorithm() == &rcgen::PKCS_RSA_SHA256));
         assert_ne!(spki(&ks[0]), spki(&ks[1]));
+        assert_ne!(spki(&ks[1]), spki(&ks[2]));
+        let ec = KeyPool::new(KeyAlgorithm::EcdsaP256);
+        ec.reserve(5);
+        assert_eq!(ec.shared.lock().workers, 0, "EC keys are made inline");
+        assert!(ec.take().is_ok());
     }
 
     #[test]

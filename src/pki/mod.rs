@@ -79,15 +79,26 @@ pub fn is_external_ca(fs: &NodeFs, cfg: &InitConfig) -> bool {
     fs.exists(paths::cert(dir, "ca")) && !fs.exists(paths::key(dir, "ca"))
 }
 
-/// The `certs` phase: every certificate in the table plus sa.key/sa.pub.
-pub fn ensure_certs(fs: &NodeFs, cfg: &InitConfig, start: OffsetDateTime) -> Result<()> {
+fn wanted_certs(cfg: &InitConfig) -> Vec<&'static CertSpec> {
+    CERTS.iter().filter(|c| !(c.local_etcd_only && cfg.external_etcd().is_some())).collect()
+}
+
+/// How many new keys the `certs` phase will make: certificates with neither file, plus sa.key.
+pub fn keys_needed(fs: &NodeFs, cfg: &InitConfig) -> usize {
     let dir = cfg.certs_dir();
-    let wanted: Vec<&CertSpec> =
-        CERTS.iter().filter(|c| !(c.local_etcd_only && cfg.external_etcd().is_some())).collect();
-    let missing =
-        wanted.iter().filter(|c| !fs.exists(paths::cert(dir, c.name)) && !fs.exists(paths::key(dir, c.name))).count()
-            + usize::from(!fs.exists(paths::key(dir, "sa")));
-    let mut fresh = keys::generate_many(cfg.key_algorithm, missing)?;
+    wanted_certs(cfg)
+        .iter()
+        .filter(|c| !fs.exists(paths::cert(dir, c.name)) && !fs.exists(paths::key(dir, c.name)))
+        .count()
+        + usize::from(!fs.exists(paths::key(dir, "sa")))
+}
+
+/// The `certs` phase: every certificate in the table plus sa.key/sa.pub; new keys come from
+/// `fresh` (see [`keys::KeyPool`]).
+pub fn ensure_certs(fs: &NodeFs, cfg: &InitConfig, start: OffsetDateTime, fresh: &keys::KeyPool) -> Result<()> {
+    let dir = cfg.certs_dir();
+    let wanted = wanted_certs(cfg);
+    fresh.reserve(keys_needed(fs, cfg));
     let mut cas: HashMap<&str, Ca> = HashMap::new();
     for spec in wanted {
         let crt = paths::cert(dir, spec.name);
@@ -142,7 +153,7 @@ pub fn ensure_certs(fs: &NodeFs, cfg: &InitConfig, start: OffsetDateTime) -> Res
                         info!("[certs] Reusing the existing key {key_file} (its certificate was never written)");
                         k
                     }
-                    None => fresh.pop().ok_or_else(|| Error::runtime("internal: ran out of pre-generated keys"))?,
+                    None => fresh.take()?,
                 };
                 info!("[certs] Generating {:?} certificate and key", spec.name);
                 if matches!(spec.usage, Usage::Server | Usage::ServerAndClient) {
@@ -164,10 +175,10 @@ pub fn ensure_certs(fs: &NodeFs, cfg: &InitConfig, start: OffsetDateTime) -> Res
             cas.insert(spec.name, made);
         }
     }
-    ensure_sa(fs, dir, &mut fresh)
+    ensure_sa(fs, dir, fresh)
 }
 
-fn ensure_sa(fs: &NodeFs, dir: &str, fresh: &mut Vec<KeyPair>) -> Result<()> {
+fn ensure_sa(fs: &NodeFs, dir: &str, fresh: &keys::KeyPool) -> Result<()> {
     let key_file = paths::key(dir, "sa");
     let pub_file = paths::sa_pub(dir);
     let key = match load_key(fs, &key_file)? {
@@ -182,7 +193,7 @@ fn ensure_sa(fs: &NodeFs, dir: &str, fresh: &mut Vec<KeyPair>) -> Result<()> {
                 )));
             }
             info!("[certs] Generating \"sa\" key and public key");
-            let k = fresh.pop().ok_or_else(|| Error::runtime("internal: ran out of pre-generated keys"))?;
+            let k = fresh.take()?;
             fs.write(&key_file, keys::to_pem(&k).as_bytes())?;
             k
         }

@@ -1,0 +1,3 @@
+module kubestrap.bench/go-rsa
+
+go 1.22
