@@ -338,8 +338,11 @@ mod tests {
         assert!(!e.contains("0123456789abcdef"), "{e}");
         let e = run("kubeadm join 127.0.0.1:6443 abcdef.0123456789abcdef", &[]).unwrap_err().to_string();
         assert!(!e.contains("0123456789abcdef"), "{e}");
-        let e = run("kubeadm init --pod-network-cidr=10.244.0.0/16", &[]).unwrap_err().to_string();
-        assert!(e.contains("--pod-network-cidr") && e.contains("runcmd[0]"), "{e}");
+        let e = run("kubeadm init --upload-certs --pod-network-cidr=10.244.0.0/16", &[]).unwrap_err().to_string();
+        assert!(e.contains("--upload-certs") && e.contains("runcmd[0]"), "{e}");
+        // kubeadm's configuration flags alone build the documents.
+        let (_, docs) = run("kubeadm init --pod-network-cidr=10.244.0.0/16", &[]).unwrap();
+        assert_eq!(docs.cluster.unwrap().networking.pod_subnet, "10.244.0.0/16");
         let e = run("kubeadm join --discovery-timeout 5m x:1 --token abcdef.0123456789abcdef", &[]).unwrap_err();
         assert!(e.to_string().contains("--discovery-timeout"), "{e}");
         let e = run("kubeadm init --root /x", &[]).unwrap_err();
