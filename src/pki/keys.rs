@@ -109,10 +109,6 @@ impl KeyPool {
         KeyPool { alg, shared: Arc::default() }
     }
 
-    pub fn algorithm(&self) -> KeyAlgorithm {
-        self.alg
-    }
-
     /// The run will take at least `n` more keys: RSA keys start being made now, on every core.
     /// Reserving again raises the count to `n` if it is lower (phases that run alone reserve
     /// their own keys; a whole `init` reserves every phase's keys up front).
