@@ -13,7 +13,7 @@ use crate::clock::Clock;
 use crate::discovery::{self, CaPin, ClusterInfo, DiscoveryProblem, Token};
 use crate::error::{Error, Result};
 use crate::kube::{ApiError, Auth, Client, Trust};
-use crate::kubeconfig::Kubeconfig;
+use crate::kubeconfig::{Kubeconfig, KubeconfigError};
 use crate::paths::{self, BOOTSTRAP_KUBELET_CONF};
 use crate::retry::{Attempt, Retry};
 use crate::timeouts::{DISCOVERY_BACKOFF, REQUEST as REQUEST_TIMEOUT};
@@ -64,13 +64,9 @@ impl Found {
                 "{BOOTSTRAP_KUBELET_CONF} {m}; remove it and run `kubestrap join phase discovery` again"
             ))
         };
-        let kc = Kubeconfig::parse(&bytes).map_err(|m| bad(m.to_string()))?;
-        let (cluster, user) = kc.current().map_err(|m| bad(m.to_string()))?;
-        let ca_pem = crate::kubeconfig::decode_b64(&cluster.certificate_authority_data)
-            .map_err(|m| bad(format!("certificate-authority-data: {m}")))?;
-        let token =
-            user.map(|u| u.token.clone()).filter(|t| !t.is_empty()).ok_or_else(|| bad("holds no token".into()))?;
-        Ok(Some(found(cluster.server.clone(), ca_pem, token)))
+        let (server, ca_pem, token) = bootstrap_parts(&bytes).map_err(|e| bad(e.to_string()))?;
+        let token = token.ok_or_else(|| bad("holds no token".into()))?;
+        Ok(Some(found(server, ca_pem, token)))
     }
 
     /// The discovery phase's product: a kubeconfig the kubelet could bootstrap with.
@@ -134,23 +130,37 @@ pub fn discover(d: &Discovery, timeout: Duration, clock: &dyn Clock) -> Result<F
         }
         Discovery::File { location, tls_bootstrap_token } => {
             let text = retry("reading the discovery file").run(|| read_location(location))?;
-            let kc = Kubeconfig::parse(text.as_bytes())
-                .map_err(|m| Error::config(format!("discovery file {location} {m}")))?;
-            let (cluster, user) = kc.current().map_err(|m| Error::config(format!("discovery file {location} {m}")))?;
-            let ca_pem = crate::kubeconfig::decode_b64(&cluster.certificate_authority_data)
-                .map_err(|m| Error::config(format!("discovery file {location}: certificate-authority-data: {m}")))?;
-            let tls = match (tls_bootstrap_token, user.map(|u| u.token.as_str()).filter(|t| !t.is_empty())) {
+            let (server, ca_pem, token) = bootstrap_parts(text.as_bytes())
+                .map_err(|e| Error::config(naming(&format!("discovery file {location}"), &e)))?;
+            let tls = match (tls_bootstrap_token, token) {
                 (Some(t), _) => t.bearer(),
-                (None, Some(t)) => t.to_string(),
+                (None, Some(t)) => t,
                 (None, None) => {
                     return Err(Error::config(format!(
                         "discovery file {location} holds no token for the TLS bootstrap; add a user token or pass --tls-bootstrap-token"
                     )));
                 }
             };
-            Ok(found(cluster.server.clone(), ca_pem, tls))
+            Ok(found(server, ca_pem, tls))
         }
     }
+}
+
+/// The server, CA and (non-empty) user token of a bootstrap kubeconfig: a discovery file, or
+/// the bootstrap-kubelet.conf the discovery phase wrote.
+fn bootstrap_parts(bytes: &[u8]) -> std::result::Result<(String, Vec<u8>, Option<String>), KubeconfigError> {
+    let kc = Kubeconfig::parse(bytes)?;
+    let (cluster, user) = kc.current()?;
+    let ca_pem = crate::kubeconfig::decode_b64(&cluster.certificate_authority_data)
+        .map_err(|e| e.in_field("certificate-authority-data"))?;
+    let token = user.map(|u| u.token.clone()).filter(|t| !t.is_empty());
+    Ok((cluster.server.clone(), ca_pem, token))
+}
+
+/// "<file> is not a kubeconfig: …", or "<file>: certificate-authority-data: bad base64: …".
+fn naming(file: &str, e: &KubeconfigError) -> String {
+    let sep = if matches!(e, KubeconfigError::Base64 { .. }) { ": " } else { " " };
+    format!("{file}{sep}{e}")
 }
 
 fn found(server: String, ca_pem: Vec<u8>, tls_token: String) -> Found {
