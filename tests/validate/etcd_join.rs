@@ -444,7 +444,10 @@ fn retry_figures_and_failures_on_a_fake_clock_against_real_etcd() {
     assert!((192..=320).contains(&waits.len()), "{} waits", waits.len());
     // Every pause is 500 ms ±25%, but the last, cut short by the deadline.
     assert!(interval(&waits[..waits.len() - 1]), "{waits:?}");
-    assert!(waits.iter().all(|w| w.why.contains("another member is joining")));
+    // A loaded machine may time a call out now and then; that is waited out too (and said).
+    let other: Vec<_> = waits.iter().filter(|w| !w.why.contains("another member is joining")).collect();
+    assert!(other.len() * 10 <= waits.len(), "most waits are for the learner slot: {other:?}");
+    assert!(other.iter().all(|w| w.why.contains("etcd")), "{other:?}");
     assert!(!members(&n1).iter().any(|m| m.1 == n2.peer_url()));
 
     // Once the slot frees (removed at 10 s), the next attempt adds us.
