@@ -8,6 +8,7 @@
 //! the init's on-disk phases or the whole join; post-kubelet finishes the init, then runs the
 //! rest of the kubeadm line's `&&` chain and the later entries (on workers too).
 
+pub mod existing;
 pub mod script;
 
 use std::path::{Path, PathBuf};
@@ -21,7 +22,7 @@ use crate::error::{Error, Result};
 use crate::fsutil::NodeFs;
 use crate::join::{JoinContext, JoinFlags};
 use crate::paths::{self, BOOT_PLAN as PLAN_FILE};
-use crate::phases::{self, INIT_PHASES, ON_DISK_PHASES};
+use crate::phases::{self, INIT_PHASES, JOIN_AFTER_KUBELET, JOIN_PHASES, ON_DISK_PHASES};
 use crate::status::Reporter;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,6 +98,7 @@ fn stage(
     clock: &dyn Clock,
     runner: &dyn script::Runner,
 ) -> Result<()> {
+    let mut gathered = None;
     let BootPlan { node: node_plan, script: user_script } = match args.stage {
         Stage::PreKubelet => {
             report.phase("gather");
@@ -109,7 +111,14 @@ fn stage(
             for n in &planned.notices {
                 log::warn!("[gather] {n}");
             }
-            let p = BootPlan { node: planned.plan, script: planned.script };
+            let mut p = BootPlan { node: planned.plan, script: planned.script };
+            if let NodePlan::Init { docs, join_existing, .. } = &p.node {
+                let cfg = crate::config::resolve_init("user-data", docs.clone(), &crate::host::facts())?;
+                let existing = join_existing.as_deref();
+                if let Some(join) = existing::decide(fs, &cfg, existing, crate::timeouts::EXISTING_CLUSTER_PROBE)? {
+                    p.node = NodePlan::Join { join };
+                }
+            }
             let text = p.to_yaml().map_err(|e| Error::runtime(format!("rendering {PLAN_FILE}: {e}")))?;
             fs.write(&PLAN_FILE, text.as_bytes())?;
             fs.commit()?;
@@ -120,6 +129,7 @@ fn stage(
                 script::commands(fs, &s.before, runner, &mut progress, report)?;
                 info!("[runcmd] {}: performed by kubestrap", s.kubeadm);
             }
+            gathered = Some(g);
             p
         }
         Stage::PostKubelet => {
@@ -127,12 +137,18 @@ fn stage(
             read_plan(fs)?
         }
     };
+    let pre = args.stage == Stage::PreKubelet;
     match node_plan {
-        NodePlan::Init { docs } => {
+        NodePlan::Init { docs, upload_certs, join_existing } => {
             report.set(|s| s.role = "control-plane".into());
             let cfg = crate::config::resolve_init("user-data", docs, &crate::host::facts())?;
-            let ctx = phases::context(&cfg, fs, Vec::new(), Some(report), clock);
-            let in_stage = |name: &str| ON_DISK_PHASES.contains(&name) == (args.stage == Stage::PreKubelet);
+            if let Some(g) = &gathered {
+                existing::prepare_ca(fs, g, &cfg, join_existing.as_deref())?;
+            }
+            let mut ctx = phases::context(&cfg, fs, Vec::new(), Some(report), clock);
+            // The key came with the user-data: the console and journal need not show it again.
+            ctx.upload = phases::UploadCerts { enabled: upload_certs, certificate_key: None, skip_key_print: true };
+            let in_stage = |name: &str| ON_DISK_PHASES.contains(&name) == pre;
             phases::check_skip(INIT_PHASES, "init", &cfg.init.skip_phases)?;
             let mut skip: Vec<String> =
                 INIT_PHASES.iter().filter(|p| !in_stage(p.name)).map(|p| p.name.to_string()).collect();
@@ -140,8 +156,9 @@ fn stage(
             phases::run_init(&ctx, &skip)?;
         }
         NodePlan::Join { join } => {
-            report.set(|s| s.role = "worker".into());
-            if args.stage == Stage::PreKubelet {
+            let control_plane = join.control_plane.is_some();
+            report.set(|s| s.role = if control_plane { "control-plane" } else { "worker" }.into());
+            if pre || control_plane {
                 let configured = join.timeouts.as_ref().and_then(|t| t.discovery.as_ref()).is_some();
                 let flags = JoinFlags {
                     discovery_timeout: (!configured).then_some(crate::timeouts::BOOT_DISCOVERY),
@@ -149,7 +166,12 @@ fn stage(
                     ..JoinFlags::default()
                 };
                 let ja = crate::join::resolve(&flags, &join)?;
-                phases::run_join(&JoinContext::new(&ja, fs, clock, Some(report)), &join.skip_phases)?;
+                phases::check_skip(JOIN_PHASES, "join", &join.skip_phases)?;
+                let in_stage = |name: &str| JOIN_AFTER_KUBELET.contains(&name) != pre;
+                let mut skip: Vec<String> =
+                    JOIN_PHASES.iter().filter(|p| !in_stage(p.name)).map(|p| p.name.to_string()).collect();
+                skip.extend(join.skip_phases.iter().cloned());
+                phases::run_join(&JoinContext::new(&ja, fs, clock, Some(report)), &skip)?;
             } else if user_script.as_ref().is_none_or(|s| s.after.is_empty()) {
                 info!("[boot] worker: nothing to do after the kubelet starts");
             }
@@ -174,7 +196,7 @@ fn read_plan(fs: &NodeFs) -> Result<BootPlan> {
 /// user-data has commands after the join; a control plane always finishes after it.
 fn last_stage(fs: &NodeFs, stage: Stage) -> bool {
     stage == Stage::PostKubelet
-        || read_plan(fs).is_ok_and(|p| p.node.is_join() && p.script.is_none_or(|s| s.after.is_empty()))
+        || read_plan(fs).is_ok_and(|p| p.node.is_worker() && p.script.is_none_or(|s| s.after.is_empty()))
 }
 
 /// Once the node is bootstrapped, the bootstrap tokens kubestrap kept are no longer needed:
@@ -193,8 +215,23 @@ fn scrub_secrets(fs: &NodeFs) -> Result<()> {
 }
 
 /// Replaces every `<id>.<secret>` bootstrap token in `text`.
+/// Certificate keys (`certificateKey: <hex>` lines) go too: they open the kubeadm-certs Secret.
 fn scrub_tokens(text: &str) -> String {
-    crate::token::replace_tokens(text, "scrubbed-after-bootstrap")
+    let text = crate::token::replace_tokens(text, "scrubbed-after-bootstrap");
+    let mut out: String = text
+        .lines()
+        .map(|l| match l.split_once("certificateKey: ") {
+            Some((indent, _)) if indent.trim().is_empty() => {
+                format!("{indent}certificateKey: scrubbed-after-bootstrap")
+            }
+            _ => l.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    if text.ends_with('\n') {
+        out.push('\n');
+    }
+    out
 }
 
 /// `text` (a command line, for the log) with its bootstrap tokens hidden.
@@ -226,5 +263,7 @@ mod tests {
     fn tokens_are_scrubbed_and_nothing_else() {
         let t = "token: abcdef.0123456789abcdef\nother: xabcdef.0123456789abcdefx\nü: ok";
         assert_eq!(super::scrub_tokens(t), "token: scrubbed-after-bootstrap\nother: xabcdef.0123456789abcdefx\nü: ok");
+        let t = format!("a:\n  certificateKey: {}\n  xcertificateKey: 1\n", "0f".repeat(32));
+        assert_eq!(super::scrub_tokens(&t), "a:\n  certificateKey: scrubbed-after-bootstrap\n  xcertificateKey: 1\n");
     }
 }

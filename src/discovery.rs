@@ -401,6 +401,30 @@ pub fn validate_cluster_info(
         return Err(DiscoveryProblem::BadSignature { token_id: token.id.clone() });
     }
 
+    let (server, ca_pem, certs) = server_and_ca(kubeconfig)?;
+
+    if !skip_ca_verification {
+        let bad = DiscoveryProblem::BadKubeconfig;
+        let got: Vec<CaPin> = certs
+            .iter()
+            .map(|der| CaPin::of_cert_der(der))
+            .collect::<Result<_, _>>()
+            .map_err(|e| bad(format!("a CA certificate {e}")))?;
+        let got_s = || got.iter().map(CaPin::to_string).collect::<Vec<_>>();
+        if pins.is_empty() {
+            return Err(DiscoveryProblem::NoPins { got: got_s() });
+        }
+        if !got.iter().any(|p| pins.contains(p)) {
+            return Err(DiscoveryProblem::PinMismatch { got: got_s() });
+        }
+    }
+
+    Ok(ClusterInfo { server, ca_pem, kubeconfig: kubeconfig.to_string() })
+}
+
+/// The server, the CA data (PEM) and its certificates (DER) of cluster-info's kubeconfig, not
+/// yet trusted: steps 4–5 of discovery, and what boot's check for a live cluster reads.
+fn server_and_ca(kubeconfig: &str) -> Result<(String, Vec<u8>, Vec<Vec<u8>>), DiscoveryProblem> {
     let bad = DiscoveryProblem::BadKubeconfig;
     let parsed: ClusterInfoKubeconfig =
         serde_yaml::from_str(kubeconfig).map_err(|e| bad(format!("its kubeconfig is not valid YAML: {e}")))?;
@@ -426,22 +450,18 @@ pub fn validate_cluster_info(
         B64.decode(ca_b64.trim()).map_err(|e| bad(format!("its certificate-authority-data is not base64: {e}")))?;
     let certs = certs_in_pem(&ca_pem)?;
 
-    if !skip_ca_verification {
-        let got: Vec<CaPin> = certs
-            .iter()
-            .map(|der| CaPin::of_cert_der(der))
-            .collect::<Result<_, _>>()
-            .map_err(|e| bad(format!("a CA certificate {e}")))?;
-        let got_s = || got.iter().map(CaPin::to_string).collect::<Vec<_>>();
-        if pins.is_empty() {
-            return Err(DiscoveryProblem::NoPins { got: got_s() });
-        }
-        if !got.iter().any(|p| pins.contains(p)) {
-            return Err(DiscoveryProblem::PinMismatch { got: got_s() });
-        }
-    }
+    Ok((server, ca_pem, certs))
+}
 
-    Ok(ClusterInfo { server, ca_pem, kubeconfig: kubeconfig.to_string() })
+/// The pins of the CA certificates in a cluster-info ConfigMap, unverified (no token needed):
+/// enough to tell which cluster answers, never to trust it.
+pub fn cluster_info_pins(configmap: &Value) -> Result<Vec<CaPin>, DiscoveryProblem> {
+    let (_, _, certs) = server_and_ca(kubeconfig_of(configmap)?)?;
+    certs
+        .iter()
+        .map(|der| CaPin::of_cert_der(der))
+        .collect::<Result<_, _>>()
+        .map_err(|e| DiscoveryProblem::BadKubeconfig(format!("a CA certificate {e}")))
 }
 
 /// Step 7: the kubeconfig from the second, CA-verified fetch must be byte-identical.

@@ -40,15 +40,19 @@ pub enum Kind {
     Preflight,
     /// Anything else: I/O, crypto, the network.
     Runtime,
+    /// A cluster this node must not touch answers where it would make its own (never two clusters).
+    Conflict,
 }
 
 impl Kind {
-    /// Exit codes: 1 runtime failure, 2 bad input (usage, config, on-disk state), 3 preflight.
+    /// Exit codes: 1 runtime failure, 2 bad input (usage, config, on-disk state), 3 preflight,
+    /// 4 another cluster answers at the endpoint.
     pub fn exit_code(self) -> i32 {
         match self {
             Kind::Usage | Kind::Config | Kind::State => 2,
             Kind::Preflight => 3,
             Kind::Runtime => 1,
+            Kind::Conflict => 4,
         }
     }
 }

@@ -31,6 +31,7 @@ fn fail(e: Error) -> ! {
         Kind::State => "the file named above was left untouched",
         Kind::Usage => "see `kubestrap help`",
         Kind::Preflight => "fix the errors above, or ignore them with --ignore-preflight-errors",
+        Kind::Conflict => "nothing was written: point the user-data at the right cluster",
         _ => "the run can be repeated safely: finished steps are reused",
     };
     eprintln!("kubestrap: {hint}");

@@ -9,6 +9,9 @@ use crate::retry::Backoff;
 pub const DISCOVERY: Duration = Duration::from_secs(5 * 60);
 /// At boot, workers often start before the control plane: wait this long instead.
 pub const BOOT_DISCOVERY: Duration = Duration::from_secs(15 * 60);
+/// At first boot, a node told to init asks the controlPlaneEndpoint once whether a cluster
+/// already answers there (never two clusters); no answer within this means none.
+pub const EXISTING_CLUSTER_PROBE: Duration = Duration::from_secs(5);
 /// kubeadm's TLSBootstrapTimeout: waiting for the node's client certificate.
 pub const TLS_BOOTSTRAP: Duration = Duration::from_secs(5 * 60);
 /// kubeadm's KubernetesAPICallTimeout: one logical API write, retries included.

@@ -281,7 +281,7 @@ fn fuzz_user_data() {
             credentials: Default::default(),
             notices: Vec::new(),
         };
-        if let Ok(kubestrap::config::userdata::NodePlan::Init { docs }) = kubestrap::config::userdata::plan(&g) {
+        if let Ok(kubestrap::config::userdata::NodePlan::Init { docs, .. }) = kubestrap::config::userdata::plan(&g) {
             let _ = kubestrap::config::resolve_init("fuzz", docs, &kubestrap::config::HostFacts::default());
         }
     });

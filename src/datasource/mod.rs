@@ -53,7 +53,13 @@ pub const MAX_READ_BYTES: u64 = 1 << 20;
 pub const CRED_TOKEN: &str = "kubestrap.token";
 pub const CRED_USER_DATA: &str = "kubestrap.user-data";
 pub const CRED_CA_CERT_HASH: &str = "kubestrap.ca-cert-hash";
-pub const CREDENTIAL_NAMES: [&str; 3] = [CRED_TOKEN, CRED_USER_DATA, CRED_CA_CERT_HASH];
+pub const CRED_CERTIFICATE_KEY: &str = "kubestrap.certificate-key";
+/// A CA for the init node to use instead of generating one, so that the pins in shared
+/// control-plane user-data can name it beforehand.
+pub const CRED_CA_CRT: &str = "kubestrap.ca-crt";
+pub const CRED_CA_KEY: &str = "kubestrap.ca-key";
+pub const CREDENTIAL_NAMES: [&str; 6] =
+    [CRED_TOKEN, CRED_USER_DATA, CRED_CA_CERT_HASH, CRED_CERTIFICATE_KEY, CRED_CA_CRT, CRED_CA_KEY];
 
 /// Everything outside the process that detection looks at; tests point it at a tempdir and a
 /// local HTTP server.

@@ -139,6 +139,10 @@ pub const JOIN_PHASES: &[Phase<JoinFn>] = &[
     Phase { name: "mark-control-plane", description: "Control plane: label and taint this node as control-plane", run: crate::join::control_plane::mark_control_plane },
 ];
 
+/// The join phases that need the kubelet running (the local etcd and API server): at boot a
+/// control plane joining runs them in the post-kubelet stage, the others before the kubelet.
+pub const JOIN_AFTER_KUBELET: &[&str] = &["etcd-join", "wait-control-plane", "mark-control-plane"];
+
 /// The phases that write the node's files before any kubelet runs (`--on-disk-only`).
 pub const ON_DISK_PHASES: &[&str] = &["preflight", "certs", "kubeconfig", "etcd", "control-plane", "kubelet-start"];
 

@@ -259,7 +259,7 @@ fn user_data_corpus_accepted_and_refused_as_kubeadm_does() {
                 assert!(!s.kubeadm.contains(SECRET), "{name}: {}", s.kubeadm);
                 match &p.plan {
                     NodePlan::Join { join } => assert_eq!(join.node_registration.name, "node-1", "{name}"),
-                    NodePlan::Init { docs } if name.starts_with("homelab") => {
+                    NodePlan::Init { docs, .. } if name.starts_with("homelab") => {
                         // What the flags said is in the documents kubestrap will build from.
                         let cc = docs.cluster.as_ref().expect("ClusterConfiguration from the flags");
                         assert!(!cc.networking.pod_subnet.is_empty(), "{name}: --pod-network-cidr kept");

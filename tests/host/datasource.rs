@@ -439,7 +439,7 @@ fn docs_user_data_examples_plan() {
         g.credentials.insert("kubestrap.token".into(), TOKEN.as_bytes().to_vec());
         let p = plan_detailed(&g).unwrap_or_else(|e| panic!("{e}\n{b}"));
         match p.plan {
-            NodePlan::Init { docs } => {
+            NodePlan::Init { docs, .. } => {
                 let host = kubestrap::config::HostFacts {
                     hostname: "h".into(),
                     default_address: Some("10.0.0.10".parse().unwrap()),

@@ -33,6 +33,11 @@ pub(super) struct Shorthand {
     pub kubeadm: Option<Value>,
     #[serde(default)]
     pub allow_private_keys: bool,
+    /// Control plane: the node that initializes; every other one joins it as a control plane.
+    pub init_node: Option<String>,
+    /// Control plane: seals the shared CAs and keys in kubeadm-certs (a Value, so a wrongly typed
+    /// key is never echoed by a decode error).
+    pub certificate_key: Option<Value>,
 }
 
 /// What a `#cloud-config` asks for.

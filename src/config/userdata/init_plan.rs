@@ -4,12 +4,12 @@
 //! are left to `resolve_init`, so both paths apply the same rules.
 
 use super::NodePlan;
-use super::cloud_config::{Shorthand, not_for};
+use super::cloud_config::Shorthand;
 use super::overrides::{Overrides, node_name, set_field};
 use crate::config::types::{BootstrapToken, ClusterConfiguration, InitConfiguration};
 use crate::config::{ConfigError, Documents};
 use crate::constants::KUBEADM_API_VERSION;
-use crate::datasource::{CRED_CA_CERT_HASH, CRED_TOKEN, Gathered};
+use crate::datasource::{CRED_TOKEN, Gathered};
 
 pub(super) fn init_plan(
     src: &str,
@@ -68,10 +68,6 @@ pub(super) fn init_plan(
             }
         }
     }
-    not_for("control-plane", &[("caCertHashes", !sh.ca_cert_hashes.is_empty())], src, notices);
-    if ov.ca_hashes.is_some() {
-        notices.push(format!("credential {CRED_CA_CERT_HASH} ignored: a control plane does not pin a CA"));
-    }
     // The effective token (credential over user-data) becomes the first bootstrap token.
     if let Some(t) = &ov.token {
         let from_credential = g.credentials.contains_key(CRED_TOKEN);
@@ -105,7 +101,7 @@ pub(super) fn init_plan(
         join: None,
         warnings: Vec::new(),
     };
-    Ok(NodePlan::Init { docs })
+    Ok(NodePlan::Init { docs, upload_certs: false, join_existing: None })
 }
 
 #[cfg(test)]

@@ -13,13 +13,26 @@ use crate::datasource::{CRED_CA_CERT_HASH, CRED_TOKEN, Gathered};
 /// `shorthand`: the user-data was `#cloud-config`, so errors name shorthand keys.
 pub(super) fn join_plan(
     src: &str,
-    mut docs: Documents,
+    docs: Documents,
     sh: &Shorthand,
     shorthand: bool,
     ov: &Overrides,
     g: &Gathered,
     notices: &mut Vec<String>,
 ) -> Result<NodePlan, ConfigError> {
+    Ok(NodePlan::Join { join: join_configuration(src, docs, sh, shorthand, ov, g, notices)? })
+}
+
+/// [`join_plan`]'s JoinConfiguration; a control-plane join's too (see `control_plane`).
+pub(super) fn join_configuration(
+    src: &str,
+    mut docs: Documents,
+    sh: &Shorthand,
+    shorthand: bool,
+    ov: &Overrides,
+    g: &Gathered,
+    notices: &mut Vec<String>,
+) -> Result<JoinConfiguration, ConfigError> {
     let mut join = docs.join.take().unwrap_or_else(|| JoinConfiguration {
         api_version: KUBEADM_API_VERSION.into(),
         kind: "JoinConfiguration".into(),
@@ -27,9 +40,11 @@ pub(super) fn join_plan(
     });
     if docs.kubelet.is_some() || docs.kube_proxy.is_some() {
         notices.push(format!(
-            "{src}: KubeletConfiguration/KubeProxyConfiguration ignored on a worker: it takes the cluster's kubelet-config"
+            "{src}: KubeletConfiguration/KubeProxyConfiguration ignored on a joining node: it takes the cluster's kubelet-config"
         ));
     }
+    // On a control plane joining from shared user-data, the cluster keys are the init node's.
+    let worker = join.control_plane.is_none();
     not_for(
         "worker",
         &[
@@ -38,7 +53,8 @@ pub(super) fn join_plan(
             ("serviceSubnet", sh.service_subnet.is_some()),
             ("certSANs", !sh.cert_sans.is_empty()),
             ("advertiseAddress", sh.advertise_address.is_some()),
-        ],
+        ]
+        .map(|(k, set)| (k, set && worker)),
         src,
         notices,
     );
@@ -99,7 +115,7 @@ pub(super) fn join_plan(
     }
     node_name(src, &mut join.node_registration.name, g, "JoinConfiguration")?;
     validate_join(src, &join, shorthand)?;
-    Ok(NodePlan::Join { join })
+    Ok(join)
 }
 
 /// Refuses what the join phases could not run with, here at gather time, where the error can
@@ -109,8 +125,12 @@ fn validate_join(src: &str, join: &JoinConfiguration, shorthand: bool) -> Result
     let doc = if shorthand { "kubestrap" } else { "JoinConfiguration" };
     // Name the field the way the user wrote it: the shorthand key or the kubeadm path.
     let hint = |short: &str, long: &str| if shorthand { short.to_string() } else { long.to_string() };
-    if join.control_plane.is_some() {
-        return Err(ConfigError::doc(src, doc, "controlPlane", "kubestrap joins workers only".into()));
+    if let Some(cp) = &join.control_plane
+        && !cp.certificate_key.is_empty()
+    {
+        crate::pki::copycerts::CertificateKey::parse(&cp.certificate_key).map_err(|e| {
+            ConfigError::doc(src, doc, &hint("certificateKey", "controlPlane.certificateKey"), e.to_string())
+        })?;
     }
     match (&d.bootstrap_token, &d.file) {
         (None, None) => Err(ConfigError::doc(

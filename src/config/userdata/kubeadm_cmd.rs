@@ -33,6 +33,9 @@ const INIT_FLAGS: &[&str] = &[
     "token",
     "token-ttl",
     "skip-token-print",
+    "upload-certs",
+    "certificate-key",
+    "skip-certificate-key-print",
 ];
 const JOIN_FLAGS: &[&str] = &[
     "config",
@@ -46,9 +49,13 @@ const JOIN_FLAGS: &[&str] = &[
     "discovery-file",
     "node-name",
     "cri-socket",
+    "control-plane",
+    "certificate-key",
+    "apiserver-advertise-address",
+    "apiserver-bind-port",
 ];
 /// kubeadm's ValidateMixedArguments: what may stand next to `--config` (plus every `skip-*`).
-const WITH_CONFIG: &[&str] = &["config", "ignore-preflight-errors", "dry-run", "node-name", "v"];
+const WITH_CONFIG: &[&str] = &["config", "ignore-preflight-errors", "dry-run", "node-name", "upload-certs", "v"];
 
 /// The role and documents of a kubeadm line. `origin` is `runcmd[i]`.
 pub(super) fn documents(
@@ -109,7 +116,7 @@ pub(super) fn documents(
             if !i.skip_phases.is_empty() {
                 init.skip_phases = cli::split_all(&i.skip_phases);
             }
-            Ok((Role::ControlPlane, docs))
+            Ok((Role::ControlPlane { upload_certs: i.upload_certs }, docs))
         }
         Command::Join(j) => {
             let mut docs = config(src, origin, j.config.as_deref(), files)?;
@@ -127,7 +134,7 @@ pub(super) fn documents(
             let mut join = docs.join.take().unwrap_or_else(default_join);
             apply_join_flags(&mut join, j, origin, notices, src).map_err(err)?;
             docs.join = Some(join);
-            Ok((Role::Worker, docs))
+            Ok((Role::Join, docs))
         }
         _ => Err(err(format!("kubeadm {sub} is not init or join"))),
     }
@@ -159,6 +166,19 @@ fn apply_join_flags(
     }
     if !j.skip_phases.is_empty() {
         join.skip_phases = cli::split_all(&j.skip_phases);
+    }
+    // kubeadm binds these to JoinConfiguration.controlPlane (refused next to --config above).
+    if j.control_plane {
+        let cp = join.control_plane.get_or_insert_with(Default::default);
+        if let Some(a) = j.apiserver_advertise_address {
+            cp.local_api_endpoint.advertise_address = a;
+        }
+        if let Some(p) = j.apiserver_bind_port {
+            cp.local_api_endpoint.bind_port = Some(i64::from(p));
+        }
+        if let Some(k) = j.certificate_key {
+            cp.certificate_key = k;
+        }
     }
     if j.config.is_some() {
         if endpoint.is_some() {
@@ -293,7 +313,7 @@ mod tests {
         let (role, docs) =
             run("kubeadm init --config /run/kubeadm/kubeadm.yaml --v 5 --ignore-preflight-errors=NumCPU,Mem --skip-phases=addon/kube-proxy", &files)
                 .unwrap();
-        assert_eq!(role, Role::ControlPlane);
+        assert!(matches!(role, Role::ControlPlane { .. }));
         assert_eq!(docs.cluster.unwrap().cluster_name, "c");
         let init = docs.init.unwrap();
         assert_eq!(init.node_registration.ignore_preflight_errors, ["NumCPU", "Mem"]);
@@ -319,7 +339,7 @@ mod tests {
             &[],
         )
         .unwrap();
-        assert_eq!(role, Role::Worker);
+        assert_eq!(role, Role::Join);
         let j = docs.join.unwrap();
         let bt = j.discovery.bootstrap_token.unwrap();
         assert_eq!((bt.api_server_endpoint.as_str(), bt.token.as_str()), ("127.0.0.1:6443", "abcdef.0123456789abcdef"));
@@ -332,14 +352,49 @@ mod tests {
     }
 
     #[test]
+    fn kubeadm_control_plane_lines_upload_and_join_with_the_certificate_key() {
+        let key = "0f".repeat(32);
+        let (role, docs) =
+            run(&format!("kubeadm init --upload-certs --certificate-key {key} --pod-network-cidr=10.244.0.0/16"), &[])
+                .unwrap();
+        assert_eq!(role, Role::ControlPlane { upload_certs: true });
+        assert_eq!(docs.init.unwrap().certificate_key, key);
+        // --upload-certs may stand next to --config, as in kubeadm.
+        let files = [file("/i.yaml", INIT)];
+        let (role, _) = run("kubeadm init --config /i.yaml --upload-certs", &files).unwrap();
+        assert_eq!(role, Role::ControlPlane { upload_certs: true });
+        let (role, docs) = run(
+            &format!(
+                "kubeadm join lb:6443 --token abcdef.0123456789abcdef --discovery-token-ca-cert-hash sha256:{} \
+                 --control-plane --certificate-key {key} --apiserver-advertise-address 10.0.0.12 --apiserver-bind-port 6444",
+                "1".repeat(64)
+            ),
+            &[],
+        )
+        .unwrap();
+        assert_eq!(role, Role::Join);
+        let cp = docs.join.unwrap().control_plane.unwrap();
+        assert_eq!(
+            (
+                cp.certificate_key.as_str(),
+                cp.local_api_endpoint.advertise_address.as_str(),
+                cp.local_api_endpoint.bind_port
+            ),
+            (key.as_str(), "10.0.0.12", Some(6444))
+        );
+        let e = run(&format!("kubeadm join --config /j.yaml --certificate-key {key}"), &[]).unwrap_err().to_string();
+        assert!(e.contains("can not mix '--config' with arguments [certificate-key]") && !e.contains(&key), "{e}");
+    }
+
+    #[test]
     fn kubeadm_lines_refused_as_kubeadm_refuses_and_never_echo_tokens() {
         let e = run("kubeadm join --config /j.yaml --token abcdef.0123456789abcdef", &[]).unwrap_err().to_string();
         assert!(e.contains("can not mix '--config' with arguments [token]"), "{e}");
         assert!(!e.contains("0123456789abcdef"), "{e}");
         let e = run("kubeadm join 127.0.0.1:6443 abcdef.0123456789abcdef", &[]).unwrap_err().to_string();
         assert!(!e.contains("0123456789abcdef"), "{e}");
-        let e = run("kubeadm init --upload-certs --pod-network-cidr=10.244.0.0/16", &[]).unwrap_err().to_string();
-        assert!(e.contains("--upload-certs") && e.contains("runcmd[0]"), "{e}");
+        let e = run("kubeadm join x:1 --token abcdef.0123456789abcdef --patches /p", &[]).unwrap_err().to_string();
+        assert!(e.contains("--patches") && e.contains("runcmd[0]"), "{e}");
         // kubeadm's configuration flags alone build the documents.
         let (_, docs) = run("kubeadm init --pod-network-cidr=10.244.0.0/16", &[]).unwrap();
         assert_eq!(docs.cluster.unwrap().networking.pod_subnet, "10.244.0.0/16");

@@ -18,6 +18,7 @@
 
 mod cloud_config;
 mod cloud_init;
+mod control_plane;
 mod decode;
 mod init_plan;
 mod jinja;
@@ -51,8 +52,19 @@ pub use self::write_files::WriteFile;
 pub enum NodePlan {
     /// Control plane: the kubeadm documents for [`crate::config::resolve_init`], which runs on
     /// the node (it needs the host's address and hostname), once per stage.
-    Init { docs: Documents },
-    /// Worker.
+    Init {
+        docs: Documents,
+        /// `--upload-certs`: seal the shared certificates into kubeadm-certs for the other
+        /// control planes.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        upload_certs: bool,
+        /// How to join instead when a cluster already answers at the controlPlaneEndpoint at
+        /// first boot (the user-data gave the token, pins and certificate key); without it such
+        /// a node stops rather than make a second cluster.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        join_existing: Option<Box<JoinConfiguration>>,
+    },
+    /// A worker, or a control plane when `join.controlPlane` is set.
     Join { join: JoinConfiguration },
 }
 
@@ -69,9 +81,14 @@ impl NodePlan {
         serde_yaml::from_slice(bytes)
     }
 
-    /// A worker's plan (its only stage is pre-kubelet).
+    /// A join (worker or control plane).
     pub fn is_join(&self) -> bool {
         matches!(self, NodePlan::Join { .. })
+    }
+
+    /// A worker's plan: its only stage is pre-kubelet.
+    pub fn is_worker(&self) -> bool {
+        matches!(self, NodePlan::Join { join } if join.control_plane.is_none())
     }
 }
 
@@ -117,8 +134,11 @@ pub fn plan(g: &Gathered) -> Result<NodePlan, ConfigError> {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Role {
-    ControlPlane,
-    Worker,
+    /// A control plane: init, or with `initNode` (or a live cluster at the endpoint) join one.
+    /// `upload_certs`: a kubeadm line's `--upload-certs`.
+    ControlPlane { upload_certs: bool },
+    /// A JoinConfiguration (worker, or control plane when it has `controlPlane`).
+    Join,
 }
 
 /// [`plan`], returning the notices instead of logging them.
@@ -176,8 +196,10 @@ pub fn plan_detailed(g: &Gathered) -> Result<Planned, ConfigError> {
     // Errors name kubeadm's paths unless the user wrote the shorthand.
     let shorthand = is_cloud_config && script.is_none();
     let plan = match role {
-        Role::ControlPlane => init_plan::init_plan(&src, docs, &sh, &token, g, &mut notices)?,
-        Role::Worker => join_plan::join_plan(&src, docs, &sh, shorthand, &token, g, &mut notices)?,
+        Role::ControlPlane { upload_certs } => {
+            control_plane::plan(&src, docs, &sh, &token, g, upload_certs, &mut notices)?
+        }
+        Role::Join => join_plan::join_plan(&src, docs, &sh, shorthand, &token, g, &mut notices)?,
     };
     Ok(Planned { plan, script, notices })
 }
@@ -186,15 +208,17 @@ pub fn plan_detailed(g: &Gathered) -> Result<Planned, ConfigError> {
 fn role(src: &str, docs: &Documents, sh: Option<&Shorthand>) -> Result<Role, ConfigError> {
     let has_init = docs.init.is_some() || docs.cluster.is_some();
     let has_join = docs.join.is_some();
-    if has_init && has_join {
+    // With initNode one user-data serves the init node and the joining ones.
+    let init_node = sh.is_some_and(|s| s.init_node.is_some());
+    if has_init && has_join && !init_node {
         return Err(ConfigError::file(
             src,
             "holds both InitConfiguration/ClusterConfiguration and JoinConfiguration; a node either inits (control plane) or joins (worker): keep one".into(),
         ));
     }
     let role = match sh.and_then(|s| s.role.as_deref()) {
-        Some("control-plane") => Role::ControlPlane,
-        Some("worker") => Role::Worker,
+        Some("control-plane") => Role::ControlPlane { upload_certs: false },
+        Some("worker") => Role::Join,
         Some(other) => {
             return Err(ConfigError::doc(
                 src,
@@ -203,8 +227,8 @@ fn role(src: &str, docs: &Documents, sh: Option<&Shorthand>) -> Result<Role, Con
                 format!("{other:?} must be control-plane or worker"),
             ));
         }
-        None if has_init => Role::ControlPlane,
-        None if has_join => Role::Worker,
+        None if has_init || init_node => Role::ControlPlane { upload_certs: false },
+        None if has_join => Role::Join,
         None if sh.is_some() => {
             return Err(ConfigError::doc(
                 src,
@@ -220,20 +244,23 @@ fn role(src: &str, docs: &Documents, sh: Option<&Shorthand>) -> Result<Role, Con
             ));
         }
     };
-    if role == Role::Worker && has_init {
+    if role == Role::Join && (has_init || init_node) {
         return Err(ConfigError::doc(
             src,
             "kubestrap",
             "role",
-            "is worker but kubestrap.kubeadm holds an InitConfiguration/ClusterConfiguration".into(),
+            "is worker but kubestrap.kubeadm holds an InitConfiguration/ClusterConfiguration (or initNode is set)"
+                .into(),
         ));
     }
-    if role == Role::ControlPlane && has_join {
+    if role != Role::Join && has_join && !init_node {
         return Err(ConfigError::doc(
             src,
             "kubestrap",
             "role",
-            "is control-plane but kubestrap.kubeadm holds a JoinConfiguration".into(),
+            "is control-plane but kubestrap.kubeadm holds a JoinConfiguration; set kubestrap.initNode when one \
+             user-data serves the init node and the joining ones"
+                .into(),
         ));
     }
     Ok(role)
@@ -314,10 +341,10 @@ mod tests {
     #[test]
     fn userdata_post_kubelet_stage_resolves_the_same_init_config() {
         for p in plans().into_iter().filter(|p| !p.is_join()) {
-            let NodePlan::Init { docs } = &p else { unreachable!() };
+            let NodePlan::Init { docs, .. } = &p else { unreachable!() };
             // pre-kubelet: the plan as built; post-kubelet: the plan as read back from its file.
             let pre = resolve_init("user-data", docs.clone(), &host()).unwrap();
-            let NodePlan::Init { docs } = NodePlan::from_yaml(p.to_yaml().unwrap().as_bytes()).unwrap() else {
+            let NodePlan::Init { docs, .. } = NodePlan::from_yaml(p.to_yaml().unwrap().as_bytes()).unwrap() else {
                 panic!("the plan file changed the role")
             };
             let post = resolve_init("user-data", docs, &host()).unwrap();

@@ -8,7 +8,7 @@ use serde_yaml::Value;
 use super::cloud_config::Shorthand;
 use crate::config::ConfigError;
 use crate::config::values::is_dns1123_subdomain;
-use crate::datasource::{CRED_CA_CERT_HASH, CRED_TOKEN, Gathered};
+use crate::datasource::{CRED_CA_CERT_HASH, CRED_CERTIFICATE_KEY, CRED_TOKEN, Gathered};
 
 /// The token and CA hashes after applying credentials.
 pub(super) struct Overrides {
@@ -18,6 +18,8 @@ pub(super) struct Overrides {
     pub token_origin: String,
     /// CA hashes from the credential, if given (they replace user-data's).
     pub ca_hashes: Option<Vec<String>>,
+    /// The certificate key (credential over user-data), checked. Never printed.
+    pub certificate_key: Option<String>,
 }
 
 impl Overrides {
@@ -72,8 +74,38 @@ impl Overrides {
                 Some(list)
             }
         };
-        Ok(Overrides { token, token_origin, ca_hashes })
+        let certificate_key = certificate_key(src, g, sh, notices)?;
+        Ok(Overrides { token, token_origin, ca_hashes, certificate_key })
     }
+}
+
+/// `kubestrap.certificateKey`, or the `kubestrap.certificate-key` credential, which wins.
+fn certificate_key(
+    src: &str,
+    g: &Gathered,
+    sh: &Shorthand,
+    notices: &mut Vec<String>,
+) -> Result<Option<String>, ConfigError> {
+    let check = |k: String, bad: &dyn Fn(String) -> ConfigError| {
+        crate::pki::copycerts::CertificateKey::parse(&k).map(|_| k).map_err(|e| bad(format!("{e} (value hidden)")))
+    };
+    let given = match &sh.certificate_key {
+        None => None,
+        Some(Value::String(s)) => {
+            Some(check(s.trim().to_string(), &|m| ConfigError::doc(src, "kubestrap", "certificateKey", m))?)
+        }
+        Some(_) => {
+            return Err(ConfigError::doc(src, "kubestrap", "certificateKey", "must be a string (value hidden)".into()));
+        }
+    };
+    let Some(c) = g.credentials.get(CRED_CERTIFICATE_KEY) else { return Ok(given) };
+    let origin = format!("credential {CRED_CERTIFICATE_KEY}");
+    let text =
+        std::str::from_utf8(c).map_err(|_| ConfigError::file(&origin, "is not UTF-8 text (value hidden)".into()))?;
+    if given.is_some() {
+        notices.push(format!("{origin} overrides kubestrap.certificateKey from the user-data"));
+    }
+    Ok(Some(check(text.trim().to_string(), &|m| ConfigError::file(&origin, m))?))
 }
 
 /// Sets a string field from the shorthand unless embedded kubeadm config already gave another value.

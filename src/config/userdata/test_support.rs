@@ -28,7 +28,7 @@ pub fn gz(b: &[u8]) -> Vec<u8> {
 
 pub fn init_docs(p: Planned) -> Documents {
     match p.plan {
-        NodePlan::Init { docs } => docs,
+        NodePlan::Init { docs, .. } => docs,
         other => panic!("expected init, got {other:?}"),
     }
 }
