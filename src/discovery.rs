@@ -401,7 +401,7 @@ pub fn validate_cluster_info(
         return Err(DiscoveryProblem::BadSignature { token_id: token.id.clone() });
     }
 
-    let (server, ca_pem, certs) = server_and_ca(kubeconfig)?;
+    let ServerAndCa { server, ca_pem, certs } = server_and_ca(kubeconfig)?;
 
     if !skip_ca_verification {
         let bad = DiscoveryProblem::BadKubeconfig;
@@ -424,7 +424,7 @@ pub fn validate_cluster_info(
 
 /// The server, the CA data (PEM) and its certificates (DER) of cluster-info's kubeconfig, not
 /// yet trusted: steps 4–5 of discovery, and what boot's check for a live cluster reads.
-fn server_and_ca(kubeconfig: &str) -> Result<(String, Vec<u8>, Vec<Vec<u8>>), DiscoveryProblem> {
+fn server_and_ca(kubeconfig: &str) -> Result<ServerAndCa, DiscoveryProblem> {
     let bad = DiscoveryProblem::BadKubeconfig;
     let parsed: ClusterInfoKubeconfig =
         serde_yaml::from_str(kubeconfig).map_err(|e| bad(format!("its kubeconfig is not valid YAML: {e}")))?;
@@ -450,14 +450,21 @@ fn server_and_ca(kubeconfig: &str) -> Result<(String, Vec<u8>, Vec<Vec<u8>>), Di
         B64.decode(ca_b64.trim()).map_err(|e| bad(format!("its certificate-authority-data is not base64: {e}")))?;
     let certs = certs_in_pem(&ca_pem)?;
 
-    Ok((server, ca_pem, certs))
+    Ok(ServerAndCa { server, ca_pem, certs })
+}
+
+struct ServerAndCa {
+    server: String,
+    ca_pem: Vec<u8>,
+    /// The DER of each certificate in `ca_pem`.
+    certs: Vec<Vec<u8>>,
 }
 
 /// The pins of the CA certificates in a cluster-info ConfigMap, unverified (no token needed):
 /// enough to tell which cluster answers, never to trust it.
 pub fn cluster_info_pins(configmap: &Value) -> Result<Vec<CaPin>, DiscoveryProblem> {
-    let (_, _, certs) = server_and_ca(kubeconfig_of(configmap)?)?;
-    certs
+    server_and_ca(kubeconfig_of(configmap)?)?
+        .certs
         .iter()
         .map(|der| CaPin::of_cert_der(der))
         .collect::<Result<_, _>>()
