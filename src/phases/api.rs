@@ -234,7 +234,12 @@ pub fn show_join_command(ctx: &InitContext) -> Result<()> {
     // As kubeadm: control-plane joins need a stable controlPlaneEndpoint.
     if !ctx.cfg.cluster.control_plane_endpoint.is_empty() {
         if ctx.upload.enabled {
-            let key = super::upload_certs::certificate_key(ctx)?.to_hex();
+            // kubeadm's --skip-certificate-key-print withholds it here too.
+            let key = if ctx.upload.skip_key_print {
+                "<value withheld>".to_string()
+            } else {
+                super::upload_certs::certificate_key(ctx)?.to_hex()
+            };
             out.push_str(&format!(
                 "You can now join any number of control-plane nodes running the following command on each as root:\n\n\
                  {join} \\\n\t--control-plane --certificate-key {key}\n\n\

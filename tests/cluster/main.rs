@@ -6,6 +6,7 @@
 mod common;
 
 mod boot;
+mod boot_ha;
 mod cluster_e2e;
 mod control_plane_join;
 mod crash_safety;

@@ -140,15 +140,57 @@ fn capi_control_plane_then_worker_boot_unchanged() {
     assert!(r.stderr().contains("\"users\" ignored"), "{}", r.stderr());
 }
 
+/// Cluster API's second control plane, unchanged but for loopback: the shared CAs and keys come
+/// from write_files (kubeadm's manual-copy mode, no certificate key), this node's certificates
+/// are made here, and the sentinel is written after the post-kubelet part of the join. The
+/// double runs no etcd, so the test's copy skips etcd-join (tests/cluster/ha_etcd.rs runs it).
 #[test]
-fn capi_control_plane_join_is_refused_before_anything_is_written() {
-    let r0 = tempfile::tempdir().unwrap();
-    seed(r0.path(), fixture!("user-data/capi-control-plane-join/user-data"), "cp-2");
-    let r = boot(r0.path(), "pre-kubelet");
-    assert_eq!(r.code(), 2, "{}", r.stderr());
-    assert!(r.stderr().contains("controlPlane"), "{}", r.stderr());
-    assert!(!r0.path().join("etc/kubernetes").exists(), "not even write_files ran");
-    assert!(!r.stderr().contains("BEGIN RSA PRIVATE KEY") && !r.stderr().contains(SECRET), "{}", r.stderr());
+fn capi_control_plane_join_boots_unchanged() {
+    let cp = tempfile::tempdir().unwrap();
+    let (port, healthz) = (free_port(), free_port());
+    seed(cp.path(), &capi_init(port, healthz), "cp-1");
+    assert_eq!(boot(cp.path(), "pre-kubelet").code(), 0);
+    let double = start_double(&cp.path().join("etc/kubernetes/pki"), port, healthz, |_| {});
+    let r = boot(cp.path(), "post-kubelet");
+    assert_eq!(r.code(), 0, "{}\n{}", r.stdout(), r.stderr());
+    let admin = cp.path().join("etc/kubernetes/admin.conf");
+    kubestrap(&["token", "create", TOKEN, "--kubeconfig", admin.to_str().unwrap()]).ok();
+
+    let zero = format!("sha256:{}", "0".repeat(64));
+    let ud = fixture!("user-data/capi-control-plane-join/user-data");
+    let jud = ud
+        .replace("127.0.0.1:6443", &format!("127.0.0.1:{port}"))
+        .replace(&zero, &ca_hash_of_root(cp.path()))
+        .replace(
+            "      controlPlane:\n        localAPIEndpoint: {}\n",
+            &format!(
+                "      controlPlane:\n        localAPIEndpoint: {{advertiseAddress: 127.0.0.1, bindPort: {port}}}\n      skipPhases: [etcd-join]\n"
+            ),
+        );
+    assert_eq!(jud.matches(&format!("127.0.0.1:{port}")).count(), 1, "endpoint rewritten");
+    assert!(jud.contains("skipPhases"), "localAPIEndpoint rewritten");
+    let j = tempfile::tempdir().unwrap();
+    seed(j.path(), &jud, "cp-2");
+    let r = boot(j.path(), "pre-kubelet");
+    assert_eq!(r.code(), 0, "{}\n{}", r.stdout(), r.stderr());
+    assert!(!r.stdout().contains(SECRET) && !r.stderr().contains(SECRET), "token secret leaked");
+    let pki = j.path().join("etc/kubernetes/pki");
+    for shared in ["ca.key", "sa.key", "front-proxy-ca.key", "etcd/ca.key"] {
+        let want = written_content(ud, &format!("/etc/kubernetes/pki/{shared}"));
+        assert_eq!(std::fs::read_to_string(pki.join(shared)).unwrap(), want, "{shared} is Cluster API's");
+    }
+    assert!(pki.join("apiserver.crt").exists() && pki.join("apiserver-kubelet-client.crt").exists());
+    assert!(j.path().join("etc/kubernetes/manifests/kube-apiserver.yaml").exists());
+    assert!(!j.path().join(SENTINEL).exists(), "the join is not over before the kubelet runs");
+
+    double.register_node("cp-2", &[]).unwrap();
+    let r = boot(j.path(), "post-kubelet");
+    assert_eq!(r.code(), 0, "{}\n{}", r.stdout(), r.stderr());
+    assert_eq!(std::fs::read_to_string(j.path().join(SENTINEL)).unwrap(), "success\n");
+    let node = double.object("/api/v1/nodes/cp-2").unwrap();
+    assert!(node["metadata"]["labels"].get("node-role.kubernetes.io/control-plane").is_some(), "{node}");
+    let kept = std::fs::read_to_string(j.path().join("var/lib/kubestrap/plan.yaml")).unwrap();
+    assert!(!kept.contains(TOKEN) && !kept.contains("BEGIN"), "no token or key kept:\n{kept}");
 }
 
 #[test]
@@ -222,7 +264,7 @@ fn runcmd_runs_in_cloud_init_order_around_the_init() {
 fn user_data_corpus_accepted_and_refused_as_kubeadm_does() {
     let cases: &[(&str, Result<&str, &str>)] = &[
         ("capi-control-plane-init", Ok("init")),
-        ("capi-control-plane-join", Err("controlPlane")),
+        ("capi-control-plane-join", Ok("join")),
         ("capi-worker", Ok("join")),
         // `kubeadm init` by flags alone: the flags build the documents, as `kubestrap init` does.
         ("homelab-crio-master", Ok("init")),

@@ -29,7 +29,7 @@ pub(super) fn plan(
     let key = certificate_key(src, &mut docs, ov)?;
     let join = match &sh.init_node {
         None => {
-            if docs.join.is_some() {
+            if docs.join.as_ref().is_some_and(|j| j.control_plane.is_none()) {
                 return Err(ConfigError::file(
                     src,
                     "holds both InitConfiguration/ClusterConfiguration and JoinConfiguration; a node either inits or \

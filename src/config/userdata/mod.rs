@@ -208,8 +208,10 @@ pub fn plan_detailed(g: &Gathered) -> Result<Planned, ConfigError> {
 fn role(src: &str, docs: &Documents, sh: Option<&Shorthand>) -> Result<Role, ConfigError> {
     let has_init = docs.init.is_some() || docs.cluster.is_some();
     let has_join = docs.join.is_some();
-    // With initNode one user-data serves the init node and the joining ones.
-    let init_node = sh.is_some_and(|s| s.init_node.is_some());
+    // With initNode one user-data serves the init node and the joining ones; a control-plane
+    // JoinConfiguration next to the init documents says how to join a cluster found running.
+    let cp_join = docs.join.as_ref().is_some_and(|j| j.control_plane.is_some());
+    let init_node = sh.is_some_and(|s| s.init_node.is_some() || (cp_join && has_init));
     if has_init && has_join && !init_node {
         return Err(ConfigError::file(
             src,
