@@ -68,10 +68,13 @@ fn start(ctx: &JoinContext, found: &Found) -> Result<()> {
     if fs.root() == std::path::Path::new("/") {
         crate::systemd::restart_kubelet();
     }
-    info!(
-        "This node has joined the cluster: the kubelet's client certificate was issued and kubelet.conf points at it."
-    );
-    info!("Run 'kubectl get nodes' on the control plane to see this node join the cluster.");
+    // A control plane has more phases to go; its own summary comes at the end (commands/join).
+    if a.control_plane.is_none() {
+        info!(
+            "This node has joined the cluster: the kubelet's client certificate was issued and kubelet.conf points at it."
+        );
+        info!("Run 'kubectl get nodes' on the control plane to see this node join the cluster.");
+    }
     Ok(())
 }
 

@@ -82,6 +82,9 @@ fn a_second_control_plane_joins_with_the_certificate_key() {
     });
     assert_eq!(r.code(), 0, "{}\n{}", r.stdout(), r.stderr());
     assert!(!r.stderr().contains(&key), "the certificate key is never logged");
+    // kubeadm's closing words, without the etcd line: etcd-join was skipped.
+    assert!(r.stdout().contains("a new control plane instance was created"), "{}", r.stdout());
+    assert!(!r.stdout().contains("A new etcd member"), "{}", r.stdout());
 
     for f in SHARED {
         let ours = std::fs::read(c.scratch.pki(f)).unwrap();

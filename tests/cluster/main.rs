@@ -9,6 +9,7 @@ mod boot;
 mod cluster_e2e;
 mod control_plane_join;
 mod crash_safety;
+mod ha_etcd;
 mod join_phases;
 mod jws_interop;
 mod upload_certs;
