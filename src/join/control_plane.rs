@@ -29,7 +29,7 @@ pub struct ControlPlaneJoin {
 const KUBEADM_CONFIG: &str = "/api/v1/namespaces/kube-system/configmaps/kubeadm-config";
 const KUBEADM_CERTS: &str = "/api/v1/namespaces/kube-system/secrets/kubeadm-certs";
 
-fn control_plane<'a>(ctx: &'a JoinContext, phase: &str) -> Option<&'a ControlPlaneJoin> {
+pub(super) fn control_plane<'a>(ctx: &'a JoinContext, phase: &str) -> Option<&'a ControlPlaneJoin> {
     let cp = ctx.args.control_plane.as_ref();
     if cp.is_none() {
         info!("[{phase}] Skipped: not a control-plane join (see --control-plane)");

@@ -13,6 +13,7 @@ pub mod control_plane;
 mod discover;
 mod kubelet_start;
 mod tls_bootstrap;
+pub mod wait_control_plane;
 
 use std::path::Path;
 use std::time::Duration;
@@ -44,6 +45,9 @@ pub struct JoinArgs {
     pub taints: Vec<Taint>,
     pub discovery_timeout: Duration,
     pub tls_bootstrap_timeout: Duration,
+    /// Control-plane joins: wait-control-plane's waits (JoinConfiguration `timeouts`).
+    pub kubelet_health_timeout: Duration,
+    pub control_plane_health_timeout: Duration,
     pub ignore_preflight: Vec<String>,
 }
 

@@ -119,13 +119,21 @@ impl Ha {
         cmd.spawn().expect("spawn kubestrap join")
     }
 
-    /// Plays `n`'s kubelet until `stop`: registers the Node once kubelet.conf exists; starts
-    /// etcd once its manifest exists, then mirrors the node's static Pods. Returns when the
-    /// manifest appeared and when etcd served, counted from `t0`.
+    /// Plays `n`'s kubelet until `stop`: starts its API server (the double's second endpoint
+    /// on its own serving certificate, at its advertise address) once its manifest exists;
+    /// registers the Node once kubelet.conf exists; starts etcd once its manifest exists, then
+    /// mirrors the node's static Pods. Returns when the etcd manifest appeared and when etcd
+    /// served, counted from `t0`.
     pub fn kubelet(&self, n: &Node, t0: Instant, stop: &AtomicBool) -> (Option<Duration>, Option<Duration>) {
-        let (mut registered, mut manifest, mut served) = (false, None, None);
+        let (mut api, mut registered, mut manifest, mut served) = (false, false, None, None);
         let deadline = Instant::now() + Duration::from_secs(240);
-        while !stop.load(Ordering::SeqCst) && Instant::now() < deadline && !(registered && served.is_some()) {
+        while !stop.load(Ordering::SeqCst) && Instant::now() < deadline && !(api && registered && served.is_some()) {
+            if !api && n.at("/etc/kubernetes/manifests/kube-apiserver.yaml").exists() {
+                let read = |f: &str| std::fs::read_to_string(n.s.pki(f)).unwrap();
+                let listen = format!("{}:{}", n.addr, self.port).parse().unwrap();
+                self.double.serve_also(listen, &read("apiserver.crt"), &read("apiserver.key")).unwrap();
+                api = true;
+            }
             if !registered && n.at("/etc/kubernetes/kubelet.conf").exists() {
                 self.double.register_node(n.name, &[]).unwrap();
                 registered = true;
@@ -247,6 +255,16 @@ fn three_control_planes_join_stacked_etcd_through_the_cli() {
         let promoted = format!("[etcd] The learner was promoted as a voting member ({})", n.peer_url());
         assert!(log.contains(&promoted), "{log}");
         assert_eq!(mode(&n.at("/var/lib/etcd")), 0o700);
+        // wait-control-plane: the kubelet, then this node's own API server.
+        let ready = format!(
+            "[wait-control-plane] Waiting for a healthy kube-apiserver at https://{}:{}/livez",
+            n.addr, ha.port
+        );
+        assert!(log.contains(&ready), "{log}");
+        let order =
+            ["[wait-control-plane] The kubelet is healthy", "[wait-control-plane] The kube-apiserver is healthy"];
+        let at: Vec<usize> = order.iter().map(|l| log.find(l).unwrap_or_else(|| panic!("{l:?} in:\n{log}"))).collect();
+        assert!(at[0] < at[1] && log.find("[mark-control-plane] Marked").unwrap() < at[0], "{log}");
     }
     // Every member is healthy through each member's own client URL.
     for n in [&ha.first, &n2, &n3] {
