@@ -42,7 +42,7 @@ use server::Shared;
 use std::io;
 use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
@@ -143,10 +143,10 @@ pub struct Handle {
     shared: Arc<Shared>,
     addr: SocketAddr,
     kubelet_addr: Option<SocketAddr>,
-    threads: Vec<JoinHandle<()>>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
     client_ca_pem: String,
     /// Listeners added by `serve_also`: woken on stop like the first.
-    extra_addrs: Vec<SocketAddr>,
+    extra_addrs: Mutex<Vec<SocketAddr>>,
 }
 
 /// Starts the server. Returns once the port is reserved (with `down_for`,
@@ -199,7 +199,14 @@ pub fn start(cfg: Config) -> io::Result<Handle> {
             }
         }));
     }
-    Ok(Handle { shared, addr, kubelet_addr, threads, client_ca_pem: cfg.client_ca_pem, extra_addrs: Vec::new() })
+    Ok(Handle {
+        shared,
+        addr,
+        kubelet_addr,
+        threads: Mutex::new(threads),
+        client_ca_pem: cfg.client_ca_pem,
+        extra_addrs: Mutex::default(),
+    })
 }
 
 impl Handle {
@@ -308,15 +315,16 @@ impl Handle {
     }
 
     /// A second API server of the same cluster (a joined control plane): serves the same store
-    /// on `listen` with its own serving certificate. Returns the bound address.
-    pub fn serve_also(&mut self, listen: SocketAddr, cert_pem: &str, key_pem: &str) -> io::Result<SocketAddr> {
+    /// on `listen` with its own serving certificate. Returns the bound address. Takes `&self` so
+    /// a test's kubelet thread can start a joining node's API server while the join runs.
+    pub fn serve_also(&self, listen: SocketAddr, cert_pem: &str, key_pem: &str) -> io::Result<SocketAddr> {
         let tls = tls::server_config(cert_pem, key_pem, &self.client_ca_pem)?;
         let listener = TcpListener::bind(listen)?;
         let addr = listener.local_addr()?;
         let shared = self.shared.clone();
-        self.threads
+        lock(&self.threads)
             .push(thread::spawn(move || server::run_listener(shared, Some(listener), addr, tls, Duration::ZERO)));
-        self.extra_addrs.push(addr);
+        lock(&self.extra_addrs).push(addr);
         Ok(addr)
     }
 
@@ -365,20 +373,22 @@ impl Handle {
         }
         self.shared.stop();
         server::poke(self.addr);
-        for a in &self.extra_addrs {
+        for a in lock(&self.extra_addrs).iter() {
             server::poke(*a);
         }
         if let Some(k) = self.kubelet_addr {
             server::poke(k);
         }
-        for t in self.threads.drain(..) {
+        let threads: Vec<_> = lock(&self.threads).drain(..).collect();
+        for t in threads {
             let _ = t.join();
         }
     }
 
     /// Blocks until the server is stopped from elsewhere (used by the binary).
-    pub fn wait(mut self) {
-        for t in self.threads.drain(..) {
+    pub fn wait(self) {
+        let threads: Vec<_> = lock(&self.threads).drain(..).collect();
+        for t in threads {
             let _ = t.join();
         }
     }
@@ -388,6 +398,11 @@ impl Drop for Handle {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// A test double keeps serving after a panicking test thread: a poisoned lock is still usable.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// (resource, namespace, name) of an API path, for the test-side helpers.

@@ -87,7 +87,14 @@ pub fn run(j: cli::Join) -> Result<()> {
     }
     match selected {
         Some(list) => list.into_iter().try_for_each(|p| phases::run_join_phase(&ctx, p)),
-        None => phases::run_join(&ctx, &skip),
+        None => {
+            phases::run_join(&ctx, &skip)?;
+            if args.control_plane.is_some() {
+                let etcd_added = !phases::is_skipped(&skip, "etcd-join") && fs.exists(crate::paths::manifest("etcd"));
+                print!("{}", crate::join::control_plane::done_message(etcd_added));
+            }
+            Ok(())
+        }
     }
 }
 

@@ -3,7 +3,10 @@
 //! preflight phase runs (into the in-memory plan); discovery and kubelet-start, whose inputs
 //! come from the cluster, are described: the requests they would make in order (with the CSR
 //! they would send, built from a throwaway key), and the files they would write, by path and
-//! mode, with where the content comes from.
+//! mode, with where the content comes from; so are a control-plane join's phases
+//! (`join_plan/control_plane.rs`).
+
+mod control_plane;
 
 use log::info;
 use serde::Serialize;
@@ -41,7 +44,7 @@ struct Request {
 struct FromCluster {
     path: String,
     mode: String,
-    content: &'static str,
+    content: String,
 }
 
 pub fn run(ctx: &JoinContext, selected: &[&Phase<JoinFn>]) -> Result<()> {
@@ -75,6 +78,7 @@ pub fn run(ctx: &JoinContext, selected: &[&Phase<JoinFn>]) -> Result<()> {
             files.push(from_cluster(&paths::ca_cert_at(&ctx.args.ca_cert_path), "the cluster CA found by discovery"));
         }
     }
+    control_plane::prepare(ctx, &has, &mut requests, &mut files);
     if has("kubelet-start") {
         let name = &ctx.args.node_name;
         let node = format!("/api/v1/nodes/{name}");
@@ -118,6 +122,7 @@ pub fn run(ctx: &JoinContext, selected: &[&Phase<JoinFn>]) -> Result<()> {
             "the verified server and CA; the client certificate is the symlink above",
         ));
     }
+    let control_plane = control_plane::after_kubelet(ctx, &has, &mut requests, &mut files);
     let plan = json!({
         "dryRun": true,
         "root": ctx.fs.root().display().to_string(),
@@ -126,6 +131,7 @@ pub fn run(ctx: &JoinContext, selected: &[&Phase<JoinFn>]) -> Result<()> {
         "files": ctx.fs.planned(),
         "filesFromCluster": files,
         "objects": requests,
+        "controlPlane": control_plane,
     });
     super::print_json(&plan)
 }
@@ -142,8 +148,8 @@ fn get(kind: &'static str, namespace: &'static str, name: &str, path: &str, iden
     }
 }
 
-fn from_cluster(f: &File, content: &'static str) -> FromCluster {
-    FromCluster { path: f.as_str().to_string(), mode: format!("{:04o}", f.mode), content }
+fn from_cluster(f: &File, content: impl Into<String>) -> FromCluster {
+    FromCluster { path: f.as_str().to_string(), mode: format!("{:04o}", f.mode), content: content.into() }
 }
 
 /// Discovery as the plan shows it: never the token secret.

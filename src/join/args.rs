@@ -116,6 +116,16 @@ pub fn resolve(f: &JoinFlags, jc: &JoinConfiguration) -> Result<JoinArgs> {
         taints: nr.taints.clone().unwrap_or_default(),
         discovery_timeout,
         tls_bootstrap_timeout: from_config("tlsBootstrap", &timeouts.tls_bootstrap, crate::timeouts::TLS_BOOTSTRAP)?,
+        kubelet_health_timeout: from_config(
+            "kubeletHealthCheck",
+            &timeouts.kubelet_health_check,
+            crate::timeouts::KUBELET_HEALTH_CHECK,
+        )?,
+        control_plane_health_timeout: from_config(
+            "controlPlaneComponentHealthCheck",
+            &timeouts.control_plane_component_health_check,
+            crate::timeouts::CONTROL_PLANE_COMPONENT_HEALTH_CHECK,
+        )?,
         ignore_preflight: ignore,
     })
 }

@@ -29,7 +29,7 @@ pub struct ControlPlaneJoin {
 const KUBEADM_CONFIG: &str = "/api/v1/namespaces/kube-system/configmaps/kubeadm-config";
 const KUBEADM_CERTS: &str = "/api/v1/namespaces/kube-system/secrets/kubeadm-certs";
 
-fn control_plane<'a>(ctx: &'a JoinContext, phase: &str) -> Option<&'a ControlPlaneJoin> {
+pub(super) fn control_plane<'a>(ctx: &'a JoinContext, phase: &str) -> Option<&'a ControlPlaneJoin> {
     let cp = ctx.args.control_plane.as_ref();
     if cp.is_none() {
         info!("[{phase}] Skipped: not a control-plane join (see --control-plane)");
@@ -168,11 +168,14 @@ fn require_shared(ctx: &JoinContext, cfg: &InitConfig) -> Result<()> {
 pub fn kubeconfig(ctx: &JoinContext) -> Result<()> {
     let Some(cp) = control_plane(ctx, "kubeconfig") else { return Ok(()) };
     let cfg = node_config(ctx, cp)?;
-    crate::phases::write_kubeconfigs(
-        &init_context(ctx, &cfg),
-        &[crate::constants::ADMIN_CONF, crate::constants::CONTROLLER_MANAGER_CONF, crate::constants::SCHEDULER_CONF],
-    )
+    crate::phases::write_kubeconfigs(&init_context(ctx, &cfg), &KUBECONFIGS)
 }
+
+/// The kubeconfigs a joining control plane gets.
+pub const KUBECONFIGS: [&str; 3] =
+    [crate::constants::ADMIN_CONF, crate::constants::CONTROLLER_MANAGER_CONF, crate::constants::SCHEDULER_CONF];
+/// The static Pods control-plane-prepare/control-plane writes (etcd's comes from etcd-join).
+pub const MANIFESTS: [&str; 3] = ["kube-apiserver", "kube-controller-manager", "kube-scheduler"];
 
 /// `control-plane-prepare/control-plane`: the three static Pod manifests, as init writes them.
 pub fn manifests(ctx: &JoinContext) -> Result<()> {
@@ -205,20 +208,58 @@ pub fn etcd_join(ctx: &JoinContext) -> Result<()> {
     let creds = crate::etcd::Credentials::load(ctx.fs, cfg.certs_dir(), crate::etcd::HEALTHCHECK_CLIENT)?;
     let etcd = crate::etcd::connect(&endpoints, &creds, ctx.clock)?;
     let me = crate::etcd::NewMember::for_node(&cfg.node_name, cfg.advertise_address);
+    // add_as_learner and wait_available print kubeadm's lines themselves.
     let announced = crate::etcd::add_as_learner(&etcd, &me, ctx.clock)?;
-    info!("[etcd] Announced new etcd member joining to the existing etcd cluster");
     let env = crate::phases::host_env(ctx.fs);
     let pod = crate::manifests::etcd_join(&cfg, &env, &announced.initial_cluster.to_string())
         .ok_or_else(|| Error::runtime("internal: stacked etcd without an etcd manifest"))?;
     ctx.fs.mkdir(&paths::etcd_data_dir(&local.data_dir))?;
     let path = paths::manifest("etcd");
-    info!("[etcd] Creating static Pod manifest for \"etcd\" in {:?}", path.as_str());
+    info!("[etcd] Creating static Pod manifest for \"etcd\"");
     ctx.fs.write(&path, crate::manifests::pod::to_yaml(&pod)?.as_bytes())?;
     ctx.fs.commit()?;
     if ctx.fs.root() == std::path::Path::new("/") {
         crate::systemd::restart_kubelet();
     }
-    info!("[etcd] Waiting for the new etcd member to join the cluster. This can take up to 40s");
     crate::etcd::promote(&etcd, &me.peer_url, ctx.clock)?;
     crate::etcd::wait_available(&etcd, ctx.clock)
+}
+
+/// kubeadm's closing words for a control-plane join; the etcd line only when this run added a
+/// stacked etcd member.
+pub fn done_message(etcd_member_added: bool) -> String {
+    let etcd =
+        if etcd_member_added { "* A new etcd member was added to the local/stacked etcd cluster.\n" } else { "" };
+    format!(
+        "\nThis node has joined the cluster and a new control plane instance was created:\n\n\
+         * Certificate signing request was sent to apiserver and approval was received.\n\
+         * The Kubelet was informed of the new secure connection details.\n\
+         * Control plane label and taint were applied to the new node.\n\
+         * The Kubernetes control plane instances scaled up.\n\
+         {etcd}\n\
+         To start administering your cluster from this node, you need to run the following as a regular user:\n\n\
+         \tmkdir -p $HOME/.kube\n\
+         \tsudo cp -i {} $HOME/.kube/config\n\
+         \tsudo chown $(id -u):$(id -g) $HOME/.kube/config\n\n\
+         Run 'kubectl get nodes' to see this node join the cluster.\n",
+        paths::ADMIN_CONF
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::done_message;
+
+    #[test]
+    fn the_etcd_line_only_when_a_member_was_added() {
+        let with = done_message(true);
+        assert!(with.starts_with("\nThis node has joined the cluster and a new control plane instance was created:\n"));
+        assert!(with.contains(
+            "* The Kubernetes control plane instances scaled up.\n* A new etcd member was added to the local/stacked etcd cluster.\n\n"
+        ));
+        assert!(with.contains("\tsudo cp -i /etc/kubernetes/admin.conf $HOME/.kube/config\n"));
+        let without = done_message(false);
+        assert!(!without.contains("etcd"));
+        assert!(without.contains("* The Kubernetes control plane instances scaled up.\n\nTo start administering"));
+    }
 }

@@ -39,7 +39,12 @@ fn start(ctx: &JoinContext, found: &Found) -> Result<()> {
         Auth::Token(found.tls_token.clone()),
         crate::timeouts::REQUEST,
     )?;
-    refuse_ready_node(&client, &a.node_name)?;
+    // A Ready Node of our name is our own kubelet's when we already hold its identity (a rerun
+    // of a join killed after kubelet-start); otherwise another machine uses the name.
+    match tls_bootstrap::existing_identity(fs, &found.ca_pem, &a.node_name) {
+        Some(why) => info!("[kubelet-start] {why}: the Node {:?} is this node's own", a.node_name),
+        None => refuse_ready_node(&client, &a.node_name)?,
+    }
 
     info!("[kubelet-start] Writing kubelet configuration to file {:?}", KUBELET_CONFIG.as_str());
     let cm = client
@@ -68,10 +73,13 @@ fn start(ctx: &JoinContext, found: &Found) -> Result<()> {
     if fs.root() == std::path::Path::new("/") {
         crate::systemd::restart_kubelet();
     }
-    info!(
-        "This node has joined the cluster: the kubelet's client certificate was issued and kubelet.conf points at it."
-    );
-    info!("Run 'kubectl get nodes' on the control plane to see this node join the cluster.");
+    // A control plane has more phases to go; its own summary comes at the end (commands/join).
+    if a.control_plane.is_none() {
+        info!(
+            "This node has joined the cluster: the kubelet's client certificate was issued and kubelet.conf points at it."
+        );
+        info!("Run 'kubectl get nodes' on the control plane to see this node join the cluster.");
+    }
     Ok(())
 }
 

@@ -2,17 +2,19 @@
 //! node (TLS bootstrap, done here rather than by the kubelet), then leave the kubelet files in
 //! the kubelet's own layout so it starts with a valid identity and rotates it itself.
 //!
-//! Three phases (the table is `phases::JOIN_PHASES`), each runnable alone and each reading its
+//! The phases (the table is `phases::JOIN_PHASES`), each runnable alone and each reading its
 //! input from disk: `preflight` (leaves join-in-progress so a resumed join accepts its own files),
 //! `discovery` (writes bootstrap-kubelet.conf: the trusted server, CA and bootstrap token; a
 //! resumed join reuses it), `kubelet-start` (reads bootstrap-kubelet.conf, gets the certificate,
-//! writes kubelet.conf, removes bootstrap-kubelet.conf).
+//! writes kubelet.conf, removes bootstrap-kubelet.conf); a control-plane join adds
+//! `control_plane`'s phases and `wait_control_plane`.
 
 mod args;
 pub mod control_plane;
 mod discover;
 mod kubelet_start;
 mod tls_bootstrap;
+pub mod wait_control_plane;
 
 use std::path::Path;
 use std::time::Duration;
@@ -44,6 +46,9 @@ pub struct JoinArgs {
     pub taints: Vec<Taint>,
     pub discovery_timeout: Duration,
     pub tls_bootstrap_timeout: Duration,
+    /// Control-plane joins: wait-control-plane's waits (JoinConfiguration `timeouts`).
+    pub kubelet_health_timeout: Duration,
+    pub control_plane_health_timeout: Duration,
     pub ignore_preflight: Vec<String>,
 }
 

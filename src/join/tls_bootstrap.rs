@@ -56,7 +56,7 @@ pub fn identity_from_disk(ctx: &JoinContext) -> Option<String> {
 
 /// A rerun after an interrupted join may find the identity already issued: a
 /// kubelet-client-current.pem that chains to the cluster CA, names this node and is in date.
-fn existing_identity(fs: &NodeFs, ca_pem: &[u8], node_name: &str) -> Option<String> {
+pub(super) fn existing_identity(fs: &NodeFs, ca_pem: &[u8], node_name: &str) -> Option<String> {
     let target = std::fs::read_link(fs.real(CURRENT.as_str())).ok()?;
     let bundle = fs.read(target.to_str()?).ok()??;
     let cert = crate::pki::check::CertFile::parse(&bundle).ok()?;

@@ -137,6 +137,7 @@ pub const JOIN_PHASES: &[Phase<JoinFn>] = &[
     Phase { name: "kubelet-start", description: "Write the kubelet's config and flags, get the node's client certificate (TLS bootstrap), write kubelet.conf", run: crate::join::kubelet_start },
     Phase { name: "etcd-join", description: "Control plane, stacked etcd: add this node as an etcd learner, write its etcd manifest, promote it", run: crate::join::control_plane::etcd_join },
     Phase { name: "mark-control-plane", description: "Control plane: label and taint this node as control-plane", run: crate::join::control_plane::mark_control_plane },
+    Phase { name: "wait-control-plane", description: "Control plane: wait for the kubelet, then for this node's API server's /livez", run: crate::join::wait_control_plane::phase },
 ];
 
 /// The join phases that need the kubelet running (the local etcd and API server): at boot a

@@ -122,17 +122,19 @@ pub struct Transfer {
     pub key: String,
 }
 
+/// The files every control plane shares, relative to the certs dir.
+pub const SHARED: [&str; 6] = ["ca.crt", "ca.key", "front-proxy-ca.crt", "front-proxy-ca.key", "sa.pub", "sa.key"];
+/// Shared too with stacked etcd.
+pub const SHARED_LOCAL_ETCD: [&str; 2] = ["etcd/ca.crt", "etcd/ca.key"];
+
 /// kubeadm's `certsToTransfer`: the shared CAs and sa pair, the etcd CA for stacked etcd, or the
 /// external etcd client files. Data keys are the path relative to the certs dir with `/` → `-`.
 pub fn files_to_transfer(cfg: &InitConfig) -> Vec<Transfer> {
     let dir = cfg.certs_dir();
     let rel = |r: &str| Transfer { path: format!("{dir}/{r}"), key: r.replace('/', "-") };
-    let mut v: Vec<Transfer> = ["ca.crt", "ca.key", "front-proxy-ca.crt", "front-proxy-ca.key", "sa.pub", "sa.key"]
-        .iter()
-        .map(|r| rel(r))
-        .collect();
+    let mut v: Vec<Transfer> = SHARED.iter().map(|r| rel(r)).collect();
     match cfg.external_etcd() {
-        None => v.extend([rel("etcd/ca.crt"), rel("etcd/ca.key")]),
+        None => v.extend(SHARED_LOCAL_ETCD.iter().map(|r| rel(r))),
         Some(ext) => {
             for (path, key) in [
                 (&ext.ca_file, "external-etcd-ca.crt"),

@@ -193,3 +193,110 @@ fn join_dry_run_from_the_configuration_dry_run_field() {
     assert!(!root.exists() || snapshot(&root).is_empty());
     assert_eq!(plan(&r)["discovery"]["apiServerEndpoint"], "127.0.0.1:1");
 }
+
+/// `join --dry-run --control-plane`: the control-plane phases are planned (the kubeadm-config
+/// and kubeadm-certs reads, every file by path and mode, etcd-join's member calls,
+/// wait-control-plane's waits), nobody is contacted and nothing is written.
+#[test]
+fn control_plane_join_dry_run_plans_its_phases_and_touches_nothing() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let endpoint = listener.local_addr().unwrap().to_string();
+    let s = Scratch::new("");
+    let (root, hash) = (s.root_str(), format!("sha256:{}", "ab".repeat(32)));
+    let key = "e6a2eb8581237ab72a4f494f30285ec12a9694d750b9785706a83bfcbbbd2204";
+    let run = |extra: &[&str]| {
+        let mut args = vec!["join", &endpoint, "--token", TOKEN, "--discovery-token-ca-cert-hash", &hash];
+        args.extend_from_slice(&["--control-plane", "--certificate-key", key]);
+        args.extend_from_slice(&["--apiserver-advertise-address", "10.0.0.12", "--apiserver-bind-port", "7443"]);
+        args.extend_from_slice(&["--node-name", "cp-2", "--root", &root, "--dry-run"]);
+        args.extend_from_slice(extra);
+        kubestrap(&args).ok()
+    };
+    let r = run(&[]);
+    assert!(!r.stdout().contains(key) && !r.stderr().contains(key), "the certificate key is never shown");
+    assert!(
+        matches!(listener.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "the dry run connected to the endpoint"
+    );
+    assert!(snapshot(&s.root()).is_empty(), "a dry run wrote under the root");
+    let p = plan(&r);
+
+    let reqs: Vec<String> = objects(&p)
+        .iter()
+        .map(|o| format!("{} {} {} as {}", o["verb"].as_str().unwrap(), o["kind"], o["path"], o["as"]))
+        .collect();
+    let want = [
+        r#"get "ConfigMap" "/api/v1/namespaces/kube-system/configmaps/kubeadm-config" as "bootstrap token""#,
+        r#"get "Secret" "/api/v1/namespaces/kube-system/secrets/kubeadm-certs" as "bootstrap token""#,
+        r#"list "Pod" "/api/v1/namespaces/kube-system/pods?labelSelector=component%3Detcd%2Ctier%3Dcontrol-plane" as "admin.conf""#,
+        r#"patch "Node" "/api/v1/nodes/cp-2" as "admin.conf""#,
+    ];
+    for w in want {
+        assert!(reqs.iter().any(|r| r == w), "{w} not in {reqs:#?}");
+    }
+    // In phase order: the control-plane-prepare reads before the CSR, etcd after it.
+    let at = |w: &str| reqs.iter().position(|r| r.starts_with(w)).unwrap_or_else(|| panic!("{w}: {reqs:#?}"));
+    assert!(at("get \"Secret\"") < at("create") && at("create") < at("list \"Pod\""), "{reqs:#?}");
+
+    let files: Vec<(String, String)> = p["filesFromCluster"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["path"].as_str().unwrap().to_string(), f["mode"].as_str().unwrap().to_string()))
+        .collect();
+    let has = |path: &str, mode: &str| files.iter().any(|(p, m)| p == path && m == mode);
+    for (path, mode) in [
+        ("/etc/kubernetes/pki/ca.key", "0600"),
+        ("/etc/kubernetes/pki/sa.pub", "0644"),
+        ("/etc/kubernetes/pki/etcd/ca.crt", "0644"),
+        ("/etc/kubernetes/pki/etcd/ca.key", "0600"),
+        ("/etc/kubernetes/pki/apiserver.crt", "0644"),
+        ("/etc/kubernetes/pki/apiserver.key", "0600"),
+        ("/etc/kubernetes/pki/etcd/peer.crt", "0644"),
+        ("/etc/kubernetes/pki/etcd/healthcheck-client.key", "0600"),
+        ("/etc/kubernetes/admin.conf", "0600"),
+        ("/etc/kubernetes/controller-manager.conf", "0600"),
+        ("/etc/kubernetes/scheduler.conf", "0600"),
+        ("/etc/kubernetes/manifests/kube-apiserver.yaml", "0600"),
+        ("/etc/kubernetes/manifests/kube-scheduler.yaml", "0600"),
+        ("/etc/kubernetes/manifests/etcd.yaml", "0600"),
+        ("/var/lib/etcd", "0700"),
+    ] {
+        assert!(has(path, mode), "{path} {mode} not in {files:#?}");
+    }
+    assert!(!files.iter().any(|(p, _)| p.ends_with("super-admin.conf")), "{files:#?}");
+
+    let cp = &p["controlPlane"];
+    let calls: Vec<&str> = cp["etcdCalls"].as_array().unwrap().iter().map(|c| c["call"].as_str().unwrap()).collect();
+    assert_eq!(calls, ["MemberList", "MemberAdd", "MemberPromote", "Status"]);
+    let add = &cp["etcdCalls"][1];
+    assert_eq!(
+        (add["path"].as_str(), add["as"].as_str()),
+        (Some("/v3/cluster/member/add"), Some("etcd/healthcheck-client.crt"))
+    );
+    assert_eq!(add["body"], serde_json::json!({"peerURLs": ["https://10.0.0.12:2380"], "isLearner": true}));
+    assert_eq!(cp["waits"][1]["url"], "https://10.0.0.12:7443/livez");
+    assert_eq!(cp["waits"][1]["timeout"], "240s");
+
+    // Skipping etcd-join drops its calls and files; a worker's plan has no control-plane part.
+    let p = plan(&run(&["--skip-phases", "etcd-join"]));
+    assert_eq!(p["controlPlane"]["etcdCalls"], serde_json::json!([]));
+    assert!(!p.to_string().contains("/etc/kubernetes/manifests/etcd.yaml"));
+    let worker = kubestrap(&[
+        "join",
+        &endpoint,
+        "--token",
+        TOKEN,
+        "--discovery-token-ca-cert-hash",
+        &hash,
+        "--node-name",
+        "w",
+        "--root",
+        &root,
+        "--dry-run",
+    ])
+    .ok();
+    assert!(plan(&worker)["controlPlane"].is_null());
+    assert!(snapshot(&s.root()).is_empty());
+}

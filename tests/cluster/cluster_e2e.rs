@@ -386,6 +386,16 @@ fn join_refuses_a_name_that_a_ready_node_has() {
     assert_eq!(r.code(), 2, "{}", r.stderr());
     assert!(r.stderr().contains("already exists in the cluster and is Ready"), "{}", r.stderr());
     assert_no_credentials(w.path());
+
+    // The same join run again on a node whose kubelet registered it: the Node is its own.
+    let (ep, hash, root) = (format!("127.0.0.1:{}", c.port), c.ca_hash(), w.path().display().to_string());
+    let args = ["join", &ep, "--token", TOKEN, "--discovery-token-ca-cert-hash", &hash];
+    let args = [&args[..], &["--node-name", "worker-3", "--root", &root]].concat();
+    kubestrap(&args).ok();
+    c.double.register_node("worker-3", &[]).unwrap();
+    let r = kubestrap(&args).ok();
+    assert!(r.stderr().contains("the Node \"worker-3\" is this node's own"), "{}", r.stderr());
+    assert_no_secret(&r);
 }
 
 #[test]

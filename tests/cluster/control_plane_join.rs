@@ -62,26 +62,36 @@ fn join_cp(c: &Cluster, root: &Path, node: &str, addr: &str, port: u16, key: &st
 
 #[test]
 fn a_second_control_plane_joins_with_the_certificate_key() {
-    let mut c = ha_cluster();
+    let c = ha_cluster();
     let key = upload(&c);
     let b = tempfile::tempdir().unwrap();
     let b_port = free_port();
     let at = |p: &str| b.path().join(p.trim_start_matches('/'));
 
-    // The kubelet registers the Node once it has its identity; mark-control-plane waits for it.
+    // The kubelet registers the Node once it has its identity (mark-control-plane waits for it)
+    // and runs the node's API server (the double's second endpoint, on the node's own serving
+    // certificate; wait-control-plane waits for it).
     let kubelet_conf = at("/etc/kubernetes/kubelet.conf");
+    let read = |p: &str| std::fs::read(at(p)).ok();
     let r = std::thread::scope(|s| {
         s.spawn(|| {
             let deadline = Instant::now() + Duration::from_secs(60);
             while !kubelet_conf.exists() && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(20));
             }
+            let pem = |p: &str| String::from_utf8(read(p).unwrap()).unwrap();
+            let listen = std::net::SocketAddr::from(([127, 0, 0, 2], b_port));
+            let (crt, key) = (pem("/etc/kubernetes/pki/apiserver.crt"), pem("/etc/kubernetes/pki/apiserver.key"));
+            c.double.serve_also(listen, &crt, &key).unwrap();
             c.double.register_node("cp-2", &[]).unwrap();
         });
         join_cp(&c, b.path(), "cp-2", "127.0.0.2", b_port, &key)
     });
     assert_eq!(r.code(), 0, "{}\n{}", r.stdout(), r.stderr());
     assert!(!r.stderr().contains(&key), "the certificate key is never logged");
+    // kubeadm's closing words, without the etcd line: etcd-join was skipped.
+    assert!(r.stdout().contains("a new control plane instance was created"), "{}", r.stdout());
+    assert!(!r.stdout().contains("A new etcd member"), "{}", r.stdout());
 
     for f in SHARED {
         let ours = std::fs::read(c.scratch.pki(f)).unwrap();
@@ -111,16 +121,8 @@ fn a_second_control_plane_joins_with_the_certificate_key() {
     assert!(node["metadata"]["labels"].get("node-role.kubernetes.io/control-plane").is_some(), "{node}");
     assert_eq!(node["spec"]["taints"][0]["key"], "node-role.kubernetes.io/control-plane");
 
-    // Its API server (the double's second endpoint, on its own serving certificate) is trusted
-    // by its own controller-manager.conf, which points at the local endpoint.
-    let read = |p: &str| std::fs::read(at(p)).ok();
-    c.double
-        .serve_also(
-            std::net::SocketAddr::from(([127, 0, 0, 2], b_port)),
-            &String::from_utf8(read("/etc/kubernetes/pki/apiserver.crt").unwrap()).unwrap(),
-            &String::from_utf8(read("/etc/kubernetes/pki/apiserver.key").unwrap()).unwrap(),
-        )
-        .unwrap();
+    // Its API server is trusted by its own controller-manager.conf, which points at the local
+    // endpoint.
     let kcm = std::fs::read(at("/etc/kubernetes/controller-manager.conf")).unwrap();
     let kc = kubestrap::kubeconfig::Kubeconfig::parse(&kcm).unwrap();
     assert_eq!(kc.current().unwrap().0.server, format!("https://127.0.0.2:{b_port}"));

@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use super::{ChildGuard, PROXY_VARS, Scratch};
+use super::{ChildGuard, PROXY_VARS, Scratch, require_tool};
 
 /// Flags kubeadm emits for newer etcd (3.6 renamed the `experimental-*` ones) that etcd 3.4
 /// legitimately does not know. Any other unknown flag is a bug in our manifest.
@@ -62,6 +62,36 @@ pub fn args_from_command(s: &Scratch, command: &[String], ports: (u16, u16, u16)
             format!("{name}={}", rewrite_value(s, value, ports))
         })
         .collect()
+}
+
+/// The manifest's command after `etcd` for a member that keeps etcd's standard ports on its own
+/// advertise address `addr` (the URLs kubestrap computes for a joining member): host paths move
+/// under the root; the loopback client URL is dropped and the metrics URL moves to `addr`,
+/// because every member of the test shares 127.0.0.1.
+pub fn args_on_own_address(s: &Scratch, command: &[String], addr: &str) -> Vec<String> {
+    assert_eq!(command[0], "etcd");
+    command[1..]
+        .iter()
+        .map(|a| {
+            let (name, value) = a.split_once('=').unwrap_or_else(|| panic!("flag {a:?} is not --name=value"));
+            let value = match name {
+                "--listen-client-urls" => {
+                    let own: Vec<&str> = value.split(',').filter(|u| !u.contains("://127.0.0.1:")).collect();
+                    own.join(",")
+                }
+                "--listen-metrics-urls" => format!("http://{addr}:2381"),
+                _ if value.starts_with('/') => rewrite_value(s, value, (2379, 2380, 2381)),
+                _ => value.to_string(),
+            };
+            format!("{name}={value}")
+        })
+        .collect()
+}
+
+/// Tests with a real etcd fail loudly without one (.ci/run installs it).
+pub fn need_etcd() {
+    require_tool("etcdctl");
+    assert!(Path::new("/usr/bin/etcd").exists(), "/usr/bin/etcd is required (scripts/install-test-deps)");
 }
 
 /// The container command of a static Pod manifest file.

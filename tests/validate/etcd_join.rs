@@ -23,9 +23,9 @@ use serde_json::{Value, json};
 
 use crate::common::etcd::{
     RecordingClock, args_from_command, etcdctl, free_ports, health_tls, is_healthy, manifest_command, member_list,
-    refs, rewrite_value, start_etcd, without_newer_flags,
+    need_etcd, refs, rewrite_value, start_etcd, without_newer_flags,
 };
-use crate::common::{ChildGuard, Scratch, fill, fixture, free_port, require_tool, start_double, write_file};
+use crate::common::{ChildGuard, Scratch, fill, fixture, free_port, start_double, write_file};
 
 /// A control plane named `{name}` advertising `{address}`.
 const CONFIG: &str = fixture!("etcd-join/kubeadm.yaml");
@@ -168,11 +168,6 @@ fn sorted(a: &Announced) -> Vec<(String, String)> {
     let mut v = a.initial_cluster.0.clone();
     v.sort();
     v
-}
-
-fn need_etcd() {
-    require_tool("etcdctl");
-    assert!(Path::new("/usr/bin/etcd").exists(), "/usr/bin/etcd is required (scripts/install-test-deps)");
 }
 
 /// Writes `n` keys of 1 MiB each through `node`'s etcd (values from stdin, as etcdctl reads
