@@ -1,4 +1,4 @@
-//! systemd credentials: `kubestrap.token`, `kubestrap.user-data`, `kubestrap.ca-cert-hash`, read
+//! systemd credentials (`datasource::CREDENTIAL_NAMES`: token, user-data, CA pins, certificate key, CA), read
 //! from `$CREDENTIALS_DIRECTORY` (the unit imports them with `LoadCredential=`/`ImportCredential=`,
 //! so SMBIOS type 11 and fw_cfg credentials arrive here) or, when that is unset,
 //! `/run/credentials/@system`. Values are secrets: they are never logged.
@@ -12,7 +12,7 @@ use super::{CRED_USER_DATA, CREDENTIAL_NAMES, Datasource, Env, Gathered, SourceE
 pub fn read(dir: &Path) -> Result<BTreeMap<String, Vec<u8>>, SourceError> {
     let mut out = BTreeMap::new();
     for name in CREDENTIAL_NAMES {
-        // An empty credential is the unit's SetCredential= default: "none given".
+        // An empty credential (e.g. left by a drop-in or a provisioning tool) means "none given".
         if let Some(v) = super::read_capped(&dir.join(name))
             .map_err(|e| SourceError::Credential { name: name.to_string(), source: Box::new(e) })?
             && !v.iter().all(u8::is_ascii_whitespace)
