@@ -157,7 +157,7 @@ pub struct InitPhase {
 #[argh(subcommand, name = "preflight")]
 pub struct Preflight {
     #[argh(option)]
-    /// control-plane or worker
+    /// control-plane, worker, or control-plane-join (kubeadm join --control-plane)
     pub role: String,
     #[argh(option)]
     /// kubeadm v1beta4 config file (control-plane: Init/ClusterConfiguration)

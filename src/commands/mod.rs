@@ -161,8 +161,9 @@ fn print_json(v: &impl serde::Serialize) -> Result<()> {
 }
 
 fn preflight(p: cli::Preflight) -> Result<()> {
-    let role = crate::preflight::Role::parse(&p.role)
-        .ok_or_else(|| Error::usage(format!("--role {:?}: expected control-plane or worker", p.role)))?;
+    let role = crate::preflight::Role::parse(&p.role).ok_or_else(|| {
+        Error::usage(format!("--role {:?}: expected control-plane, worker or control-plane-join", p.role))
+    })?;
     let json = match p.output.as_str() {
         "json" => true,
         "text" => false,
@@ -175,7 +176,7 @@ fn preflight(p: cli::Preflight) -> Result<()> {
             ignore.extend(cfg.init.node_registration.ignore_preflight_errors.iter().cloned());
             crate::preflight::Input::control_plane(&cfg, &p.root)
         }
-        crate::preflight::Role::Worker => {
+        crate::preflight::Role::Worker | crate::preflight::Role::ControlPlaneJoin => {
             if p.config.is_some() {
                 return Err(Error::usage(
                     "--config is read for --role control-plane; for a worker use --node-name, --cri-socket, --discovery-endpoint",
@@ -185,12 +186,19 @@ fn preflight(p: cli::Preflight) -> Result<()> {
                 .discovery_endpoint
                 .as_deref()
                 .map(|e| e.rsplit_once(':').map_or(e, |(h, _)| h).trim_matches(['[', ']']).to_string());
-            crate::preflight::Input::worker(
-                &p.root,
-                p.node_name.unwrap_or_else(crate::host::hostname),
-                p.cri_socket,
-                host,
-            )
+            let name = p.node_name.unwrap_or_else(crate::host::hostname);
+            if role == crate::preflight::Role::Worker {
+                crate::preflight::Input::worker(&p.root, name, p.cri_socket, host)
+            } else {
+                let cri = p.cri_socket.unwrap_or_else(|| crate::constants::DEFAULT_CRI_SOCKET.into());
+                crate::preflight::Input::control_plane_join(
+                    &p.root,
+                    name,
+                    cri,
+                    host,
+                    crate::constants::DEFAULT_API_PORT,
+                )
+            }
         }
     };
     info!("[preflight] Running pre-flight checks");

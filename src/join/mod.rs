@@ -79,8 +79,16 @@ pub fn preflight(ctx: &JoinContext) -> Result<()> {
     let a = ctx.args;
     if ctx.fs.root() == Path::new("/") {
         let host = a.discovery.as_ref().and_then(Discovery::endpoint_host);
-        let mut input =
-            crate::preflight::Input::worker(ctx.fs.root(), a.node_name.clone(), Some(a.cri_socket.clone()), host);
+        let (root, name) = (ctx.fs.root(), a.node_name.clone());
+        let mut input = match &a.control_plane {
+            // kubeadm runs its control-plane node checks too: ports, manifests, the etcd data dir.
+            Some(cp) => {
+                let port =
+                    cp.bind_port.and_then(|p| u16::try_from(p).ok()).unwrap_or(crate::constants::DEFAULT_API_PORT);
+                crate::preflight::Input::control_plane_join(root, name, a.cri_socket.clone(), host, port)
+            }
+            None => crate::preflight::Input::worker(root, name, Some(a.cri_socket.clone()), host),
+        };
         input.ca_cert_path = a.ca_cert_path.clone();
         input.resuming = ctx.fs.exists(&paths::JOIN_IN_PROGRESS);
         info!(

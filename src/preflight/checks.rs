@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{BOTH, CONTROL_PLANE, Check, Input, Probe, Role, Severity, WORKER, path_name, proxy};
+use super::{BOTH, CONTROL_PLANE, Check, Input, JOINING, Probe, Role, Severity, WORKER, path_name, proxy};
 use crate::constants::*;
 use crate::host::Host;
 
@@ -243,8 +243,9 @@ fn files(input: &Input) -> Vec<Check<'_>> {
     for m in ["kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd"] {
         file(format!("{MANIFESTS_DIR}/{m}.yaml"), CONTROL_PLANE);
     }
-    file(format!("{KUBERNETES_DIR}/{KUBELET_CONF}"), WORKER);
-    file(format!("{KUBERNETES_DIR}/bootstrap-kubelet.conf"), WORKER);
+    file(format!("{KUBERNETES_DIR}/{KUBELET_CONF}"), JOINING);
+    file(format!("{KUBERNETES_DIR}/bootstrap-kubelet.conf"), JOINING);
+    // A joining control plane may hold the shared CAs already (kubeadm's manual-copy mode).
     file(input.ca_cert_path.clone(), WORKER);
     if let Some(dir) = &input.etcd_data_dir {
         v.push(check(
@@ -288,7 +289,7 @@ fn proxies(input: &Input) -> Vec<Check<'_>> {
     let mut v = Vec::new();
     let target = match input.role {
         Role::ControlPlane => input.advertise_address.map(|a| a.to_string()),
-        Role::Worker => input.discovery_host.clone(),
+        Role::Worker | Role::ControlPlaneJoin => input.discovery_host.clone(),
     };
     if let Some(target) = target {
         v.push(check("HTTPProxy", Severity::Warning, BOTH, "add the address to NO_PROXY", move |h| match proxy::proxy_for(h, &target) {

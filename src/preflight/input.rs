@@ -45,6 +45,23 @@ impl Input {
         }
     }
 
+    /// A control-plane join, before discovery: the cluster's configuration is not known yet, so
+    /// stacked etcd in the default data dir and the default version are assumed (kubeadm reads
+    /// them from the cluster first; the etcd-join phase checks the data dir again).
+    pub fn control_plane_join(
+        root: &Path,
+        node_name: String,
+        cri_socket: String,
+        discovery_host: Option<String>,
+        bind_port: u16,
+    ) -> Input {
+        let mut i = Input::worker(root, node_name, Some(cri_socket), discovery_host);
+        i.role = Role::ControlPlaneJoin;
+        i.bind_port = bind_port;
+        i.etcd_data_dir = Some(crate::paths::ETCD_DATA_DIR.into());
+        i
+    }
+
     pub fn worker(root: &Path, node_name: String, cri_socket: Option<String>, discovery_host: Option<String>) -> Input {
         Input {
             role: Role::Worker,

@@ -22,6 +22,8 @@ use crate::host::Host;
 pub enum Role {
     ControlPlane,
     Worker,
+    /// `join --control-plane`: kubeadm's join checks plus its control-plane node checks.
+    ControlPlaneJoin,
 }
 
 impl Role {
@@ -29,6 +31,7 @@ impl Role {
         match s {
             "control-plane" => Some(Role::ControlPlane),
             "worker" => Some(Role::Worker),
+            "control-plane-join" => Some(Role::ControlPlaneJoin),
             _ => None,
         }
     }
@@ -88,8 +91,11 @@ pub struct Check<'a> {
     pub probe: ProbeFn<'a>,
 }
 
-pub const BOTH: &[Role] = &[Role::ControlPlane, Role::Worker];
-pub const CONTROL_PLANE: &[Role] = &[Role::ControlPlane];
+pub const BOTH: &[Role] = &[Role::ControlPlane, Role::Worker, Role::ControlPlaneJoin];
+/// A node that will run the control-plane components (init, or a control-plane join).
+pub const CONTROL_PLANE: &[Role] = &[Role::ControlPlane, Role::ControlPlaneJoin];
+/// A node that joins (the kubelet's bootstrap files must be free).
+pub const JOINING: &[Role] = &[Role::Worker, Role::ControlPlaneJoin];
 pub const WORKER: &[Role] = &[Role::Worker];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -183,6 +189,7 @@ pub fn run(host: &dyn Host, input: &Input, ignore: &[String]) -> Report {
     let role = match input.role {
         Role::ControlPlane => "control-plane",
         Role::Worker => "worker",
+        Role::ControlPlaneJoin => "control-plane-join",
     };
     Report { role: role.into(), rows, unknown_ignores, duration_us: start.elapsed().as_micros() as u64 }
 }

@@ -188,6 +188,37 @@ fn a_good_machine_passes_everything() {
 }
 
 #[test]
+fn control_plane_join_gets_the_join_and_the_control_plane_checks() {
+    let i = Input::control_plane_join(
+        Path::new("/"),
+        "cp-2".into(),
+        "unix:///run/containerd/containerd.sock".into(),
+        Some("10.0.0.10".into()),
+        6443,
+    );
+    let mut h = Fake::good();
+    h.busy_ports = vec![2380];
+    let r = run(&h, &i, &[]);
+    assert_eq!(r.role, "control-plane-join");
+    for present in [
+        "NumCPU",
+        "Mem",
+        "Port-6443",
+        "Port-10259",
+        "Port-2379",
+        "FileAvailable--etc-kubernetes-manifests-etcd.yaml",
+        "FileAvailable--etc-kubernetes-kubelet.conf",
+        "FileAvailable--etc-kubernetes-bootstrap-kubelet.conf",
+        "DirAvailable--var-lib-etcd",
+    ] {
+        row(&r, present);
+    }
+    // The shared CAs may already be on disk (kubeadm's manual-copy mode).
+    assert!(r.rows.iter().all(|x| x.name != "FileAvailable--etc-kubernetes-pki-ca.crt"));
+    assert_eq!(row(&r, "Port-2380").result, Outcome::Error, "the etcd peer port is held");
+}
+
+#[test]
 fn worker_gets_its_own_set() {
     let r = run(&Fake::good(), &input(Role::Worker), &[]);
     row(&r, "FileAvailable--etc-kubernetes-kubelet.conf");

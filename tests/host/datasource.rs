@@ -427,7 +427,7 @@ fn nocloud_cidata_iso_on_a_loop_device() {
 fn docs_user_data_examples_plan() {
     let md = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/user-data.md")).unwrap();
     let blocks: Vec<&str> = md.split("```yaml\n").skip(1).map(|b| b.split("```").next().unwrap()).collect();
-    assert_eq!(blocks.len(), 7, "examples in docs/user-data.md");
+    assert_eq!(blocks.len(), 8, "examples in docs/user-data.md");
     let (mut inits, mut joins) = (0, 0);
     for b in blocks {
         let mut g = kubestrap::datasource::Gathered {
@@ -437,6 +437,16 @@ fn docs_user_data_examples_plan() {
         };
         g.meta.local_hostname = Some("worker-1".into());
         g.credentials.insert("kubestrap.token".into(), TOKEN.as_bytes().to_vec());
+        g.credentials.insert("kubestrap.certificate-key".into(), "0f".repeat(32).into_bytes());
+        if b.contains("initNode: cp-1") {
+            // The shared control-plane example: cp-1 inits and uploads, the others join it.
+            let mut on_cp1 = g.clone();
+            on_cp1.meta.local_hostname = Some("cp-1".into());
+            let p = plan_detailed(&on_cp1).unwrap_or_else(|e| panic!("{e}\n{b}"));
+            assert!(matches!(p.plan, NodePlan::Init { upload_certs: true, .. }), "{:?}", p.plan);
+            let p = plan_detailed(&g).unwrap_or_else(|e| panic!("{e}\n{b}"));
+            assert!(matches!(&p.plan, NodePlan::Join { join } if join.control_plane.is_some()), "{:?}", p.plan);
+        }
         let p = plan_detailed(&g).unwrap_or_else(|e| panic!("{e}\n{b}"));
         match p.plan {
             NodePlan::Init { docs, .. } => {
@@ -453,5 +463,5 @@ fn docs_user_data_examples_plan() {
             }
         }
     }
-    assert_eq!((inits, joins), (4, 3));
+    assert_eq!((inits, joins), (4, 4));
 }
