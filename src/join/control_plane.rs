@@ -55,7 +55,15 @@ fn client(ctx: &JoinContext) -> Result<Client> {
 
 /// This node's InitConfig: the cluster's ClusterConfiguration, this node's registration and
 /// LocalAPIEndpoint.
-pub fn node_config(ctx: &JoinContext, cp: &ControlPlaneJoin) -> Result<InitConfig> {
+pub fn node_config<'a>(ctx: &'a JoinContext, cp: &ControlPlaneJoin) -> Result<&'a InitConfig> {
+    if let Some(c) = ctx.cluster.get() {
+        return Ok(c);
+    }
+    let cfg = fetch_node_config(ctx, cp)?;
+    Ok(ctx.cluster.get_or_init(|| cfg))
+}
+
+fn fetch_node_config(ctx: &JoinContext, cp: &ControlPlaneJoin) -> Result<InitConfig> {
     let cm = client(ctx)?.get(KUBEADM_CONFIG)?.ok_or_else(|| {
         Error::runtime("the ConfigMap kube-system/kubeadm-config does not exist: the first control plane has not finished its upload-config phase")
     })?;
@@ -105,7 +113,7 @@ pub fn download_certs(ctx: &JoinContext) -> Result<()> {
         Error::runtime("Secret \"kubeadm-certs\" was not found in the \"kube-system\" Namespace. This Secret might have expired. Please, run `kubestrap init phase upload-certs --upload-certs` on a control plane to generate a new one")
     })?;
     let mut files = Vec::new();
-    for t in copycerts::files_to_transfer(&cfg) {
+    for t in copycerts::files_to_transfer(cfg) {
         let Some(b64) = secret["data"][&t.key].as_str() else {
             return Err(Error::runtime(format!(
                 "the Secret does not include the required certificate or key - name: {}, path: {}",
@@ -141,9 +149,9 @@ pub fn download_certs(ctx: &JoinContext) -> Result<()> {
 pub fn certs(ctx: &JoinContext) -> Result<()> {
     let Some(cp) = control_plane(ctx, "certs") else { return Ok(()) };
     let cfg = node_config(ctx, cp)?;
-    require_shared(ctx, &cfg)?;
-    let ictx = init_context(ctx, &cfg);
-    crate::pki::ensure_certs(ctx.fs, &cfg, time::OffsetDateTime::now_utc(), &ictx.keys)
+    require_shared(ctx, cfg)?;
+    let ictx = init_context(ctx, cfg);
+    crate::pki::ensure_certs(ctx.fs, cfg, time::OffsetDateTime::now_utc(), &ictx.keys)
 }
 
 /// kubeadm's SharedCertificateExists: a control-plane join never makes its own CAs.
@@ -168,7 +176,7 @@ fn require_shared(ctx: &JoinContext, cfg: &InitConfig) -> Result<()> {
 pub fn kubeconfig(ctx: &JoinContext) -> Result<()> {
     let Some(cp) = control_plane(ctx, "kubeconfig") else { return Ok(()) };
     let cfg = node_config(ctx, cp)?;
-    crate::phases::write_kubeconfigs(&init_context(ctx, &cfg), &KUBECONFIGS)
+    crate::phases::write_kubeconfigs(&init_context(ctx, cfg), &KUBECONFIGS)
 }
 
 /// The kubeconfigs a joining control plane gets.
@@ -181,14 +189,14 @@ pub const MANIFESTS: [&str; 3] = ["kube-apiserver", "kube-controller-manager", "
 pub fn manifests(ctx: &JoinContext) -> Result<()> {
     let Some(cp) = control_plane(ctx, "control-plane") else { return Ok(()) };
     let cfg = node_config(ctx, cp)?;
-    crate::phases::write_control_plane(&init_context(ctx, &cfg))
+    crate::phases::write_control_plane(&init_context(ctx, cfg))
 }
 
 /// `mark-control-plane`: the labels and taint init gives its node, once the Node exists.
 pub fn mark_control_plane(ctx: &JoinContext) -> Result<()> {
     let Some(cp) = control_plane(ctx, "mark-control-plane") else { return Ok(()) };
     let cfg = node_config(ctx, cp)?;
-    crate::phases::mark_control_plane(&init_context(ctx, &cfg))
+    crate::phases::mark_control_plane(&init_context(ctx, cfg))
 }
 
 /// `etcd-join` (stacked etcd only): this node as an etcd learner of the existing members (found
@@ -211,7 +219,7 @@ pub fn etcd_join(ctx: &JoinContext) -> Result<()> {
     // add_as_learner and wait_available print kubeadm's lines themselves.
     let announced = crate::etcd::add_as_learner(&etcd, &me, ctx.clock)?;
     let env = crate::phases::host_env(ctx.fs);
-    let pod = crate::manifests::etcd_join(&cfg, &env, &announced.initial_cluster.to_string())
+    let pod = crate::manifests::etcd_join(cfg, &env, &announced.initial_cluster.to_string())
         .ok_or_else(|| Error::runtime("internal: stacked etcd without an etcd manifest"))?;
     ctx.fs.mkdir(&paths::etcd_data_dir(&local.data_dir))?;
     let path = paths::manifest("etcd");

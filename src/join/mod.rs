@@ -59,6 +59,9 @@ pub struct JoinContext<'a> {
     pub fs: &'a NodeFs,
     pub clock: &'a dyn Clock,
     pub report: Option<&'a Reporter<'a>>,
+    /// A control plane's configuration from the cluster's kubeadm-config, read once per run
+    /// (every control-plane phase needs it).
+    cluster: std::cell::OnceCell<crate::config::InitConfig>,
 }
 
 impl<'a> JoinContext<'a> {
@@ -70,7 +73,7 @@ impl<'a> JoinContext<'a> {
         report: Option<&'a Reporter<'a>>,
     ) -> JoinContext<'a> {
         fs.remove_stale_temps(paths::DEFAULT_CERTS_DIR);
-        JoinContext { args, fs, clock, report }
+        JoinContext { args, fs, clock, report, cluster: std::cell::OnceCell::new() }
     }
 }
 
