@@ -383,7 +383,11 @@ ha_release() {   # ha_release NAME COMMAND: one line to the VM's kubestrap.relea
 }
 
 scenario_ha-control-plane() {
-    local n names=() addr=() i rc log st pids=() t0 deadline all want got extra
+    local n names=() addr=() i rc log st pids=() t0 deadline all want got extra note=()
+    case "$HA_CP_COUNT" in
+        2 | 3) ;;
+        *) fail "VM_HA_CONTROL_PLANES=$HA_CP_COUNT: 2 or 3 (the test image has LAN addresses for three)"; return 0 ;;
+    esac
     for ((i = 1; i <= HA_CP_COUNT; i++)); do names+=("cp-$i"); addr+=("10.10.0.1$i"); done
     names+=(worker-1) addr+=(10.10.0.21)
     # The cluster CA, made beforehand as an operator would, so that the user-data can pin it.
@@ -485,6 +489,7 @@ scenario_ha-control-plane() {
             fail "$n: status.json is not role $want, state done: ${st:-missing}"
         fi
         note_timing "$log" "$n"
+        note+=("$n $(event_at "$log" "done" post-kubelet)s")
     done
     log="$WORK/cp-1.serial.log"
     expect_line "$log" 'No cluster answers at controlPlaneEndpoint 10\.10\.0\.11:6443' "cp-1: nothing at the endpoint yet, so it inits"
@@ -500,6 +505,9 @@ scenario_ha-control-plane() {
                 # then finds this node's learner in the member list and reuses it.
                 expect_line "$log" "\\[etcd\\] (Announced new etcd member joining to the existing etcd cluster|etcd member [0-9a-f]+ with peer URL https://10\\.10\\.0\\.1$i:2380 already exists \\(learner, not started yet\\))" \
                     "$n: added as an etcd learner"
+                if has_line "$log" 'too many learner members in cluster'; then
+                    say "note: $n waited while another control plane's etcd learner caught up (etcd allows one learner)"
+                fi
                 expect_line "$log" "\\[etcd\\] The learner was promoted as a voting member \\(https://10\\.10\\.0\\.1$i:2380\\)" "$n: its learner promoted"
                 expect_line "$log" '\[wait-control-plane\] The kube-apiserver is healthy' "$n: wait-control-plane saw its own API server"
                 expect_line "$log" '\[mark-control-plane\] Marked' "$n: marked as control plane (its Node is in the cluster's API)"
@@ -519,7 +527,7 @@ scenario_ha-control-plane() {
             fail "$n: etcd's members are not the $HA_CP_COUNT control planes as started voters: $(tr '\n' ';' <"$WORK/$n.etcd-members.txt")"
         fi
     done
-    SCENARIO_NOTE="$HA_CP_COUNT control planes + 1 worker; ${SCENARIO_NOTE:-}"
+    SCENARIO_NOTE="$HA_CP_COUNT control planes + 1 worker; qemu->done: $(IFS=,; echo "${note[*]}")"
 }
 
 # ---- failure paths ------------------------------------------------------------------------
