@@ -62,8 +62,12 @@ if grep -qw 'kubestrap.test.release=1' /proc/cmdline; then
         sleep 0.5
         i=$((i + 1))
     done
-    echo "KUBESTRAP-TEST holding for the harness on $port"
-    while :; do
+    if [ -e "$port" ]; then
+        echo "KUBESTRAP-TEST holding for the harness on $port"
+    else
+        echo "KUBESTRAP-TEST no $port (no -device virtserialport name=kubestrap.release?): not holding"
+    fi
+    while [ -e "$port" ]; do
         cmd=''
         if ! IFS= read -r cmd <"$port"; then
             [ -n "$cmd" ] || { sleep 1; continue; }
