@@ -11,7 +11,8 @@
 # Stage 2 (cached by a hash of stage 1 + binaries + units + variant):
 #   rootfs.ext4 + image.env              -> $OUT (default $CACHE/image-prod or image-test)
 # CACHE = ${XDG_CACHE_HOME:-$HOME/.cache}/kubestrap/vm. Prints the path of image.env last.
-# --test-image also bakes kube-double and units/test/ (the kubelet stand-in, the report unit).
+# --test-image also bakes kube-double, units/test/ (the kubelet stand-in, the report unit, the
+# multi-VM LAN's .network files) and Debian's etcd/etcdctl binaries (etcd-server, etcd-client).
 # KUBESTRAP_BIN_DIR=DIR bakes prebuilt static binaries from DIR instead (no cargo run).
 # Needs root (mmdebstrap, ownership in mkfs.ext4 -d).
 set -euo pipefail
@@ -55,7 +56,7 @@ while [ $# -gt 0 ]; do
         --rebuild-base) REBUILD_BASE=1 ;;
         --units-dir) UNITS_DIR=$(cd "$2" && pwd); shift ;;
         --out) OUT=$2; shift ;;
-        -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
         *) echo "build.sh: unknown argument $1" >&2; exit 2 ;;
     esac
     shift
@@ -200,11 +201,34 @@ shopt -s nullglob
 UNIT_FILES=("$UNITS_DIR"/*.service "$UNITS_DIR"/*.socket "$UNITS_DIR"/*.timer)
 DROPIN_DIRS=("$UNITS_DIR"/*.d)
 TEST_FILES=()
-[ "$TEST_IMAGE" = 1 ] && TEST_FILES=("$REPO"/units/test/*.service "$REPO"/units/test/*.sh "$REPO"/units/test/bin/*)
+[ "$TEST_IMAGE" = 1 ] && TEST_FILES=("$REPO"/units/test/*.service "$REPO"/units/test/*.sh "$REPO"/units/test/bin/*
+    "$REPO"/units/test/network/*.network)
 shopt -u nullglob
 [ "${#UNIT_FILES[@]}" -gt 0 ] || die "no units in $UNITS_DIR"
 
-IMG_KEY=$( { echo "$KEY $VARIANT $IMAGE_SIZE"; sha256sum "${BINS[@]}" "${UNIT_FILES[@]}" "${TEST_FILES[@]}";
+# The test image's real etcd and etcdctl (the kubelet stand-in runs etcd from the node's etcd.yaml
+# manifest): Debian's etcd-server/etcd-client packages, downloaded once into the cache and only
+# their binaries extracted (a static Go program each; no maintainer scripts, no etcd.service).
+TEST_DEBS=()
+if [ "$TEST_IMAGE" = 1 ]; then
+    mkdir -p "$CACHE/debs"
+    for p in etcd-server etcd-client; do
+        v=$(apt-cache policy "$p" 2>/dev/null | sed -n 's/^ *Candidate: //p')
+        [ -n "$v" ] && [ "$v" != '(none)' ] || die "apt-cache has no $p (apt-get update?)"
+        shopt -s nullglob
+        f=("$CACHE/debs/${p}_${v//:/%3a}_"*.deb)
+        shopt -u nullglob
+        if [ "${#f[@]}" -eq 0 ]; then
+            log "apt-get download $p=$v"
+            (cd "$CACHE/debs" && apt-get download -q -o APT::Sandbox::User=root "$p=$v" >/dev/null) \
+                || die "apt-get download $p failed"
+            f=("$CACHE/debs/${p}_${v//:/%3a}_"*.deb)
+        fi
+        TEST_DEBS+=("${f[0]}")
+    done
+fi
+
+IMG_KEY=$( { echo "$KEY $VARIANT $IMAGE_SIZE"; sha256sum "${BINS[@]}" "${UNIT_FILES[@]}" "${TEST_FILES[@]}" "${TEST_DEBS[@]}";
     for d in "${DROPIN_DIRS[@]}"; do find "$d" -type f | LC_ALL=C sort | xargs -d '\n' sha256sum; done; } \
     | sed "s| $REPO/| |" | sha256sum | cut -c1-16)
 if [ -f "$OUT/image.env" ] && grep -qx "IMAGE_KEY=$IMG_KEY" "$OUT/image.env" && [ -f "$OUT/rootfs.ext4" ]; then
@@ -238,10 +262,15 @@ if [ "$TEST_IMAGE" = 1 ]; then
     for f in "${TEST_FILES[@]}"; do
         case "$f" in
             *.service) enable_unit "$f" ;;
+            *.network) install -D -m 0644 "$f" "$r/etc/systemd/network/$(basename "$f")" ;;
             */bin/*) install -D -m 0755 "$f" "$r/usr/local/bin/$(basename "$f")" ;;
             *.sh) install -D -m 0755 "$f" "$r/usr/local/libexec/$(basename "$f" .sh)" ;;
         esac
     done
+    for d in "${TEST_DEBS[@]}"; do
+        dpkg-deb --fsys-tarfile "$d" | tar -x -C "$r" ./usr/bin/etcd ./usr/bin/etcdctl 2>/dev/null || true
+    done
+    [ -x "$r/usr/bin/etcd" ] && [ -x "$r/usr/bin/etcdctl" ] || die "no etcd/etcdctl from ${TEST_DEBS[*]}"
 fi
 [ -d "$wants" ] || die "nothing enabled"
 find "$r/usr/bin/kubestrap" "$r/usr/local" "$sysd" "$r/etc/systemd/system" -newer "$BASE/rootfs.tar" \

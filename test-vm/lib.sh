@@ -33,23 +33,34 @@ qmp() {
         | socat -t 2 - "UNIX-CONNECT:$1" >/dev/null 2>&1 || true
 }
 
-# boot_vm NAME DISK [--snapshot] [--seed ISO] [--cred NAME=VALUE]... [--append ARGS]
-#         [--quit-on REGEX] [--netns NS]
+# boot_vm NAME DISK [--snapshot] [--seed ISO] [--cred NAME=VALUE]... [--cred-file NAME=FILE]...
+#         [--append ARGS] [--quit-on REGEX] [--netns NS] [--tap TAP MAC] [--release PIPE]
+#         [--timeout SECS]
 # Boots DISK, writes $WORK/NAME.serial.log ("<seconds since QEMU start> <line>"), returns
 # QEMU's exit status: 1 = guest report says pass, 3 = a kubestrap unit failed (isa-debug-exit),
 # 0 = powered off without a verdict, 124/137 = timed out, other = QEMU error.
 # --quit-on: when a serial line matches REGEX, QMP `quit` (a power cut) right away.
+# --cred-file: a binary-safe credential (io.systemd.credential.binary:, base64 of FILE).
+# --tap TAP MAC: the only NIC is on tap device TAP (in --netns) with MAC, instead of QEMU's user
+# networking. --release PIPE: a virtio serial port kubestrap.release on the FIFOs PIPE.in/.out
+# (the report unit waits there for the harness's commands with kubestrap.test.release=1).
 boot_vm() {
-    local name=$1 disk=$2 snapshot=off seed="" append="" quit_on="" netns="" args=()
+    local name=$1 disk=$2 snapshot=off seed="" append="" quit_on="" netns="" args=() timeout=$VM_TIMEOUT
+    local nic=(-netdev user,id=n0 -device virtio-net-pci,netdev=n0)
     shift 2
     while [ $# -gt 0 ]; do
         case "$1" in
             --snapshot) snapshot=on ;;
             --seed) seed=$2; shift ;;
             --cred) args+=(-smbios "type=11,value=io.systemd.credential:$2"); shift ;;
+            --cred-file) args+=(-smbios "type=11,value=io.systemd.credential.binary:${2%%=*}=$(base64 -w0 "${2#*=}")"); shift ;;
             --append) append=$2; shift ;;
             --quit-on) quit_on=$2; shift ;;
             --netns) netns=$2; shift ;;
+            --tap) nic=(-netdev "tap,id=n0,ifname=$2,script=no,downscript=no" -device "virtio-net-pci,netdev=n0,mac=$3"); shift 2 ;;
+            --release) args+=(-device virtio-serial-pci -chardev "pipe,id=rel,path=$2"
+                -device virtserialport,chardev=rel,name=kubestrap.release); shift ;;
+            --timeout) timeout=$2; shift ;;
             *) echo "boot_vm: unknown option $1" >&2; return 2 ;;
         esac
         shift
@@ -62,7 +73,7 @@ boot_vm() {
     say "boot $name (disk=$(basename "$disk") snapshot=$snapshot${seed:+ seed}${quit_on:+ quit-on=$quit_on})"
     t0=$(now)
     set +e
-    "${prefix[@]}" timeout -k 5 "$VM_TIMEOUT" qemu-system-x86_64 \
+    "${prefix[@]}" timeout -k 5 "$timeout" qemu-system-x86_64 \
         -machine "q35,accel=$VM_ACCEL" -cpu max -smp "$VM_SMP" -m "$VM_MEM" \
         -display none -monitor none -serial stdio -no-reboot \
         -qmp "unix:$qmp_sock,server=on,wait=off" \
@@ -70,7 +81,7 @@ boot_vm() {
         -kernel "$IMAGE_KERNEL" -initrd "$IMAGE_INITRD" \
         -append "console=ttyS0 root=/dev/vda rw panic=-1 quiet systemd.show_status=error $append" \
         -drive "file=$disk,format=raw,if=virtio,snapshot=$snapshot" \
-        -netdev user,id=n0 -device virtio-net-pci,netdev=n0 \
+        "${nic[@]}" \
         "${args[@]}" </dev/null 2>"$WORK/$name.qemu.stderr" \
         | serial_reader "$t0" "$quit_on" "$qmp_sock" >"$log"
     rc=${PIPESTATUS[0]}

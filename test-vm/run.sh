@@ -14,7 +14,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$HERE/lib.sh"
 
 SCENARIOS=(cp-init worker-join token-credential broken-user-data reboot-noop power-cut
-    power-cut-after-certs power-cut-post capi-cp-init capi-worker)
+    power-cut-after-certs power-cut-post capi-cp-init capi-worker ha-control-plane)
 TOKEN=abcdef.0123456789abcdef
 TOKEN_SECRET=0123456789abcdef
 API_PORT=16443        # the host-side double's port, inside the scenario's own network namespace
@@ -337,6 +337,197 @@ scenario_capi-worker() {
     disk_cat "$disk" /var/lib/kubelet/kubeadm-flags.env | grep -q 'cloud-provider=external' \
         && say "ok: kubeletExtraArgs reached the kubelet flags" || fail "no --cloud-provider=external in kubeadm-flags.env"
     note_timing "$log" capi-worker
+}
+
+# ---- HA: control planes from one user-data, and a worker -----------------------------------
+# All VMs run at once in a private network namespace, on one bridge (10.10.0.1/24 on the host
+# side; nothing else in the namespace): a tap per VM as its only NIC, its MAC choosing the test
+# image's static address (units/test/network/). cp-1 inits (initNode) with the CA given as
+# credentials; the other control planes boot the byte-identical seed user-data and join as
+# control planes (download-certs, etcd learner added then promoted); the worker joins at
+# cp-1:6443. Each VM's report unit holds it (kubestrap.test.release=1) until every VM has its
+# verdict, so no etcd member goes away while another joins; then each control plane prints its
+# `etcdctl member list`, and all are released.
+HA_TIMEOUT=${VM_HA_TIMEOUT:-900}   # seconds for the whole group of VMs
+HA_CP_COUNT=${VM_HA_CONTROL_PLANES:-3}
+HA_ENDPOINT=10.10.0.11:6443
+
+ha_user_data() {   # the one user-data of every control plane
+    cat <<EOF
+#cloud-config
+kubestrap:
+  role: control-plane
+  initNode: cp-1
+  token: $TOKEN
+  controlPlaneEndpoint: $HA_ENDPOINT
+  caCertHashes: ['$HA_CA_HASH']
+  certificateKey: '$HA_KEY'
+  kubernetesVersion: v1.37.0
+  podSubnet: 10.244.0.0/16
+EOF
+}
+
+ha_worker_user_data() {
+    cat <<EOF
+#cloud-config
+kubestrap:
+  role: worker
+  token: $TOKEN
+  controlPlaneEndpoint: $HA_ENDPOINT
+  caCertHashes: ['$HA_CA_HASH']
+EOF
+}
+
+ha_release() {   # ha_release NAME COMMAND: one line to the VM's kubestrap.release port
+    timeout 5 sh -c 'printf "%s\n" "$2" >"$1"' sh "$WORK/$1.release.in" "$2" 2>/dev/null || true
+}
+
+scenario_ha-control-plane() {
+    local n names=() addr=() i rc log st pids=() t0 deadline all want got extra note=()
+    case "$HA_CP_COUNT" in
+        2 | 3) ;;
+        *) fail "VM_HA_CONTROL_PLANES=$HA_CP_COUNT: 2 or 3 (the test image has LAN addresses for three)"; return 0 ;;
+    esac
+    for ((i = 1; i <= HA_CP_COUNT; i++)); do names+=("cp-$i"); addr+=("10.10.0.1$i"); done
+    names+=(worker-1) addr+=(10.10.0.21)
+    # The cluster CA, made beforehand as an operator would, so that the user-data can pin it.
+    "$BIN_DIR/kubestrap" init phase certs --root "$WORK/ca" >"$WORK/ca.log" 2>&1
+    HA_CA_HASH=$("$BIN_DIR/kubestrap" certs ca-hash "$WORK/ca/etc/kubernetes/pki/ca.crt")
+    HA_KEY=$(openssl rand -hex 32)
+    ha_user_data >"$WORK/user-data.yaml"
+    NS="kubestrap-vm-$$-$RANDOM"
+    ip netns add "$NS"
+    CLEANUPS+=("ip netns del $NS")
+    ip -n "$NS" link set lo up
+    ip -n "$NS" link add br0 type bridge
+    ip -n "$NS" addr add 10.10.0.1/24 dev br0
+    ip -n "$NS" link set br0 up
+    for i in "${!names[@]}"; do
+        n=${names[$i]}
+        mkdir -p "$WORK/seed-$n"
+        if [[ $n == cp-* ]]; then
+            cp "$WORK/user-data.yaml" "$WORK/seed-$n/user-data"
+        else
+            ha_worker_user_data >"$WORK/seed-$n/user-data"
+        fi
+        printf 'instance-id: iid-ha-%s\nlocal-hostname: %s\n' "$n" "$n" >"$WORK/seed-$n/meta-data"
+        make_seed "$WORK/$n.seed.iso" "$WORK/seed-$n"
+        cp "$WORK/seed-$n/user-data" "$WORK/$n.user-data.yaml"
+        cp "$WORK/seed-$n/meta-data" "$WORK/$n.meta-data.txt"
+        ip -n "$NS" tuntap add dev "tap$i" mode tap
+        ip -n "$NS" link set "tap$i" master br0 up
+        mkfifo "$WORK/$n.release.in" "$WORK/$n.release.out"
+    done
+    if [ "$(for n in "${names[@]}"; do [[ $n == cp-* ]] && sha256sum <"$WORK/seed-$n/user-data"; done | sort -u | wc -l)" = 1 ]; then
+        say "ok: every control plane's seed holds the same user-data"
+    else
+        fail "the control planes' seed user-data differ"
+    fi
+    t0=$(now)
+    for i in "${!names[@]}"; do
+        n=${names[$i]}
+        extra=()
+        # The CA as binary credentials (PEM has newlines) to every control plane: one launch
+        # configuration for all of them; only the init node uses it (the others download it).
+        if [[ $n == cp-* ]]; then
+            extra=(--cred-file "kubestrap.ca-crt=$WORK/ca/etc/kubernetes/pki/ca.crt"
+                --cred-file "kubestrap.ca-key=$WORK/ca/etc/kubernetes/pki/ca.key")
+        fi
+        # In the background, without the scenario's ERR trap (QEMU's exit status 1 is a pass).
+        (
+            trap - ERR
+            boot_vm "$n" "$IMAGE_ROOTFS" --snapshot --seed "$WORK/$n.seed.iso" --netns "$NS" \
+                --tap "tap$i" "$(printf '52:54:00:0a:0a:%02x' "${addr[$i]##*.}")" --release "$WORK/$n.release" \
+                --append kubestrap.test.release=1 --timeout "$HA_TIMEOUT" "${extra[@]}"
+        ) &
+        pids+=($!)
+        CLEANUPS+=("qmp $WORK/$n.qmp quit")
+    done
+    # Every VM holds after its verdict: wait for all of them (a VM that ended counts as there).
+    deadline=$((t0 + HA_TIMEOUT * 1000))
+    while [ "$(now)" -lt "$deadline" ]; do
+        all=1
+        for i in "${!names[@]}"; do
+            grep -qs 'KUBESTRAP-TEST holding for the harness' "$WORK/${names[$i]}.serial.log" && continue
+            kill -0 "${pids[$i]}" 2>/dev/null && all=0
+        done
+        [ "$all" = 1 ] && break
+        sleep 2
+    done
+    say "every VM has its verdict $(ms_to_s "$(($(now) - t0))") s after the first QEMU start"
+    for n in "${names[@]}"; do
+        if [[ $n == cp-* ]]; then ha_release "$n" etcd-members; fi
+    done
+    for ((i = 0; i < 30; i++)); do
+        all=1
+        for n in "${names[@]}"; do
+            [[ $n == cp-* ]] || continue
+            grep -qs 'KUBESTRAP-TEST etcd-members end' "$WORK/$n.serial.log" || all=0
+        done
+        [ "$all" = 1 ] && break
+        sleep 1
+    done
+    for n in "${names[@]}"; do ha_release "$n" exit; done
+    for i in "${!names[@]}"; do
+        rc=0
+        wait "${pids[$i]}" || rc=$?
+        n=${names[$i]}
+        log="$WORK/$n.serial.log"
+        expect_rc "$rc" 1 "$n: the report unit saw both kubestrap units succeed"
+        expect_event "$log" "done" pre-kubelet
+        expect_event "$log" "done" post-kubelet
+        reject_line "$log" "$(event_re error)" "$n: no error event"
+        reject_line "$log" "$HA_KEY" "$n: the certificate key never reaches the console"
+        # Like cp-init, the init node prints the join command with the token; no other node does.
+        [ "$n" = cp-1 ] || reject_line "$log" "$TOKEN_SECRET" "$n: the token secret never reaches the console"
+        st=$(status_json "$log")
+        want=control-plane
+        [[ $n == worker-* ]] && want=worker
+        if [[ $st =~ \"role\":\ *\"$want\" ]] && [[ $st =~ \"state\":\ *\"done\" ]]; then
+            say "ok: $n: status.json role $want, state done"
+        else
+            fail "$n: status.json is not role $want, state done: ${st:-missing}"
+        fi
+        note_timing "$log" "$n"
+        note+=("$n $(event_at "$log" "done" post-kubelet)s")
+    done
+    log="$WORK/cp-1.serial.log"
+    expect_line "$log" 'No cluster answers at controlPlaneEndpoint 10\.10\.0\.11:6443' "cp-1: nothing at the endpoint yet, so it inits"
+    expect_line "$log" "Using the CA from credential kubestrap\.ca-crt \\($HA_CA_HASH\\)" "cp-1: the cluster CA is the credential's (the pinned one)"
+    for n in "${names[@]}"; do
+        log="$WORK/$n.serial.log"
+        case "$n" in
+            cp-1) ;;
+            cp-*)
+                i=${n#cp-}
+                expect_line "$log" '\[download-certs\] Saving the certificates' "$n: downloaded the shared CAs (certificateKey)"
+                # Under TCG a MemberAdd may time out on the client after etcd applied it: the retry
+                # then finds this node's learner in the member list and reuses it.
+                expect_line "$log" "\\[etcd\\] (Announced new etcd member joining to the existing etcd cluster|etcd member [0-9a-f]+ with peer URL https://10\\.10\\.0\\.1$i:2380 already exists \\(learner, not started yet\\))" \
+                    "$n: added as an etcd learner"
+                if has_line "$log" 'too many learner members in cluster'; then
+                    say "note: $n waited while another control plane's etcd learner caught up (etcd allows one learner)"
+                fi
+                expect_line "$log" "\\[etcd\\] The learner was promoted as a voting member \\(https://10\\.10\\.0\\.1$i:2380\\)" "$n: its learner promoted"
+                expect_line "$log" '\[wait-control-plane\] The kube-apiserver is healthy' "$n: wait-control-plane saw its own API server"
+                expect_line "$log" '\[mark-control-plane\] Marked' "$n: marked as control plane (its Node is in the cluster's API)"
+                ;;
+            *) expect_line "$log" "$(event_re phase "" kubelet-start)" "$n: the worker joined (kubelet-start: TLS bootstrap)" ;;
+        esac
+    done
+    # Each control plane's view of etcd: every control plane a started voter, nothing else.
+    want=$(for ((i = 1; i <= HA_CP_COUNT; i++)); do printf 'cp-%d=https://10.10.0.1%d:2380 ' "$i" "$i"; done)
+    for n in "${names[@]}"; do
+        [[ $n == cp-* ]] || continue
+        sed -n 's/.*KUBESTRAP-TEST etcd-member //p' "$WORK/$n.serial.log" >"$WORK/$n.etcd-members.txt"
+        got=$(awk -F', ' '$2 == "started" && $6 == "false" { print $3 "=" $4 }' "$WORK/$n.etcd-members.txt" | sort | tr '\n' ' ')
+        if [ "$got" = "$want" ] && [ "$(wc -l <"$WORK/$n.etcd-members.txt")" = "$HA_CP_COUNT" ]; then
+            say "ok: $n: etcd has $HA_CP_COUNT started voters: $got"
+        else
+            fail "$n: etcd's members are not the $HA_CP_COUNT control planes as started voters: $(tr '\n' ';' <"$WORK/$n.etcd-members.txt")"
+        fi
+    done
+    SCENARIO_NOTE="$HA_CP_COUNT control planes + 1 worker; qemu->done: $(IFS=,; echo "${note[*]}")"
 }
 
 # ---- failure paths ------------------------------------------------------------------------

@@ -25,6 +25,10 @@ struct Args {
     /// register a Ready Node with this name at start (repeatable)
     #[argh(option)]
     register_node: Vec<String>,
+    /// at start, post a mirror Pod for every static Pod manifest (*.yaml) in this directory,
+    /// on the first --register-node (as that node's kubelet would); needs --register-node
+    #[argh(option)]
+    static_pods: Option<PathBuf>,
     /// approve only the three-usage kubelet CSR set, like v1.24-era controllers
     #[argh(switch)]
     legacy_approver: bool,
@@ -70,6 +74,19 @@ fn main() -> ExitCode {
         if let Err(e) = handle.register_node(node, &[]) {
             eprintln!("kube-double: registering node {node}: {e}");
             return ExitCode::FAILURE;
+        }
+    }
+    if let Some(dir) = &args.static_pods {
+        let Some(node) = args.register_node.first() else {
+            eprintln!("kube-double: --static-pods needs --register-node (the node the Pods run on)");
+            return ExitCode::FAILURE;
+        };
+        match handle.mirror_static_pods(dir, node) {
+            Ok(names) => eprintln!("kube-double: mirror Pods {}", names.join(", ")),
+            Err(e) => {
+                eprintln!("kube-double: mirroring the static Pods of {}: {e}", dir.display());
+                return ExitCode::FAILURE;
+            }
         }
     }
     eprintln!("kube-double: serving on {}", handle.url());

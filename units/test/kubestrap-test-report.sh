@@ -47,8 +47,43 @@ if [ "$verdict" = fail ]; then
     journalctl -b -u kubestrap.service -u kubestrap-post.service -u kubelet.service --no-pager -o short-monotonic \
         | tail -n 60 | sed 's/^/KUBESTRAP-TEST journal /'
 fi
+if [ "$verdict" = fail ] && [ -f /var/log/etcd-standin.log ]; then
+    tail -n 20 /var/log/etcd-standin.log | sed 's/^/KUBESTRAP-TEST etcd-log /'
+fi
 echo "KUBESTRAP-TEST verdict=$verdict"
 grep -qw 'kubestrap.test.hold=1' /proc/cmdline && exit 0
+# kubestrap.test.release=1 (multi-VM scenarios): keep the VM (and its etcd) running until the
+# harness says so on the virtio serial port kubestrap.release, one command per line:
+# "etcd-members" prints this node's view of the etcd cluster, "exit" ends the VM as below.
+if grep -qw 'kubestrap.test.release=1' /proc/cmdline; then
+    port=/dev/virtio-ports/kubestrap.release
+    i=0
+    while [ ! -e "$port" ] && [ "$i" -lt 60 ]; do
+        sleep 0.5
+        i=$((i + 1))
+    done
+    if [ -e "$port" ]; then
+        echo "KUBESTRAP-TEST holding for the harness on $port"
+    else
+        echo "KUBESTRAP-TEST no $port (no -device virtserialport name=kubestrap.release?): not holding"
+    fi
+    while [ -e "$port" ]; do
+        cmd=''
+        if ! IFS= read -r cmd <"$port"; then
+            [ -n "$cmd" ] || { sleep 1; continue; }
+        fi
+        case "$cmd" in
+            etcd-members)
+                ETCDCTL_API=3 etcdctl --endpoints https://127.0.0.1:2379 --dial-timeout=3s --command-timeout=5s \
+                    --cacert /etc/kubernetes/pki/etcd/ca.crt --cert /etc/kubernetes/pki/etcd/healthcheck-client.crt \
+                    --key /etc/kubernetes/pki/etcd/healthcheck-client.key member list -w simple 2>&1 \
+                    | sed 's/^/KUBESTRAP-TEST etcd-member /'
+                echo "KUBESTRAP-TEST etcd-members end" ;;
+            exit) break ;;
+            *) echo "KUBESTRAP-TEST unknown harness command: $cmd" ;;
+        esac
+    done
+fi
 sync
 code='\000'
 [ "$verdict" = pass ] || code='\001'
