@@ -148,10 +148,8 @@ fn stage(
             let mut ctx = phases::context(&cfg, fs, Vec::new(), Some(report), clock);
             // The key came with the user-data: the console and journal need not show it again.
             ctx.upload = phases::UploadCerts { enabled: upload_certs, certificate_key: None, skip_key_print: true };
-            let in_stage = |name: &str| ON_DISK_PHASES.contains(&name) == pre;
             phases::check_skip(INIT_PHASES, "init", &cfg.init.skip_phases)?;
-            let mut skip: Vec<String> =
-                INIT_PHASES.iter().filter(|p| !in_stage(p.name)).map(|p| p.name.to_string()).collect();
+            let mut skip = other_stage(INIT_PHASES, |name| ON_DISK_PHASES.contains(&name) == pre);
             skip.extend(cfg.init.skip_phases.iter().cloned());
             phases::run_init(&ctx, &skip)?;
         }
@@ -167,9 +165,7 @@ fn stage(
                 };
                 let ja = crate::join::resolve(&flags, &join)?;
                 phases::check_skip(JOIN_PHASES, "join", &join.skip_phases)?;
-                let in_stage = |name: &str| JOIN_AFTER_KUBELET.contains(&name) != pre;
-                let mut skip: Vec<String> =
-                    JOIN_PHASES.iter().filter(|p| !in_stage(p.name)).map(|p| p.name.to_string()).collect();
+                let mut skip = other_stage(JOIN_PHASES, |name| JOIN_AFTER_KUBELET.contains(&name) != pre);
                 skip.extend(join.skip_phases.iter().cloned());
                 phases::run_join(&JoinContext::new(&ja, fs, clock, Some(report)), &skip)?;
             } else if user_script.as_ref().is_none_or(|s| s.after.is_empty()) {
@@ -182,6 +178,11 @@ fn stage(
         script::commands(fs, &s.after, runner, &mut progress, report)?;
     }
     Ok(())
+}
+
+/// The names of a phase table's phases that belong to the other stage (skipped in this one).
+fn other_stage<F>(table: &[phases::Phase<F>], in_stage: impl Fn(&str) -> bool) -> Vec<String> {
+    table.iter().filter(|p| !in_stage(p.name)).map(|p| p.name.to_string()).collect()
 }
 
 /// The plan the pre-kubelet stage wrote.

@@ -12,13 +12,11 @@ use log::info;
 use crate::config::InitConfig;
 use crate::config::types::JoinConfiguration;
 use crate::datasource::{CRED_CA_CRT, CRED_CA_KEY, Gathered};
-use crate::discovery::CaPin;
+use crate::discovery::{CLUSTER_INFO, CaPin};
 use crate::error::{Error, Kind, Result};
 use crate::fsutil::NodeFs;
 use crate::kube::{ApiError, Auth, Client, Trust};
 use crate::paths;
-
-const CLUSTER_INFO: &str = "/api/v1/namespaces/kube-public/configmaps/cluster-info";
 
 /// What answers at the endpoint.
 #[derive(Debug)]

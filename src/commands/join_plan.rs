@@ -8,6 +8,7 @@
 
 mod control_plane;
 
+use crate::discovery::CLUSTER_INFO;
 use log::info;
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -18,7 +19,6 @@ use crate::join::{Discovery, JoinContext};
 use crate::paths::{self, File};
 use crate::phases::{self, JoinFn, Phase};
 
-const CLUSTER_INFO: &str = "/api/v1/namespaces/kube-public/configmaps/cluster-info";
 const KUBELET_CONFIG_CM: &str = "/api/v1/namespaces/kube-system/configmaps/kubelet-config";
 const KUBEADM_CONFIG_CM: &str = "/api/v1/namespaces/kube-system/configmaps/kubeadm-config";
 const CSRS: &str = "/apis/certificates.k8s.io/v1/certificatesigningrequests";

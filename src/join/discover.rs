@@ -10,15 +10,13 @@ use serde_json::Value;
 
 use super::JoinContext;
 use crate::clock::Clock;
-use crate::discovery::{self, CaPin, ClusterInfo, DiscoveryProblem, Token};
+use crate::discovery::{self, CLUSTER_INFO, CaPin, ClusterInfo, DiscoveryProblem, Token};
 use crate::error::{Error, Result};
 use crate::kube::{ApiError, Auth, Client, Trust};
 use crate::kubeconfig::{Kubeconfig, KubeconfigError};
 use crate::paths::{self, BOOTSTRAP_KUBELET_CONF};
 use crate::retry::{Attempt, Retry};
 use crate::timeouts::{DISCOVERY_BACKOFF, REQUEST as REQUEST_TIMEOUT};
-
-const CLUSTER_INFO: &str = "/api/v1/namespaces/kube-public/configmaps/cluster-info";
 
 pub enum Discovery {
     Token {
