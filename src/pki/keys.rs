@@ -1,9 +1,9 @@
 //! Private keys: generation per `encryptionAlgorithm`, loading from any PEM kubeadm or openssl
 //! writes (PKCS#8, PKCS#1 RSA, SEC1 EC), and PEM encoding.
-//! ring signs and makes EC keys; ring cannot make RSA keys, so the `rsa` crate generates those
-//! and hands them to ring as PKCS#8. RSA generation is most of `init`'s time with RSA (16 keys,
-//! each a search for two random 1024-bit primes), so a [`KeyPool`] makes them ahead on every
-//! core while the phases sign, write and sync.
+//! ring signs and makes EC keys; ring cannot make RSA keys, so [`super::rsa_key`] finds the primes
+//! and the `rsa` crate builds the key, handed to ring as PKCS#8. The prime search is most of
+//! `init`'s time with RSA (16 keys, 32 random 1024-bit primes), so a [`KeyPool`] makes primes
+//! ahead on every core while the phases sign, write and sync.
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
@@ -53,18 +53,24 @@ pub fn generate(alg: KeyAlgorithm) -> Result<KeyPair, PkiError> {
         KeyAlgorithm::EcdsaP384 => KeyPair::generate_for(&PKCS_ECDSA_P384_SHA384).map_err(|e| err(&e)),
         KeyAlgorithm::Rsa(bits) => {
             let mut rng = getrandom::rand_core::UnwrapErr(getrandom::SysRng);
-            let key = rsa::RsaPrivateKey::new(&mut rng, bits).map_err(|e| err(&e))?;
-            let der = key.to_pkcs8_der().map_err(|e| err(&e))?;
-            KeyPair::try_from(der.as_bytes()).map_err(|e| err(&e))
+            let key = super::rsa_key::rsa_key(&mut rng, bits).map_err(|e| err(&e))?;
+            rsa_key_pair(alg, &key)
         }
     }
 }
 
+fn rsa_key_pair(alg: KeyAlgorithm, key: &rsa::RsaPrivateKey) -> Result<KeyPair, PkiError> {
+    let err = |e: &dyn std::fmt::Display| PkiError::Generate { alg: format!("{alg:?}"), detail: e.to_string() };
+    let der = key.to_pkcs8_der().map_err(|e| err(&e))?;
+    KeyPair::try_from(der.as_bytes()).map_err(|e| err(&e))
+}
+
 /// Keys made ahead of use. [`reserve`](KeyPool::reserve) says how many keys the run will take;
-/// for RSA that starts one generator thread per core at once, and [`take`](KeyPool::take) hands
-/// out keys as they are ready. Every generator keeps going until enough keys are *finished*, so
-/// the last key is raced by all cores (the first to finish wins, the others' work is dropped):
-/// the time to find a prime varies widely, and the race cuts the wait for the slowest one.
+/// for RSA that starts one prime-search thread per core at once, and [`take`](KeyPool::take)
+/// builds each key from two finished primes. The work is shared out a prime at a time, and
+/// every thread keeps searching until enough primes are *finished*, so the last prime is raced
+/// by all cores (the first to finish wins, the others' work is dropped): the time to find a
+/// prime varies widely, and the race cuts the wait for the slowest one.
 /// ECDSA keys take microseconds and are made inline by `take`, on no thread.
 pub struct KeyPool {
     alg: KeyAlgorithm,
@@ -81,10 +87,17 @@ struct Shared {
 struct State {
     /// Keys reserved and not yet taken.
     owed: usize,
-    /// Finished keys (or generation errors), not yet taken.
-    ready: Vec<Result<KeyPair, PkiError>>,
-    /// Generator threads running.
+    /// Finished primes, not yet in a key.
+    primes: Vec<rsa::BoxedUint>,
+    /// Prime-search threads running.
     workers: usize,
+}
+
+impl State {
+    /// Primes still to find for the keys owed.
+    fn primes_wanted(&self) -> usize {
+        (2 * self.owed).saturating_sub(self.primes.len())
+    }
 }
 
 impl Shared {
@@ -93,8 +106,8 @@ impl Shared {
     }
 }
 
-/// Leaves the worker count right however a generator thread ends (a panic included), so
-/// `take` never waits for a thread that is gone.
+/// Leaves the worker count right however a search thread ends (a panic included), so `take`
+/// never waits for a thread that is gone.
 struct WorkerExit(Arc<Shared>);
 
 impl Drop for WorkerExit {
@@ -109,21 +122,20 @@ impl KeyPool {
         KeyPool { alg, shared: Arc::default() }
     }
 
-    /// The run will take at least `n` more keys: RSA keys start being made now, on every core.
-    /// Reserving again raises the count to `n` if it is lower (phases that run alone reserve
-    /// their own keys; a whole `init` reserves every phase's keys up front).
+    /// The run will take at least `n` more keys: RSA primes start being found now, on every
+    /// core. Reserving again raises the count to `n` if it is lower (phases that run alone
+    /// reserve their own keys; a whole `init` reserves every phase's keys up front).
     pub fn reserve(&self, n: usize) {
-        if !matches!(self.alg, KeyAlgorithm::Rsa(_)) {
+        let KeyAlgorithm::Rsa(bits) = self.alg else {
             return;
-        }
+        };
         let cores = std::thread::available_parallelism().map(|t| t.get()).unwrap_or(1);
         let mut st = self.shared.lock();
         st.owed = st.owed.max(n);
-        let wanted = cores.min(st.owed.saturating_sub(st.ready.len()));
+        let wanted = cores.min(st.primes_wanted());
         while st.workers < wanted {
             let shared = Arc::clone(&self.shared);
-            let alg = self.alg;
-            let spawned = std::thread::Builder::new().name("keygen".into()).spawn(move || generator(alg, shared));
+            let spawned = std::thread::Builder::new().name("keygen".into()).spawn(move || searcher(bits / 2, shared));
             match spawned {
                 Ok(_) => st.workers += 1,
                 // No thread to be had: `take` makes the keys itself.
@@ -132,14 +144,36 @@ impl KeyPool {
         }
     }
 
-    /// A fresh key: a ready one, or the next to finish, or (nothing reserved or in the making)
-    /// one made now on this thread.
+    /// A fresh key: one built from two found primes (waiting for the searches if needed), or
+    /// (nothing reserved or in the making) one made now on this thread.
     pub fn take(&self) -> Result<KeyPair, PkiError> {
+        let KeyAlgorithm::Rsa(bits) = self.alg else {
+            return generate(self.alg);
+        };
         let mut st = self.shared.lock();
         loop {
-            if let Some(key) = st.ready.pop() {
+            if st.primes.len() >= 2 {
+                let (Some(p), Some(q)) = (st.primes.pop(), st.primes.pop()) else {
+                    unreachable!("two primes were there under the lock")
+                };
                 st.owed = st.owed.saturating_sub(1);
-                return key;
+                drop(st);
+                let err = |e: &dyn std::fmt::Display| PkiError::Generate {
+                    alg: format!("{:?}", self.alg),
+                    detail: e.to_string(),
+                };
+                match super::rsa_key::rsa_key_from(p, q, bits).map_err(|e| err(&e))? {
+                    Some(key) => return rsa_key_pair(self.alg, &key),
+                    // A pair that makes no key (about 1 in 30,000): owe it again, search on.
+                    None => {
+                        st = self.shared.lock();
+                        st.owed += 1;
+                        drop(st);
+                        self.reserve(0);
+                        st = self.shared.lock();
+                        continue;
+                    }
+                }
             }
             if st.workers == 0 || st.owed == 0 {
                 st.owed = st.owed.saturating_sub(1);
@@ -152,28 +186,26 @@ impl KeyPool {
 }
 
 impl Drop for KeyPool {
-    /// Generators still running stop after their current key.
+    /// Search threads still running stop after their current prime.
     fn drop(&mut self) {
         let mut st = self.shared.lock();
         st.owed = 0;
-        st.ready.clear();
+        st.primes.clear();
     }
 }
 
-/// One generator thread: makes keys while fewer are finished than owed.
-fn generator(alg: KeyAlgorithm, shared: Arc<Shared>) {
+/// One search thread: finds primes of `bits` while fewer are finished than the keys owed need.
+fn searcher(bits: usize, shared: Arc<Shared>) {
     let _exit = WorkerExit(Arc::clone(&shared));
+    let mut rng = getrandom::rand_core::UnwrapErr(getrandom::SysRng);
     loop {
-        {
-            let st = shared.lock();
-            if st.ready.len() >= st.owed {
-                return;
-            }
+        if shared.lock().primes_wanted() == 0 {
+            return;
         }
-        let key = generate(alg);
+        let prime = super::rsa_key::random_prime(&mut rng, bits);
         let mut st = shared.lock();
-        if st.ready.len() < st.owed {
-            st.ready.push(key);
+        if st.primes_wanted() > 0 {
+            st.primes.push(prime);
             shared.changed.notify_all();
         }
     }
@@ -252,6 +284,26 @@ mod tests {
         ec.reserve(5);
         assert_eq!(ec.shared.lock().workers, 0, "EC keys are made inline");
         assert!(ec.take().is_ok());
+    }
+
+    #[test]
+    fn pool_redraws_a_pair_that_makes_no_key() {
+        use rsa::pkcs8::DecodePrivateKey;
+        use rsa::traits::PrivateKeyParts;
+        let pool = KeyPool::new(KeyAlgorithm::Rsa(2048));
+        let mut rng = getrandom::rand_core::UnwrapErr(getrandom::SysRng);
+        let p = crate::pki::rsa_key::random_prime(&mut rng, 1024);
+        {
+            let mut st = pool.shared.lock();
+            st.owed = 1;
+            st.primes = vec![p.clone(), p.clone()];
+        }
+        let key = pool.take().unwrap();
+        assert_eq!(key.algorithm(), &rcgen::PKCS_RSA_SHA256);
+        let der = key.serialize_der();
+        let rsa_key = rsa::RsaPrivateKey::from_pkcs8_der(&der).unwrap();
+        assert!(rsa_key.primes().iter().all(|f| f.as_ref() != &p), "p·p was not used");
+        assert_eq!(pool.shared.lock().owed, 0);
     }
 
     #[test]

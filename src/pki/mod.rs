@@ -5,6 +5,7 @@ pub mod check;
 pub mod copycerts;
 pub mod issue;
 pub mod keys;
+pub mod rsa_key;
 pub mod spec;
 
 use std::collections::HashMap;
