@@ -10,7 +10,10 @@
 #   (c) peak RSS (ru_maxrss) of a kubestrap init run per algorithm;
 #   (d) size of the stripped release binary and `file` output (is it static?);
 #   (e) bench/join_preflight.py: preflight; a full `init` (all twelve phases) and `join` against
-#       the API test double (kube-double), with the HTTP requests each makes.
+#       the API test double (kube-double), with the HTTP requests each makes;
+#   (f) where RSA key generation's time goes: 1024-bit primes found as the rsa crate finds them
+#       and as kubestrap-primes does, alternated, with candidates tested and time per test
+#       (primes/examples/prime_search.rs).
 # Targets: ECDSA <= 50 ms, RSA-2048 <= 0.5x the Go peer, RSS <= 20 MB, binary <= 5 MiB,
 # join <= 7 HTTP requests.
 #
@@ -23,6 +26,7 @@
 # with GOTOOLCHAIN=local and no modules outside the standard library.
 #
 # Environment: RUNS_EC (default 21), RUNS_RSA (default 7), RUNS (join/preflight, default 21),
+# PRIMES (primes per side in (f), default 64),
 # BENCH_ROOTS (colon-separated dirs to put run roots in; overrides the default above),
 # SKIP_BUILD=1 (use the existing binaries), SKIP_OPENSSL_RSA=1 (leave out the slow openssl RSA
 # script), SKIP_API=1 (leave out (e)).
@@ -38,6 +42,7 @@ if [[ ${SKIP_BUILD:-0} != 1 ]]; then
   echo "building: cargo build --release -p kubestrap; cargo build --release -p kube-double" >&2
   cargo build --release -p kubestrap >&2
   cargo build --release -p kube-double >&2
+  cargo build --release -p kubestrap-primes --example prime_search >&2
 fi
 [[ -x $bin ]] || { echo "no binary at $bin" >&2; exit 1; }
 
@@ -96,3 +101,7 @@ if [[ ${SKIP_API:-0} != 1 ]]; then
   echo "== (e) preflight; full init and join against the API test double =="
   python3 -u "$repo/bench/join_preflight.py"
 fi
+
+echo
+echo "== (f) where RSA key generation's time goes =="
+"$repo/target/x86_64-unknown-linux-gnu/release/examples/prime_search" "${PRIMES:-64}"
