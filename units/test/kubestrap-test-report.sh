@@ -37,6 +37,9 @@ if grep -qw 'kubestrap.test.timeline=1' /proc/cmdline; then
         | awk -F= 'function out() { if (id != "" && s + a > 0) printf "KUBESTRAP-TEST timeline unit=%s start_us=%s active_us=%s\n", id, s, a; id = ""; s = 0; a = 0 }
             $0 == "" { out() } $1 == "Id" { id = $2 } $1 == "InactiveExitTimestampMonotonic" { s = $2 }
             $1 == "ActiveEnterTimestampMonotonic" { a = $2 } END { out() }'
+    # kubestrap's debug lines (systemd.setenv=KUBESTRAP_LOG=debug), which journald keeps off the console.
+    journalctl -b -u kubestrap.service -u kubestrap-post.service -p 7..7 -o short-monotonic --no-pager -q 2>/dev/null \
+        | sed 's/^/KUBESTRAP-TEST debug /'
 fi
 # The shipped units against this image's systemd.
 v=$(systemd-analyze verify /usr/lib/systemd/system/kubestrap.service /usr/lib/systemd/system/kubestrap-post.service 2>&1)
