@@ -417,6 +417,22 @@ mod tests {
     }
 
     #[test]
+    fn unsynced_writes_land_at_once_whole_and_leave_no_temp() {
+        let t = tempfile::tempdir().unwrap();
+        let nfs = NodeFs::new(t.path());
+        let f = NodeFile::fixed("/var/lib/kubestrap/attempts-x", 0o600);
+        nfs.write_unsynced(&f, b"1").unwrap();
+        nfs.write_unsynced(&f, b"2").unwrap();
+        let p = t.path().join("var/lib/kubestrap/attempts-x");
+        assert_eq!(fs::read(&p).unwrap(), b"2", "visible without a commit");
+        assert_eq!(fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(names(&t.path().join("var/lib/kubestrap")), ["attempts-x"]);
+        // A staged write still waits for the commit; the unsynced one is not staged.
+        nfs.discard();
+        assert_eq!(fs::read(&p).unwrap(), b"2");
+    }
+
+    #[test]
     fn staged_writes_are_visible_to_reads_and_land_on_commit() {
         let t = tempfile::tempdir().unwrap();
         let nfs = NodeFs::new(t.path());
