@@ -142,6 +142,23 @@ impl NodeFs {
         Ok(())
     }
 
+    /// Writes a file now, atomically (temp + rename) but without waiting for the disk: for a
+    /// report whose loss in a power cut costs nothing. The next commit's syncfs, which flushes
+    /// the whole filesystem, makes it durable too. Not in dry-run mode.
+    pub fn write_unsynced(&self, file: &NodeFile, data: &[u8]) -> Result<()> {
+        if self.is_dry_run() {
+            return Ok(());
+        }
+        let real = self.real(file.as_str());
+        self.make_parents(file.as_str())?;
+        let tmp = temp_name(&real);
+        let result = write_temp(&tmp, data, file.mode).and_then(|()| fs::rename(&tmp, &real));
+        if result.is_err() {
+            let _ = fs::remove_file(&tmp);
+        }
+        result.ctx(format_args!("writing {}", real.display()))
+    }
+
     /// Stages a symlink `link` → `target` (target is written as given: a host path).
     pub fn symlink(&self, link: &NodeFile, target: &str) -> Result<()> {
         let host_link = link.as_str();
@@ -191,12 +208,15 @@ impl NodeFs {
             return Ok(());
         }
         let dirs: Vec<&Path> = staged.iter().filter_map(|s| s.target.parent()).collect();
+        let t = std::time::Instant::now();
         let result = sync_filesystems(&dirs).and_then(|()| {
             for s in &staged {
                 fs::rename(&s.tmp, &s.target).ctx(format_args!("renaming into {}", s.target.display()))?;
             }
             sync_filesystems(&dirs)
         });
+        // First-boot time goes here on slow disks: say how much.
+        log::debug!("[fs] committed {} file(s) in {:.1?}", staged.len(), t.elapsed());
         if result.is_err() {
             for s in &staged {
                 let _ = fs::remove_file(&s.tmp);
@@ -394,6 +414,22 @@ mod tests {
             fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
         v.sort();
         v
+    }
+
+    #[test]
+    fn unsynced_writes_land_at_once_whole_and_leave_no_temp() {
+        let t = tempfile::tempdir().unwrap();
+        let nfs = NodeFs::new(t.path());
+        let f = NodeFile::fixed("/var/lib/kubestrap/attempts-x", 0o600);
+        nfs.write_unsynced(&f, b"1").unwrap();
+        nfs.write_unsynced(&f, b"2").unwrap();
+        let p = t.path().join("var/lib/kubestrap/attempts-x");
+        assert_eq!(fs::read(&p).unwrap(), b"2", "visible without a commit");
+        assert_eq!(fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(names(&t.path().join("var/lib/kubestrap")), ["attempts-x"]);
+        // A staged write still waits for the commit; the unsynced one is not staged.
+        nfs.discard();
+        assert_eq!(fs::read(&p).unwrap(), b"2");
     }
 
     #[test]

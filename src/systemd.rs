@@ -6,8 +6,14 @@ use log::{info, warn};
 /// runs systemd; otherwise says why it did not. Inside a unit (kubestrap.service is
 /// Before=kubelet.service) a blocking restart would wait for our own unit to finish — a
 /// deadlock — and the ordering starts the kubelet right after us anyway, so there we only queue
-/// the restart.
-pub fn restart_kubelet() {
+/// the restart. `follows`: the caller knows the kubelet starts after it anyway (the boot unit:
+/// kubestrap-post.service Wants= the kubelet, after us), so even that is skipped — spawning
+/// systemctl costs a first boot a few hundred ms on a slow VM.
+pub fn restart_kubelet(follows: bool) {
+    if follows {
+        info!("[kubelet-start] kubelet.service starts once this unit is done (it is ordered after it)");
+        return;
+    }
     if !std::path::Path::new("/run/systemd/system").exists() {
         info!("[kubelet-start] systemd is not running here; start the kubelet yourself");
         return;

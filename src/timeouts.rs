@@ -20,9 +20,11 @@ pub const KUBERNETES_API_CALL: Duration = Duration::from_secs(60);
 pub const CONTROL_PLANE_COMPONENT_HEALTH_CHECK: Duration = Duration::from_secs(240);
 /// kubeadm's KubeletHealthCheckTimeout: waiting for the kubelet's healthz.
 pub const KUBELET_HEALTH_CHECK: Duration = Duration::from_secs(240);
-/// kubeadm's poll of the kubelet and the control-plane components while waiting for them.
+/// Polling the kubelet and the control-plane components while waiting for them: kubeadm's
+/// 500 ms, reached by doubling from 100 ms, so a component that is nearly up at first boot is
+/// seen at once (these are local endpoints: a refused attempt costs nothing).
 pub const CONTROL_PLANE_CHECK_RETRY: Backoff =
-    Backoff { initial: Duration::from_millis(500), max: Duration::from_millis(500) };
+    Backoff { initial: Duration::from_millis(100), max: Duration::from_millis(500) };
 /// One HTTP request (kubeadm's discovery client uses 10 s).
 pub const REQUEST: Duration = Duration::from_secs(10);
 /// One CSR watch window; the watch is re-opened (after a GET) until the TLS bootstrap deadline.

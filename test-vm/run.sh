@@ -703,4 +703,5 @@ main() {
     return "$rc"
 }
 
-main "$@"
+# Sourced (bench-cloud-init.sh reuses the user-data and host control plane): define only.
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then main "$@"; fi

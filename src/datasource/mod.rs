@@ -258,7 +258,10 @@ pub fn detect(env: &Env, timeout: Duration, clock: &dyn Clock) -> Result<Gathere
         let mut reasons = Vec::new();
         let mut blocked = false;
         for s in &list {
-            match s.probe() {
+            let t = std::time::Instant::now();
+            let probed = s.probe();
+            log::debug!("datasource {}: probed in {:.1?}", s.name(), t.elapsed());
+            match probed {
                 Ok(Some(mut g)) if !blocked => {
                     g.credentials = credentials::read(&env.credentials_path())?;
                     let names: Vec<&str> = g.credentials.keys().map(String::as_str).collect();

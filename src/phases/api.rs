@@ -30,21 +30,35 @@ fn client_for(ctx: &InitContext, file: &str) -> Result<Client> {
     })
 }
 
+/// admin.conf's client, made once per run: one TLS handshake for every API phase (each costs a
+/// slow first-boot VM a tenth of a second or more).
+fn admin_conn<'c>(ctx: &'c InitContext) -> Result<&'c Client> {
+    if let Some(c) = ctx.admin.get() {
+        return Ok(c);
+    }
+    let c = client_for(ctx, ADMIN_CONF)?;
+    Ok(ctx.admin.get_or_init(|| c))
+}
+
 /// The admin client. admin.conf's group (kubeadm:cluster-admins) has no rights until its
 /// ClusterRoleBinding exists; kubeadm creates that with super-admin.conf when admin.conf is
-/// refused, and so do we.
-pub(super) fn admin(ctx: &InitContext) -> Result<Client> {
-    let admin = client_for(ctx, ADMIN_CONF)?;
+/// refused, and so do we (once per run, as kubeadm).
+pub(super) fn admin<'c>(ctx: &'c InitContext) -> Result<&'c Client> {
+    let admin = admin_conn(ctx)?;
+    if ctx.admin_bound.get() {
+        return Ok(admin);
+    }
     let binding = objects::rbac::cluster_admins_binding();
     match admin.create(&binding) {
-        Ok(_) => Ok(admin),
+        Ok(_) => {}
         Err(e) if e.code() == Some(403) => {
             info!("[kubeconfig] Creating the kubeadm:cluster-admins ClusterRoleBinding with {SUPER_ADMIN_CONF}");
             client_for(ctx, SUPER_ADMIN_CONF)?.create(&binding)?;
-            Ok(admin)
         }
-        Err(e) => Err(e.into()),
+        Err(e) => return Err(e.into()),
     }
+    ctx.admin_bound.set(true);
+    Ok(admin)
 }
 
 fn apply_all(client: &Client, tag: &str, objs: &[Value]) -> Result<()> {
@@ -68,18 +82,18 @@ pub fn wait_control_plane(ctx: &InitContext) -> Result<()> {
         let url = format!("http://{addr}:{port}/healthz");
         info!("[wait-control-plane] Waiting for a healthy kubelet at {url}. This can take up to {timeout:?}");
         let t = ctx.clock.now();
-        let wait = ctx.retry("waiting for the kubelet", "wait-control-plane", timeout);
+        let wait = ctx.poll("waiting for the kubelet", "wait-control-plane", timeout);
         wait.run(|| match crate::kube::http_ok(&url, REQUEST) {
             Ok(()) => Attempt::Done(()),
             Err(e) => Attempt::Wait(e.to_string()),
         })?;
         info!("[wait-control-plane] The kubelet is healthy after {:.3?}", ctx.clock.now() - t);
     }
-    let client = client_for(ctx, ADMIN_CONF)?;
+    let client = admin_conn(ctx)?;
     let timeout = ctx.cfg.control_plane_health_timeout;
     info!("[api-check] Waiting for a healthy API server at {}. This can take up to {timeout:?}", client.base());
     let t = ctx.clock.now();
-    ctx.retry("waiting for the API server", "api-check", timeout).run(|| {
+    ctx.poll("waiting for the API server", "api-check", timeout).run(|| {
         match client.request("GET", "/livez", None) {
             Ok((200, _)) => Attempt::Done(()),
             Ok((code, body)) => Attempt::Wait(format!("/livez answered HTTP {code}: {body}")),
@@ -98,7 +112,7 @@ pub fn upload_config(ctx: &InitContext) -> Result<()> {
     let mut objs = vec![objects::configmaps::kubeadm_config(ctx.cfg)?];
     objs.extend(objects::rbac::upload_config_rbac());
     objs.push(objects::configmaps::kubelet_config_map(ctx.cfg)?);
-    apply_all(&client, "upload-config", &objs)
+    apply_all(client, "upload-config", &objs)
 }
 
 pub fn mark_control_plane(ctx: &InitContext) -> Result<()> {
@@ -165,19 +179,19 @@ pub fn bootstrap_token(ctx: &InitContext) -> Result<()> {
     let now = time::OffsetDateTime::now_utc();
     for t in tokens(ctx)? {
         let secret = objects::tokens::token_secret(&t, now)?;
-        apply_with_retry(ctx, &client, &secret)?;
+        apply_with_retry(ctx, client, &secret)?;
         info!(
             "[bootstrap-token] Stored bootstrap token {} (secret not shown)",
             t.token.split('.').next().unwrap_or_default()
         );
     }
-    apply_all(&client, "bootstrap-token", &objects::rbac::bootstrap_token_rbac())?;
+    apply_all(client, "bootstrap-token", &objects::rbac::bootstrap_token_rbac())?;
     let ca =
         ctx.fs.read(crate::paths::cert(ctx.cfg.certs_dir(), "ca"))?.ok_or_else(|| Error::state("ca.crt is missing"))?;
     let (cluster_info, _) = objects::configmaps::cluster_info(ctx.cfg, &ca);
     info!("[bootstrap-token] Creating the \"cluster-info\" ConfigMap in the \"kube-public\" namespace");
-    apply_all(&client, "bootstrap-token", &[cluster_info])?;
-    apply_all(&client, "bootstrap-token", &objects::rbac::cluster_info_rbac())
+    apply_all(client, "bootstrap-token", &[cluster_info])?;
+    apply_all(client, "bootstrap-token", &objects::rbac::cluster_info_rbac())
 }
 
 /// kubeadm retries token writes (up to 5 times) within the API call timeout.
@@ -195,12 +209,12 @@ pub fn addons(ctx: &InitContext) -> Result<()> {
     if dns.is_empty() {
         info!("[addon] CoreDNS is disabled");
     }
-    apply_all(&client, "addon", &dns)?;
+    apply_all(client, "addon", &dns)?;
     let proxy = objects::proxy::kube_proxy_objects_with_env(ctx.cfg, &ctx.env.proxy_env)?;
     if proxy.is_empty() {
         info!("[addon] kube-proxy is disabled");
     }
-    apply_all(&client, "addon", &proxy)
+    apply_all(client, "addon", &proxy)
 }
 
 /// What kubeadm prints at the end: how to use admin.conf and the exact join command. The token

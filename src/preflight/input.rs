@@ -91,6 +91,9 @@ impl Input {
 /// Logs the report kubeadm-style and fails (exit 3) when an unignored error remains.
 pub fn enforce(report: &Report) -> Result<()> {
     info!("[preflight] Ran {} checks in {} µs", report.rows.len(), report.duration_us);
+    for r in report.rows.iter().filter(|r| r.duration_us >= 10_000) {
+        log::debug!("[preflight] {} took {} µs", r.name, r.duration_us);
+    }
     let errors = report.errors();
     for line in report.lines().into_iter().filter(|l| !l.starts_with("[ERROR")) {
         warn!("\t{line}");

@@ -84,3 +84,27 @@ fn credentials_are_imported_and_optional() {
     }
     assert!(!text.lines().any(|l| l.starts_with("SetCredential=") || l.starts_with("ImportCredential=")), "{text}");
 }
+
+/// The first-boot unit waits only for what it needs, and the kubelet follows it without a
+/// restart (boot's kubelet-start relies on that ordering: `kubelet_follows`).
+#[test]
+fn units_wait_only_for_what_the_first_boot_needs() {
+    let read = |n: &str| std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("units").join(n)).unwrap();
+    let values = |text: &str, key: &str| -> Vec<String> {
+        text.lines()
+            .filter_map(|l| l.strip_prefix(key).and_then(|v| v.strip_prefix('=')))
+            .flat_map(|v| v.split_whitespace().map(str::to_string).collect::<Vec<_>>())
+            .collect()
+    };
+    let pre = read("kubestrap.service");
+    let after = values(&pre, "After");
+    for needed in ["network-online.target", "containerd.service"] {
+        assert!(after.iter().any(|u| u == needed), "kubestrap.service must be After={needed}: {after:?}");
+        assert!(values(&pre, "Wants").iter().any(|u| u == needed), "kubestrap.service must want {needed}");
+    }
+    assert!(!after.iter().any(|u| u.contains("udev-settle")), "no udev settle: {after:?}");
+    assert_eq!(values(&pre, "Before"), ["kubelet.service"]);
+    let post = read("kubestrap-post.service");
+    assert!(values(&post, "After").iter().any(|u| u == "kubelet.service"), "{post}");
+    assert!(values(&post, "Wants").iter().any(|u| u == "kubelet.service"), "{post}");
+}

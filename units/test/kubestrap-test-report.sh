@@ -25,6 +25,22 @@ if [ -f /usr/lib/systemd/system/cloud-final.service ]; then
         echo "KUBESTRAP-TEST cloud-init unit=$u result=$(systemctl show -p Result --value "$u") start_us=$(systemctl show -p ExecMainStartTimestampMonotonic --value "$u") exit_us=$(systemctl show -p ExecMainExitTimestampMonotonic --value "$u")"
     done
 fi
+# kubestrap.test.timeline=1 (bench-cloud-init.sh): when each unit on the way to the first-boot
+# units left "inactive" and became active, in microseconds since kernel start, to see what they
+# wait for (systemd-analyze critical-chain refuses while the boot is still running).
+if grep -qw 'kubestrap.test.timeline=1' /proc/cmdline; then
+    systemctl show -p Id -p InactiveExitTimestampMonotonic -p ActiveEnterTimestampMonotonic \
+        systemd-udev-trigger.service systemd-udev-settle.service systemd-networkd.service \
+        systemd-networkd-wait-online.service network-online.target containerd.service \
+        kubestrap.service kubelet.service kubestrap-post.service multi-user.target \
+        cloud-init-local.service cloud-init.service cloud-config.service cloud-final.service 2>/dev/null \
+        | awk -F= 'function out() { if (id != "" && s + a > 0) printf "KUBESTRAP-TEST timeline unit=%s start_us=%s active_us=%s\n", id, s, a; id = ""; s = 0; a = 0 }
+            $0 == "" { out() } $1 == "Id" { id = $2 } $1 == "InactiveExitTimestampMonotonic" { s = $2 }
+            $1 == "ActiveEnterTimestampMonotonic" { a = $2 } END { out() }'
+    # kubestrap's debug lines (systemd.setenv=KUBESTRAP_LOG=debug), which journald keeps off the console.
+    journalctl -b -u kubestrap.service -u kubestrap-post.service -p 7..7 -o short-monotonic --no-pager -q 2>/dev/null \
+        | sed 's/^/KUBESTRAP-TEST debug /'
+fi
 # The shipped units against this image's systemd.
 v=$(systemd-analyze verify /usr/lib/systemd/system/kubestrap.service /usr/lib/systemd/system/kubestrap-post.service 2>&1)
 if [ -z "$v" ]; then
