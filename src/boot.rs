@@ -154,7 +154,6 @@ fn stage(
                 existing::prepare_ca(fs, g, &cfg, join_existing.as_deref())?;
             }
             let mut ctx = phases::context(&cfg, fs, Vec::new(), Some(report), clock);
-            ctx.kubelet_follows = pre && in_pre_kubelet_unit();
             // The key came with the user-data: the console and journal need not show it again.
             ctx.upload = phases::UploadCerts { enabled: upload_certs, certificate_key: None, skip_key_print: true };
             phases::check_skip(INIT_PHASES, "init", &cfg.init.skip_phases)?;
@@ -176,9 +175,7 @@ fn stage(
                 phases::check_skip(JOIN_PHASES, "join", &join.skip_phases)?;
                 let mut skip = other_stage(JOIN_PHASES, |name| JOIN_AFTER_KUBELET.contains(&name) != pre);
                 skip.extend(join.skip_phases.iter().cloned());
-                let mut ctx = JoinContext::new(&ja, fs, clock, Some(report));
-                ctx.kubelet_follows = pre && in_pre_kubelet_unit();
-                phases::run_join(&ctx, &skip)?;
+                phases::run_join(&JoinContext::new(&ja, fs, clock, Some(report)), &skip)?;
             } else if user_script.as_ref().is_none_or(|s| s.after.is_empty()) {
                 info!("[boot] worker: nothing to do after the kubelet starts");
             }
@@ -189,12 +186,6 @@ fn stage(
         script::commands(fs, &s.after, runner, &mut progress, report)?;
     }
     Ok(())
-}
-
-/// Is this process kubestrap.service? That unit is Before=kubelet.service and
-/// kubestrap-post.service Wants= the kubelet, so the kubelet starts after it without a restart.
-fn in_pre_kubelet_unit() -> bool {
-    std::fs::read_to_string("/proc/self/cgroup").is_ok_and(|c| c.lines().any(|l| l.ends_with("/kubestrap.service")))
 }
 
 /// The names of a phase table's phases that belong to the other stage (skipped in this one).

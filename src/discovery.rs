@@ -24,9 +24,9 @@ pub const JWS_KEY_PREFIX: &str = "jws-kubeconfig-";
 // ---------------------------------------------------------------------------------------------
 // Token
 
-/// The accepted token form, appended to every [`BadToken`] message.
 /// Where token discovery reads the signed kubeconfig (anonymously).
 pub const CLUSTER_INFO: &str = "/api/v1/namespaces/kube-public/configmaps/cluster-info";
+/// The accepted token form, appended to every [`BadToken`] message.
 const TOKEN_FORM: &str = "a bootstrap token is <6 characters [a-z0-9]>.<16 characters [a-z0-9]>";
 
 /// Why a string is not a bootstrap token. Never carries the input: any part of it may be the

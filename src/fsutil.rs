@@ -149,14 +149,8 @@ impl NodeFs {
         if self.is_dry_run() {
             return Ok(());
         }
-        let real = self.real(file.as_str());
         self.make_parents(file.as_str())?;
-        let tmp = temp_name(&real);
-        let result = write_temp(&tmp, data, file.mode).and_then(|()| fs::rename(&tmp, &real));
-        if result.is_err() {
-            let _ = fs::remove_file(&tmp);
-        }
-        result.ctx(format_args!("writing {}", real.display()))
+        replace(&self.real(file.as_str()), data, file.mode, false)
     }
 
     /// Stages a symlink `link` → `target` (target is written as given: a host path).
@@ -386,13 +380,23 @@ fn sync_filesystems(dirs: &[&Path]) -> Result<()> {
 
 /// Writes one file atomically and durably right away (temp, fsync, rename, fsync the dir).
 pub fn atomic_write(path: &Path, data: &[u8], mode: u32) -> Result<()> {
+    replace(path, data, mode, true)
+}
+
+/// Temp file, rename over `path`; with `durable`, the file and its directory are fsynced too.
+fn replace(path: &Path, data: &[u8], mode: u32, durable: bool) -> Result<()> {
     let tmp = temp_name(path);
     let dir = path.parent().unwrap_or(Path::new("/"));
     let result = (|| -> std::io::Result<()> {
         write_temp(&tmp, data, mode)?;
-        File::open(&tmp)?.sync_all()?;
+        if durable {
+            File::open(&tmp)?.sync_all()?;
+        }
         fs::rename(&tmp, path)?;
-        File::open(dir)?.sync_all()
+        if durable {
+            File::open(dir)?.sync_all()?;
+        }
+        Ok(())
     })();
     if result.is_err() {
         let _ = fs::remove_file(&tmp);

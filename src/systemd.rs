@@ -6,11 +6,11 @@ use log::{info, warn};
 /// runs systemd; otherwise says why it did not. Inside a unit (kubestrap.service is
 /// Before=kubelet.service) a blocking restart would wait for our own unit to finish — a
 /// deadlock — and the ordering starts the kubelet right after us anyway, so there we only queue
-/// the restart. `follows`: the caller knows the kubelet starts after it anyway (the boot unit:
-/// kubestrap-post.service Wants= the kubelet, after us), so even that is skipped — spawning
-/// systemctl costs a first boot a few hundred ms on a slow VM.
-pub fn restart_kubelet(follows: bool) {
-    if follows {
+/// the restart. In kubestrap.service itself even that is skipped: kubestrap-post.service Wants=
+/// the kubelet, after us, so it starts anyway, and spawning systemctl costs a first boot a few
+/// hundred ms on a slow VM.
+pub fn restart_kubelet() {
+    if in_pre_kubelet_unit() {
         info!("[kubelet-start] kubelet.service starts once this unit is done (it is ordered after it)");
         return;
     }
@@ -32,4 +32,9 @@ pub fn restart_kubelet(follows: bool) {
         }
         Err(e) => warn!("[kubelet-start] could not run systemctl: {e}"),
     }
+}
+
+/// Is this process kubestrap.service (the unit ordered Before=kubelet.service)?
+fn in_pre_kubelet_unit() -> bool {
+    std::fs::read_to_string("/proc/self/cgroup").is_ok_and(|c| c.lines().any(|l| l.ends_with("/kubestrap.service")))
 }

@@ -227,7 +227,7 @@ pub fn etcd_join(ctx: &JoinContext) -> Result<()> {
     ctx.fs.write(&path, crate::manifests::pod::to_yaml(&pod)?.as_bytes())?;
     ctx.fs.commit()?;
     if ctx.fs.root() == std::path::Path::new("/") {
-        crate::systemd::restart_kubelet(false);
+        crate::systemd::restart_kubelet();
     }
     crate::etcd::promote(&etcd, &me.peer_url, ctx.clock)?;
     crate::etcd::wait_available(&etcd, ctx.clock)

@@ -71,7 +71,7 @@ fn start(ctx: &JoinContext, found: &Found) -> Result<()> {
     tls_bootstrap::run(ctx, &client, found)?;
     fs.remove(&BOOTSTRAP_KUBELET_CONF)?;
     if fs.root() == std::path::Path::new("/") {
-        crate::systemd::restart_kubelet(ctx.kubelet_follows);
+        crate::systemd::restart_kubelet();
     }
     // A control plane has more phases to go; its own summary comes at the end (commands/join).
     if a.control_plane.is_none() {

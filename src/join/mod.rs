@@ -62,8 +62,6 @@ pub struct JoinContext<'a> {
     /// A control plane's configuration from the cluster's kubeadm-config, read once per run
     /// (every control-plane phase needs it).
     cluster: std::cell::OnceCell<crate::config::InitConfig>,
-    /// As [`crate::phases::InitContext::kubelet_follows`]: no `systemctl restart` after kubelet-start.
-    pub kubelet_follows: bool,
 }
 
 impl<'a> JoinContext<'a> {
@@ -75,7 +73,7 @@ impl<'a> JoinContext<'a> {
         report: Option<&'a Reporter<'a>>,
     ) -> JoinContext<'a> {
         fs.remove_stale_temps(paths::DEFAULT_CERTS_DIR);
-        JoinContext { args, fs, clock, report, cluster: std::cell::OnceCell::new(), kubelet_follows: false }
+        JoinContext { args, fs, clock, report, cluster: std::cell::OnceCell::new() }
     }
 }
 

@@ -24,7 +24,7 @@ pub fn run(ctx: &InitContext) -> Result<()> {
     ctx.fs.write(&KUBELET_FLAGS_ENV, env.as_bytes())?;
     ctx.fs.commit()?;
     if ctx.fs.root() == std::path::Path::new("/") {
-        crate::systemd::restart_kubelet(ctx.kubelet_follows);
+        crate::systemd::restart_kubelet();
     }
     Ok(())
 }

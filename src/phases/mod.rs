@@ -59,9 +59,6 @@ pub struct InitContext<'a> {
     pub skip_token_print: bool,
     /// New private keys, made ahead on every core (RSA); the certs and kubeconfig phases take them.
     pub keys: KeyPool,
-    /// The kubelet starts after this run without our help (`boot` in kubestrap.service, which
-    /// is Before=kubelet.service): kubelet-start then skips `systemctl restart`.
-    pub kubelet_follows: bool,
     /// admin.conf's client, made once per run: the API phases share its TLS connection.
     pub(crate) admin: std::cell::OnceCell<crate::kube::Client>,
     /// The kubeadm:cluster-admins binding is known to exist (checked once per run).
@@ -103,7 +100,6 @@ pub fn context<'a>(
         dry_run_api: None,
         skip_token_print: false,
         keys,
-        kubelet_follows: false,
         admin: std::cell::OnceCell::new(),
         admin_bound: std::cell::Cell::new(false),
     }

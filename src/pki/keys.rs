@@ -47,7 +47,7 @@ impl KeyProblem {
 
 /// A fresh key of the given algorithm.
 pub fn generate(alg: KeyAlgorithm) -> Result<KeyPair, PkiError> {
-    let err = |e: &dyn std::fmt::Display| PkiError::Generate { alg: format!("{alg:?}"), detail: e.to_string() };
+    let err = |e: &dyn std::fmt::Display| generate_error(alg, e);
     match alg {
         KeyAlgorithm::EcdsaP256 => KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).map_err(|e| err(&e)),
         KeyAlgorithm::EcdsaP384 => KeyPair::generate_for(&PKCS_ECDSA_P384_SHA384).map_err(|e| err(&e)),
@@ -59,8 +59,12 @@ pub fn generate(alg: KeyAlgorithm) -> Result<KeyPair, PkiError> {
     }
 }
 
+fn generate_error(alg: KeyAlgorithm, e: &dyn std::fmt::Display) -> PkiError {
+    PkiError::Generate { alg: format!("{alg:?}"), detail: e.to_string() }
+}
+
 fn rsa_key_pair(alg: KeyAlgorithm, key: &rsa::RsaPrivateKey) -> Result<KeyPair, PkiError> {
-    let err = |e: &dyn std::fmt::Display| PkiError::Generate { alg: format!("{alg:?}"), detail: e.to_string() };
+    let err = |e: &dyn std::fmt::Display| generate_error(alg, e);
     let der = key.to_pkcs8_der().map_err(|e| err(&e))?;
     KeyPair::try_from(der.as_bytes()).map_err(|e| err(&e))
 }
@@ -158,22 +162,15 @@ impl KeyPool {
                 };
                 st.owed = st.owed.saturating_sub(1);
                 drop(st);
-                let err = |e: &dyn std::fmt::Display| PkiError::Generate {
-                    alg: format!("{:?}", self.alg),
-                    detail: e.to_string(),
-                };
-                match super::rsa_key::rsa_key_from(p, q, bits).map_err(|e| err(&e))? {
-                    Some(key) => return rsa_key_pair(self.alg, &key),
-                    // A pair that makes no key (about 1 in 30,000): owe it again, search on.
-                    None => {
-                        st = self.shared.lock();
-                        st.owed += 1;
-                        drop(st);
-                        self.reserve(0);
-                        st = self.shared.lock();
-                        continue;
-                    }
+                let made = super::rsa_key::rsa_key_from(p, q, bits).map_err(|e| generate_error(self.alg, &e))?;
+                if let Some(key) = made {
+                    return rsa_key_pair(self.alg, &key);
                 }
+                // A pair that makes no key (about 1 in 30,000): owe it again, search on.
+                self.shared.lock().owed += 1;
+                self.reserve(0);
+                st = self.shared.lock();
+                continue;
             }
             if st.workers == 0 || st.owed == 0 {
                 st.owed = st.owed.saturating_sub(1);

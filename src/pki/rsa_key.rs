@@ -23,9 +23,7 @@ pub fn rsa_key<R: CryptoRng + ?Sized>(rng: &mut R, bits: usize) -> Result<RsaPri
 /// The key from primes `p` and `q`, or `None` when the pair cannot make one (equal primes, or a
 /// prime `p` with `p - 1` divisible by the exponent: draw two new ones).
 pub fn rsa_key_from(p: BoxedUint, q: BoxedUint, bits: usize) -> Result<Option<RsaPrivateKey>, rsa::Error> {
-    if p == q {
-        return Ok(None);
-    }
+    // from_p_q refuses p == q (InvalidPrime) and an exponent that divides p-1.
     match RsaPrivateKey::from_p_q(p, q, BoxedUint::from(PUBLIC_EXPONENT)) {
         Ok(key) => Ok((key.n().bits_vartime() as usize == bits).then_some(key)),
         Err(rsa::Error::InvalidPrime | rsa::Error::InvalidModulus | rsa::Error::InvalidExponent) => Ok(None),

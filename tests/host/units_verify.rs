@@ -86,7 +86,7 @@ fn credentials_are_imported_and_optional() {
 }
 
 /// The first-boot unit waits only for what it needs, and the kubelet follows it without a
-/// restart (boot's kubelet-start relies on that ordering: `kubelet_follows`).
+/// restart (`systemd::restart_kubelet` relies on that ordering inside kubestrap.service).
 #[test]
 fn units_wait_only_for_what_the_first_boot_needs() {
     let read = |n: &str| std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("units").join(n)).unwrap();
