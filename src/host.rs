@@ -22,7 +22,7 @@ pub enum HostError {
 
 /// What preflight and config defaults need from the machine. Paths are real paths (the caller
 /// joins `--root` where the file is node state).
-pub trait Host {
+pub trait Host: Sync {
     fn euid(&self) -> u32;
     fn num_cpus(&self) -> usize;
     /// Total RAM in bytes.

@@ -1,22 +1,31 @@
 //! Retrying with capped, jittered exponential backoff until a deadline; every failed attempt is
-//! logged with its reason, so a waiting node says why it waits. Time comes from a [`Clock`].
+//! logged with its reason, so a waiting node says why it waits (the same reason again within
+//! `REPEAT_INFO_EVERY` at debug only: a fast poll must not flood the console). Time comes from
+//! a [`Clock`].
 
 use std::time::Duration;
 
-use log::info;
+use log::{debug, info};
 use ring::rand::{SecureRandom, SystemRandom};
 
 use crate::clock::Clock;
 
+/// A reason unchanged since it was last logged at info is logged at info again after this.
+const REPEAT_INFO_EVERY: Duration = Duration::from_secs(5);
+
 pub struct Backoff {
     pub initial: Duration,
     pub max: Duration,
+    /// Attempts made at `initial` before the doubling starts.
+    pub hold: u32,
 }
 
 impl Backoff {
-    /// The pause before attempt `n` (0-based): doubled each time, capped, with ±25% jitter so a
-    /// fleet booting together does not hit the API server in lockstep.
+    /// The pause before attempt `n` (0-based): `initial` for the first `hold` attempts, then
+    /// doubled each time, capped, with ±25% jitter so a fleet booting together does not hit the
+    /// API server in lockstep.
     pub fn delay(&self, n: u32) -> Duration {
+        let n = n.saturating_sub(self.hold);
         let base = self.initial.saturating_mul(1u32 << n.min(16)).min(self.max);
         let mut b = [0u8; 2];
         let r = if SystemRandom::new().fill(&mut b).is_ok() { u16::from_be_bytes(b) } else { 32768 };
@@ -51,6 +60,8 @@ impl Retry<'_> {
         let started = self.clock.now();
         let deadline = started + self.timeout;
         let mut n = 0u32;
+        // The last reason logged at info, and when: a fast poll repeats it at debug only.
+        let mut shown: Option<(_, String)> = None;
         loop {
             match f() {
                 Attempt::Done(t) => return Ok(t),
@@ -65,7 +76,13 @@ impl Retry<'_> {
                             n + 1
                         )));
                     }
-                    info!("[{}] {}: attempt {} failed: {reason}; retrying", self.tag, self.what, n + 1);
+                    let repeat = shown.as_ref().is_some_and(|(at, r)| *r == reason && now - *at < REPEAT_INFO_EVERY);
+                    if repeat {
+                        debug!("[{}] {}: attempt {} failed: {reason}; retrying", self.tag, self.what, n + 1);
+                    } else {
+                        info!("[{}] {}: attempt {} failed: {reason}; retrying", self.tag, self.what, n + 1);
+                        shown = Some((now, reason.clone()));
+                    }
                     self.clock.sleep(self.backoff.delay(n).min(deadline - now), &reason);
                     n += 1;
                 }
@@ -81,16 +98,26 @@ mod tests {
 
     #[test]
     fn delays_grow_and_cap() {
-        let b = Backoff { initial: Duration::from_millis(100), max: Duration::from_secs(1) };
+        let b = Backoff { initial: Duration::from_millis(100), max: Duration::from_secs(1), hold: 0 };
         assert!(b.delay(0) >= Duration::from_millis(75) && b.delay(0) <= Duration::from_millis(125));
         assert!(b.delay(10) <= Duration::from_millis(1250));
         assert!(b.delay(10) >= Duration::from_millis(750));
     }
 
     #[test]
+    fn held_delays_stay_at_the_initial_pause_then_grow() {
+        let b = Backoff { initial: Duration::from_millis(100), max: Duration::from_secs(1), hold: 5 };
+        for n in 0..=5 {
+            assert!(b.delay(n) <= Duration::from_millis(125), "attempt {n}: {:?}", b.delay(n));
+        }
+        assert!(b.delay(6) >= Duration::from_millis(150), "{:?}", b.delay(6));
+        assert!(b.delay(40) >= Duration::from_millis(750));
+    }
+
+    #[test]
     fn gives_up_at_the_deadline_with_the_last_reason() {
         let clock = FakeClock::new();
-        let b = Backoff { initial: Duration::from_secs(1), max: Duration::from_secs(5) };
+        let b = Backoff { initial: Duration::from_secs(1), max: Duration::from_secs(5), hold: 0 };
         let r = Retry { what: "waiting", tag: "test", timeout: Duration::from_secs(60), backoff: &b, clock: &clock };
         let e = r.run::<()>(|| Attempt::Wait("nope".into())).unwrap_err();
         assert!(e.message.contains("last reason: nope"), "{}", e.message);

@@ -51,7 +51,7 @@ fn check<'a>(
     severity: Severity,
     roles: &'static [Role],
     hint: &'static str,
-    probe: impl Fn(&dyn Host) -> Probe + 'a,
+    probe: impl Fn(&dyn Host) -> Probe + Send + Sync + 'a,
 ) -> Check<'a> {
     Check { name: name.into(), severity, roles, hint, probe: Box::new(probe) }
 }

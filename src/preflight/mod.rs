@@ -11,6 +11,7 @@ mod proxy;
 
 use std::net::IpAddr;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use serde::Serialize;
@@ -78,8 +79,13 @@ pub struct Input {
     pub resuming: bool,
 }
 
-/// A check's probe: asks the machine, says what it found.
-pub type ProbeFn<'a> = Box<dyn Fn(&dyn Host) -> Probe + 'a>;
+/// A check's probe: asks the machine, says what it found. Probes run concurrently.
+pub type ProbeFn<'a> = Box<dyn Fn(&dyn Host) -> Probe + Send + Sync + 'a>;
+
+/// Probes run on this many threads: the slow ones wait on other programs (`kubelet --version`,
+/// the CRI, DNS), so a first boot need not wait for them one after another. The report keeps
+/// the table's order.
+const PROBE_THREADS: usize = 4;
 
 /// One check: kubeadm's name, what a failure is, the roles it applies to, what to do when it
 /// fails, and the probe.
@@ -154,7 +160,7 @@ impl Report {
     }
 }
 
-/// Runs every check for `input.role`; `ignore` names (case-insensitive, or `all`) turn errors into
+/// Runs every check for `input.role` (on `PROBE_THREADS` threads; rows in table order); `ignore` names (case-insensitive, or `all`) turn errors into
 /// warnings.
 pub fn run(host: &dyn Host, input: &Input, ignore: &[String]) -> Report {
     let start = Instant::now();
@@ -163,29 +169,43 @@ pub fn run(host: &dyn Host, input: &Input, ignore: &[String]) -> Report {
     let all = ignore.iter().any(|i| i == "all");
     let unknown_ignores =
         ignore.iter().filter(|i| *i != "all" && !table.iter().any(|c| c.name.to_lowercase() == **i)).cloned().collect();
-    let rows = table
-        .iter()
-        .map(|c| {
-            let t = Instant::now();
-            let probe = (c.probe)(host);
-            let duration_us = t.elapsed().as_micros() as u64;
-            let (mut result, message) = match probe {
-                Probe::Pass(m) => (Outcome::Pass, m),
-                Probe::Skip(m) => (Outcome::Skipped, m),
-                Probe::Warn(m) => (Outcome::Warning, m),
-                Probe::Fail(m) if c.severity == Severity::Error => (Outcome::Error, m),
-                Probe::Fail(m) => (Outcome::Warning, m),
-            };
-            let mut ignored = false;
-            if result == Outcome::Error && (all || ignore.contains(&c.name.to_lowercase())) {
-                result = Outcome::Warning;
-                ignored = true;
-            }
-            let hint =
-                if matches!(result, Outcome::Warning | Outcome::Error) { c.hint.to_string() } else { String::new() };
-            Row { name: c.name.clone(), result, message, hint, ignored, duration_us }
-        })
-        .collect();
+    let row = |c: &Check| {
+        let t = Instant::now();
+        let probe = (c.probe)(host);
+        let duration_us = t.elapsed().as_micros() as u64;
+        let (mut result, message) = match probe {
+            Probe::Pass(m) => (Outcome::Pass, m),
+            Probe::Skip(m) => (Outcome::Skipped, m),
+            Probe::Warn(m) => (Outcome::Warning, m),
+            Probe::Fail(m) if c.severity == Severity::Error => (Outcome::Error, m),
+            Probe::Fail(m) => (Outcome::Warning, m),
+        };
+        let mut ignored = false;
+        if result == Outcome::Error && (all || ignore.contains(&c.name.to_lowercase())) {
+            result = Outcome::Warning;
+            ignored = true;
+        }
+        let hint = if matches!(result, Outcome::Warning | Outcome::Error) { c.hint.to_string() } else { String::new() };
+        Row { name: c.name.clone(), result, message, hint, ignored, duration_us }
+    };
+    let next = AtomicUsize::new(0);
+    let mut rows: Vec<(usize, Row)> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..PROBE_THREADS.min(table.len()))
+            .map(|_| {
+                s.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(c) = table.get(i) else { return done };
+                        done.push((i, row(c)));
+                    }
+                })
+            })
+            .collect();
+        workers.into_iter().flat_map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
+    });
+    rows.sort_by_key(|(i, _)| *i);
+    let rows = rows.into_iter().map(|(_, r)| r).collect();
     let role = match input.role {
         Role::ControlPlane => "control-plane",
         Role::Worker => "worker",

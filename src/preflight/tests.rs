@@ -409,3 +409,99 @@ fn a_resumed_run_accepts_its_own_files() {
     assert_eq!(row(&r, "DirAvailable--var-lib-etcd").result, Outcome::Pass);
     assert!(row(&r, "FileAvailable--etc-kubernetes-manifests-etcd.yaml").message.contains("resumed"));
 }
+
+/// The first check (IsPrivilegedUser) holds until `kubelet --version` has been asked, which only
+/// a later check does: sequential probing would reach that only after the first had given up.
+struct Overlapping {
+    inner: Fake,
+    kubelet_asked: std::sync::Mutex<bool>,
+    asked: std::sync::Condvar,
+    first_saw_kubelet: std::sync::atomic::AtomicBool,
+}
+
+impl Host for Overlapping {
+    fn euid(&self) -> u32 {
+        let guard = self.kubelet_asked.lock().unwrap();
+        let (guard, _) = self.asked.wait_timeout_while(guard, Duration::from_secs(30), |asked| !*asked).unwrap();
+        self.first_saw_kubelet.store(*guard, std::sync::atomic::Ordering::SeqCst);
+        self.inner.euid()
+    }
+    fn kubelet_version(&self, kubelet: &Path) -> Result<String, HostError> {
+        *self.kubelet_asked.lock().unwrap() = true;
+        self.asked.notify_all();
+        self.inner.kubelet_version(kubelet)
+    }
+    fn num_cpus(&self) -> usize {
+        self.inner.num_cpus()
+    }
+    fn total_memory(&self) -> u64 {
+        self.inner.total_memory()
+    }
+    fn kernel_release(&self) -> String {
+        self.inner.kernel_release()
+    }
+    fn hostname(&self) -> String {
+        self.inner.hostname()
+    }
+    fn read_file(&self, path: &Path) -> Option<String> {
+        self.inner.read_file(path)
+    }
+    fn exists(&self, path: &Path) -> bool {
+        self.inner.exists(path)
+    }
+    fn list_dir(&self, path: &Path) -> Option<Vec<String>> {
+        self.inner.list_dir(path)
+    }
+    fn is_cgroup2(&self, path: &Path) -> bool {
+        self.inner.is_cgroup2(path)
+    }
+    fn can_listen(&self, port: u16) -> Result<(), HostError> {
+        self.inner.can_listen(port)
+    }
+    fn find_in_path(&self, name: &str) -> Option<PathBuf> {
+        self.inner.find_in_path(name)
+    }
+    fn cri_version(&self, socket: &Path, timeout: Duration) -> Result<String, CriError> {
+        self.inner.cri_version(socket, timeout)
+    }
+    fn resolves(&self, name: &str) -> bool {
+        self.inner.resolves(name)
+    }
+    fn env(&self, name: &str) -> Option<String> {
+        self.inner.env(name)
+    }
+    fn process_running(&self, comm: &str) -> bool {
+        self.inner.process_running(comm)
+    }
+    fn free_space(&self, path: &Path) -> Option<u64> {
+        self.inner.free_space(path)
+    }
+    fn entropy_ready(&self) -> bool {
+        self.inner.entropy_ready()
+    }
+    fn now(&self) -> time::OffsetDateTime {
+        self.inner.now()
+    }
+    fn own_mtime(&self) -> Option<time::OffsetDateTime> {
+        self.inner.own_mtime()
+    }
+}
+
+#[test]
+fn probes_overlap_and_the_report_keeps_the_table_order() {
+    let h = Overlapping {
+        inner: Fake::good(),
+        kubelet_asked: std::sync::Mutex::new(false),
+        asked: std::sync::Condvar::new(),
+        first_saw_kubelet: std::sync::atomic::AtomicBool::new(false),
+    };
+    let i = input(Role::ControlPlane);
+    let names = names(&i);
+    assert_eq!(names.first().map(String::as_str), Some("IsPrivilegedUser"));
+    let kubelet_at = names.iter().position(|n| n == "KubeletVersion").expect("a KubeletVersion check");
+    assert!(kubelet_at > 0);
+    let r = run(&h, &i, &[]);
+    assert!(h.first_saw_kubelet.load(std::sync::atomic::Ordering::SeqCst), "the probes ran one after another");
+    assert_eq!(r.rows.iter().map(|x| x.name.clone()).collect::<Vec<_>>(), names);
+    assert!(r.rows.iter().all(|x| x.result == Outcome::Pass), "{:#?}", r.rows);
+}
