@@ -23,3 +23,29 @@ pub fn init(verbose: bool) {
         })
         .init();
 }
+
+/// How long ago the kernel started this process (starttime in /proc/self/stat against
+/// /proc/uptime, both since boot at 10 ms resolution): at debug, what exec and the unit's set-up
+/// cost before main ran.
+pub fn since_start() -> Option<std::time::Duration> {
+    // USER_HZ, the unit of /proc's clock-tick fields: 100 in Linux's ABI on every architecture
+    // kubestrap builds for.
+    const USER_HZ: u64 = 100;
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name (which may hold spaces); starttime is field 22.
+    let rest = stat.get(stat.rfind(')')? + 2..)?;
+    let ticks: u64 = rest.split(' ').nth(19)?.parse().ok()?;
+    let uptime = std::fs::read_to_string("/proc/uptime").ok()?;
+    let up: f64 = uptime.split(' ').next()?.parse().ok()?;
+    let started = std::time::Duration::from_millis(ticks * 1000 / USER_HZ);
+    std::time::Duration::from_secs_f64(up).checked_sub(started)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn this_process_started_moments_ago() {
+        let d = super::since_start().expect("/proc/self/stat and /proc/uptime readable");
+        assert!(d < std::time::Duration::from_secs(600), "{d:?}");
+    }
+}

@@ -19,6 +19,9 @@ fn main() {
         }
     };
     kubestrap::logging::init(cli.verbose);
+    if let Some(d) = kubestrap::logging::since_start() {
+        log::debug!("main reached {d:?} after the process started (±10 ms)");
+    }
     if let Err(e) = kubestrap::commands::run(*cli) {
         fail(e)
     }

@@ -245,6 +245,18 @@ fn fuzz_api_responses() {
 }
 
 #[test]
+fn fuzz_iso9660() {
+    fuzz("iso9660", |b| {
+        use kubestrap::datasource::iso9660::Root;
+        if let Ok(Some(root)) = Root::read_from(Box::<[u8]>::from(b)) {
+            for name in root.entries.keys() {
+                let _ = root.read(name, 1 << 20);
+            }
+        }
+    });
+}
+
+#[test]
 fn fuzz_values() {
     fuzz("values", |b| {
         if let Some(t) = text(b) {

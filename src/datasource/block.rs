@@ -146,10 +146,12 @@ pub fn mount_ro(device: &Path, fstype: &str, mount_dir: &Path, tag: &str) -> Res
     let dir = mount_dir.join(format!("{tag}.{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|source| SourceError::MountPoint { dir: dir.clone(), source })?;
     let flags = MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
+    let t = std::time::Instant::now();
     if let Err(errno) = nix::mount::mount(Some(device), &dir, Some(fstype), flags, None::<&str>) {
         let _ = std::fs::remove_dir(&dir);
         return Err(SourceError::Mount { device: device.to_path_buf(), fstype: fstype.to_string(), dir, errno });
     }
+    log::debug!("mounted {} ({fstype}) in {:.1?}", device.display(), t.elapsed());
     Ok(Mounted { dir })
 }
 

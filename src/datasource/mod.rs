@@ -25,6 +25,7 @@ pub mod credentials;
 pub mod ec2;
 pub mod file;
 pub mod http;
+pub mod iso9660;
 pub mod nocloud;
 
 use std::collections::BTreeMap;

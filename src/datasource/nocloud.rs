@@ -1,6 +1,7 @@
 //! NoCloud: `user-data` and `meta-data` (instance-id, local-hostname) from the seed directory
 //! `/var/lib/cloud/seed/nocloud/` (`nocloud-seed`) or from a filesystem labelled `cidata`/`CIDATA`
-//! (`nocloud`, ISO 9660 or vfat, mounted read-only just long enough to read it). `network-config`
+//! (`nocloud`: ISO 9660 read in place, or vfat (or an ISO the in-place reader cannot make out)
+//! mounted read-only just long enough to read it). `network-config`
 //! and `vendor-data` are ignored with a notice: kubestrap does not configure the network.
 
 use std::path::{Path, PathBuf};
@@ -11,20 +12,55 @@ use super::{Datasource, Env, Gathered, MetaData, NOCLOUD_SEED_DIR, SourceError};
 /// Seed labels NoCloud accepts.
 pub const CIDATA_LABELS: [&str; 2] = ["cidata", "CIDATA"];
 
+/// Where a seed's files are: a directory, or the root of an ISO 9660 seed read in place.
+enum Seed<'a> {
+    Dir(&'a Path),
+    Iso { dev: &'a Path, root: super::iso9660::Root },
+}
+
+impl Seed<'_> {
+    /// How errors name the file: its path, or `DEVICE:/name` on an unmounted seed.
+    fn origin(&self, name: &str) -> PathBuf {
+        match self {
+            Seed::Dir(d) => d.join(name),
+            Seed::Iso { dev, .. } => PathBuf::from(format!("{}:/{name}", dev.display())),
+        }
+    }
+
+    fn read(&self, name: &str) -> Result<Option<Vec<u8>>, SourceError> {
+        let Seed::Iso { root, .. } = self else { return super::read_capped(&self.origin(name)) };
+        if root.entries.get(name).is_some_and(|e| e.size > super::MAX_READ_BYTES) {
+            return Err(SourceError::TooLarge { path: self.origin(name), limit: super::MAX_READ_BYTES });
+        }
+        root.read(name, super::MAX_READ_BYTES).map_err(|source| SourceError::Read { path: self.origin(name), source })
+    }
+
+    fn exists(&self, name: &str) -> bool {
+        match self {
+            Seed::Dir(d) => d.join(name).exists(),
+            Seed::Iso { root, .. } => root.entries.contains_key(name),
+        }
+    }
+}
+
 /// Reads a NoCloud seed from a directory; None when it has neither user-data nor meta-data.
 pub fn read_seed(dir: &Path, source: &str) -> Result<Option<Gathered>, SourceError> {
-    let user_data = super::read_capped(&dir.join("user-data"))?;
-    let meta_bytes = super::read_capped(&dir.join("meta-data"))?;
+    read_from(&Seed::Dir(dir), source)
+}
+
+fn read_from(seed: &Seed, source: &str) -> Result<Option<Gathered>, SourceError> {
+    let user_data = seed.read("user-data")?;
+    let meta_bytes = seed.read("meta-data")?;
     if user_data.is_none() && meta_bytes.is_none() {
         return Ok(None);
     }
     let meta = match meta_bytes {
-        Some(b) => super::parse_nocloud_meta(&dir.join("meta-data").display().to_string(), &b)?,
+        Some(b) => super::parse_nocloud_meta(&seed.origin("meta-data").display().to_string(), &b)?,
         None => MetaData::default(),
     };
     let mut notices = Vec::new();
     for ignored in ["network-config", "vendor-data"] {
-        if dir.join(ignored).exists() {
+        if seed.exists(ignored) {
             notices.push(format!("{source}: {ignored} ignored: kubestrap does not apply it"));
         }
     }
@@ -32,6 +68,20 @@ pub fn read_seed(dir: &Path, source: &str) -> Result<Option<Gathered>, SourceErr
         notices.push(format!("{source}: no user-data file in the seed"));
     }
     Ok(Some(Gathered { source: source.into(), user_data, meta, notices, ..Default::default() }))
+}
+
+/// An ISO 9660 seed read in place, without mounting it; `None` when the reader cannot make it
+/// out or finds neither seed file by name (then it is mounted, and the kernel's isofs decides).
+fn read_unmounted(dev: &Path, source: &str) -> Result<Option<Gathered>, SourceError> {
+    let root = match super::iso9660::Root::open(dev) {
+        Ok(Some(root)) => root,
+        Ok(None) => return Ok(None),
+        Err(e) => {
+            log::debug!("{source}: reading {} in place: {e}; mounting it", dev.display());
+            return Ok(None);
+        }
+    };
+    read_from(&Seed::Iso { dev, root }, source)
 }
 
 /// `nocloud-seed`: the seed directory baked into the image.
@@ -76,9 +126,17 @@ impl Datasource for Cidata {
         let Some(found) = block::find_by_label(&self.env, &CIDATA_LABELS) else {
             return Ok(None);
         };
-        let m = block::mount_ro(&found.device, found.fstype.mount_name(), &self.env.mount_dir, "cidata")?;
-        let g = read_seed(m.path(), self.name())?;
-        drop(m);
+        let unmounted = match found.fstype {
+            block::FsType::Iso9660 => read_unmounted(&found.device, self.name())?,
+            block::FsType::Vfat => None,
+        };
+        let g = match unmounted {
+            Some(g) => Some(g),
+            None => {
+                let m = block::mount_ro(&found.device, found.fstype.mount_name(), &self.env.mount_dir, "cidata")?;
+                read_seed(m.path(), self.name())?
+            }
+        };
         match g {
             Some(mut g) => {
                 g.notices.push(format!("nocloud: read {} (label {:?})", found.device.display(), found.label));

@@ -295,13 +295,15 @@ fn detect_deadline_names_every_sources_reason() {
 // ---------- seed images: labels and the read-only mount ----------
 
 /// Makes a NoCloud ISO with xorriso exactly as the VM tests do.
-fn make_iso(dir: &Path, label: &str) -> PathBuf {
+fn make_iso(dir: &Path, label: &str, flags: &[&str]) -> PathBuf {
     let src = dir.join("iso-src");
     write_file(&src.join("user-data"), WORKER);
     write_file(&src.join("meta-data"), "instance-id: iso-1\nlocal-hostname: iso-node\n");
     let iso = dir.join("seed.iso");
     let out = Command::new("xorriso")
-        .args(["-as", "mkisofs", "-V", label, "-J", "-r", "-o"])
+        .args(["-as", "mkisofs", "-V", label])
+        .args(flags)
+        .arg("-o")
         .arg(&iso)
         .arg(&src)
         .output()
@@ -313,7 +315,7 @@ fn make_iso(dir: &Path, label: &str) -> PathBuf {
 #[test]
 fn label_of_real_iso_and_vfat_images() {
     let d = tempfile::tempdir().unwrap();
-    let iso = make_iso(d.path(), "cidata");
+    let iso = make_iso(d.path(), "cidata", &["-J", "-r"]);
     assert_eq!(block::read_label(&iso).unwrap(), Some((FsType::Iso9660, "cidata".into())));
 
     let vfat = d.path().join("seed.vfat");
@@ -391,32 +393,39 @@ fn mount_ro_reads_a_real_filesystem_and_unmounts() {
     assert!(e.contains("seed.ext4") && e.contains("read-only"), "{e}");
 }
 
-/// The nocloud source end to end on a real xorriso ISO on a loop device. Where the kernel has an
-/// iso9660 driver it must read the seed; where it has none (this sandbox) the probe must fail
-/// naming the device, the filesystem and the missing driver — never pass silently.
+/// A cidata ISO on a loop device is read in place (no iso9660 driver, no mount). One the
+/// in-place reader cannot name the seed files in (plain ISO 9660, `USER_DAT.;1`) is mounted: the
+/// kernel's isofs finds no seed there either, or, where there is no iso9660 driver (this
+/// sandbox), the probe fails naming the device, the filesystem and the missing driver — never
+/// passes silently.
 #[test]
 fn nocloud_cidata_iso_on_a_loop_device() {
     let d = tempfile::tempdir().unwrap();
-    let iso = make_iso(d.path(), "cidata");
+    let iso = make_iso(d.path(), "cidata", &["-J", "-r"]);
     let lo = Loop::attach(&iso);
     let root = d.path().join("root");
     std::fs::create_dir_all(root.join("dev/disk/by-label")).unwrap();
     std::os::unix::fs::symlink(&lo.0, root.join("dev/disk/by-label/cidata")).unwrap();
     let e = env(&root);
+    let g = Cidata::new(&e).probe().unwrap().expect("the cidata ISO");
+    assert_eq!(g.user_data.as_deref(), Some(WORKER.as_bytes()));
+    assert_eq!(g.meta.local_hostname.as_deref(), Some("iso-node"));
+    let mounts = || std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    assert!(!mounts().contains(&*root.to_string_lossy()), "read in place, not mounted");
+    assert!(!root.join("mnt").exists(), "no mount point made");
+
+    let plain = tempfile::tempdir().unwrap();
+    let iso = make_iso(plain.path(), "cidata", &["--norock"]);
+    let lo = Loop::attach(&iso);
+    std::fs::remove_file(root.join("dev/disk/by-label/cidata")).unwrap();
+    std::os::unix::fs::symlink(&lo.0, root.join("dev/disk/by-label/cidata")).unwrap();
     let have_iso9660 = std::fs::read_to_string("/proc/filesystems").unwrap().contains("iso9660");
-    match Cidata::new(&e).probe().map_err(|m| m.to_string()) {
-        Ok(Some(g)) => {
-            assert!(have_iso9660);
-            assert_eq!(g.user_data.as_deref(), Some(WORKER.as_bytes()));
-            assert_eq!(g.meta.local_hostname.as_deref(), Some("iso-node"));
-            assert!(!mounted(&root.join("mnt")));
-        }
-        Ok(None) => panic!("cidata ISO on {} not found", lo.0),
-        Err(m) => {
-            assert!(!have_iso9660, "{m}");
-            assert!(m.contains(&lo.0) && m.contains("iso9660") && m.contains("no iso9660 driver"), "{m}");
-        }
+    let m = Cidata::new(&e).probe().map(|g| g.map(|g| g.source)).unwrap_err().to_string();
+    assert!(m.contains(&lo.0), "{m}");
+    if !have_iso9660 {
+        assert!(m.contains("iso9660") && m.contains("no iso9660 driver"), "{m}");
     }
+    assert!(!mounts().contains(&*root.to_string_lossy()), "unmounted again");
 }
 
 // ---------- the documented examples ----------
