@@ -145,11 +145,6 @@ impl Client {
         self
     }
 
-    /// A dry run's client: its requests are recorded, in order.
-    pub fn is_recording(&self) -> bool {
-        self.record.is_some()
-    }
-
     /// The same credentials, trust and timeouts (one TLS set-up) aimed at another base URL:
     /// etcd's client walks its endpoints this way.
     pub fn at(&self, base: &str) -> Client {

@@ -1,8 +1,6 @@
 //! The init phases that need the running control plane: they talk to the API server through
 //! admin.conf and create-or-update kubeadm's objects (409 means done, so reruns converge).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use log::info;
 use serde_json::Value;
 
@@ -63,57 +61,12 @@ pub(super) fn admin<'c>(ctx: &'c InitContext) -> Result<&'c Client> {
     Ok(admin)
 }
 
-/// Up to this many writes of one batch go out at once, each on its own connection (ureq keeps
-/// three idle per host, so later batches reuse them): on a first-boot VM one write costs tens of
-/// milliseconds, most of it waiting for the API server.
-const APPLY_CONNECTIONS: usize = 3;
-
-/// Creates or updates `objs`. They do not depend on one another (a binding names its role; it
-/// does not need it to exist first) and every write is an idempotent create-or-update, so they
-/// go out concurrently; the log lists them in order, and the first failure is the error once
-/// every write has finished. A dry run records them one by one, in order.
 fn apply_all(client: &Client, tag: &str, objs: &[Value]) -> Result<()> {
-    let results: Vec<std::result::Result<(), crate::kube::ApiError>> = if client.is_recording() {
-        let mut out = Vec::new();
-        for o in objs {
-            let r = client.apply(o);
-            let failed = r.is_err();
-            out.push(r);
-            if failed {
-                break;
-            }
-        }
-        out
-    } else {
-        let next = AtomicUsize::new(0);
-        let mut done: Vec<(usize, _)> = std::thread::scope(|s| {
-            let workers: Vec<_> = (0..APPLY_CONNECTIONS.min(objs.len()))
-                .map(|_| {
-                    s.spawn(|| {
-                        let mut done = Vec::new();
-                        loop {
-                            let i = next.fetch_add(1, Ordering::Relaxed);
-                            let Some(o) = objs.get(i) else { return done };
-                            done.push((i, client.apply(o)));
-                        }
-                    })
-                })
-                .collect();
-            workers.into_iter().flat_map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
-        });
-        done.sort_by_key(|(i, _)| *i);
-        done.into_iter().map(|(_, r)| r).collect()
-    };
-    let mut first_error = None;
-    for (o, r) in objs.iter().zip(results) {
-        match r {
-            Ok(()) => info!("[{tag}] Applied {}", crate::kube::paths::describe(o)),
-            Err(e) => {
-                first_error.get_or_insert(e);
-            }
-        }
+    for o in objs {
+        client.apply(o)?;
+        info!("[{tag}] Applied {}", crate::kube::paths::describe(o));
     }
-    first_error.map_or(Ok(()), |e| Err(e.into()))
+    Ok(())
 }
 
 /// Waits for the kubelet's healthz, then the API server's /livez, each bounded.
@@ -237,9 +190,8 @@ pub fn bootstrap_token(ctx: &InitContext) -> Result<()> {
         ctx.fs.read(crate::paths::cert(ctx.cfg.certs_dir(), "ca"))?.ok_or_else(|| Error::state("ca.crt is missing"))?;
     let (cluster_info, _) = objects::configmaps::cluster_info(ctx.cfg, &ca);
     info!("[bootstrap-token] Creating the \"cluster-info\" ConfigMap in the \"kube-public\" namespace");
-    let mut objs = vec![cluster_info];
-    objs.extend(objects::rbac::cluster_info_rbac());
-    apply_all(client, "bootstrap-token", &objs)
+    apply_all(client, "bootstrap-token", &[cluster_info])?;
+    apply_all(client, "bootstrap-token", &objects::rbac::cluster_info_rbac())
 }
 
 /// kubeadm retries token writes (up to 5 times) within the API call timeout.
@@ -253,19 +205,16 @@ fn apply_with_retry(ctx: &InitContext, client: &Client, obj: &Value) -> Result<(
 
 pub fn addons(ctx: &InitContext) -> Result<()> {
     let client = admin(ctx)?;
-    let mut objs = objects::coredns::coredns_objects(ctx.cfg);
-    if objs.is_empty() {
+    let dns = objects::coredns::coredns_objects(ctx.cfg);
+    if dns.is_empty() {
         info!("[addon] CoreDNS is disabled");
     }
+    apply_all(client, "addon", &dns)?;
     let proxy = objects::proxy::kube_proxy_objects_with_env(ctx.cfg, &ctx.env.proxy_env)?;
-    let no_proxy = proxy.is_empty();
-    objs.extend(proxy);
-    // Both addons in one batch (one round of concurrent writes).
-    apply_all(client, "addon", &objs)?;
-    if no_proxy {
+    if proxy.is_empty() {
         info!("[addon] kube-proxy is disabled");
     }
-    Ok(())
+    apply_all(client, "addon", &proxy)
 }
 
 /// What kubeadm prints at the end: how to use admin.conf and the exact join command. The token
