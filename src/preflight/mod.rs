@@ -160,8 +160,8 @@ impl Report {
     }
 }
 
-/// Runs every check for `input.role` (on `PROBE_THREADS` threads; rows in table order); `ignore` names (case-insensitive, or `all`) turn errors into
-/// warnings.
+/// Runs every check for `input.role` (on `PROBE_THREADS` threads; rows in table order); `ignore`
+/// names (case-insensitive, or `all`) turn errors into warnings.
 pub fn run(host: &dyn Host, input: &Input, ignore: &[String]) -> Report {
     let start = Instant::now();
     let table: Vec<Check> = checks::table(input).into_iter().filter(|c| c.roles.contains(&input.role)).collect();
