@@ -19,7 +19,10 @@ fn main() {
         }
     };
     kubestrap::logging::init(cli.verbose);
-    if let Some(d) = kubestrap::logging::since_start() {
+    // Two /proc reads: only when the line will be shown.
+    if log::log_enabled!(log::Level::Debug)
+        && let Some(d) = kubestrap::logging::since_start()
+    {
         log::debug!("main reached {d:?} after the process started (±10 ms)");
     }
     if let Err(e) = kubestrap::commands::run(*cli) {

@@ -111,11 +111,11 @@ impl<R: ReadAt + ?Sized> Root<R> {
     }
 
     /// The contents of a root file, or `None` if there is no such file. Files over `cap` bytes
-    /// are refused (the size comes from the untrusted directory record).
+    /// are refused with `FileTooLarge` (the size comes from the untrusted directory record).
     pub fn read(&self, name: &str, cap: u64) -> io::Result<Option<Vec<u8>>> {
         let Some(e) = self.entries.get(name).filter(|e| !e.dir) else { return Ok(None) };
         if e.size > cap {
-            return Err(io::Error::new(io::ErrorKind::InvalidData, format!("{name} is {} bytes, over {cap}", e.size)));
+            return Err(io::Error::new(io::ErrorKind::FileTooLarge, format!("{name} is {} bytes, over {cap}", e.size)));
         }
         let len = usize::try_from(e.size).map_err(|_| io::Error::from(io::ErrorKind::InvalidData))?;
         let mut buf = vec![0u8; len];
@@ -195,17 +195,15 @@ fn susp(mut su: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
 /// Rock Ridge's name: the NM entries' parts joined (not those naming `.` or `..`).
 fn nm_name(su: &[u8]) -> Option<Vec<u8>> {
     let mut name = Vec::new();
-    let mut found = false;
     for (sig, data) in susp(su) {
         if sig == b"NM" {
             let (&flags, part) = data.split_first()?;
             if flags & 0x06 == 0 {
                 name.extend_from_slice(part);
-                found = true;
             }
         }
     }
-    (found && !name.is_empty()).then_some(name)
+    (!name.is_empty()).then_some(name)
 }
 
 /// The skip length of the SP entry in the first record of a directory (`.`), if any.

@@ -29,10 +29,12 @@ impl Seed<'_> {
 
     fn read(&self, name: &str) -> Result<Option<Vec<u8>>, SourceError> {
         let Seed::Iso { root, .. } = self else { return super::read_capped(&self.origin(name)) };
-        if root.entries.get(name).is_some_and(|e| e.size > super::MAX_READ_BYTES) {
-            return Err(SourceError::TooLarge { path: self.origin(name), limit: super::MAX_READ_BYTES });
-        }
-        root.read(name, super::MAX_READ_BYTES).map_err(|source| SourceError::Read { path: self.origin(name), source })
+        root.read(name, super::MAX_READ_BYTES).map_err(|source| match source.kind() {
+            std::io::ErrorKind::FileTooLarge => {
+                SourceError::TooLarge { path: self.origin(name), limit: super::MAX_READ_BYTES }
+            }
+            _ => SourceError::Read { path: self.origin(name), source },
+        })
     }
 
     fn exists(&self, name: &str) -> bool {
@@ -170,6 +172,37 @@ mod tests {
         assert_eq!(g.meta.instance_id.as_deref(), Some("iid-1"));
         assert_eq!(g.meta.local_hostname.as_deref(), Some("w1"));
         assert!(g.notices.iter().any(|n| n.contains("network-config ignored")), "{:?}", g.notices);
+    }
+
+    /// An ISO seed read in place: its files, and a user-data over the cap refused naming it.
+    #[test]
+    fn iso_seed_read_in_place_and_an_oversized_file_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let src = d.path().join("src");
+        std::fs::create_dir(&src).unwrap();
+        std::fs::write(src.join("meta-data"), "instance-id: iid-1\nlocal-hostname: iso-1\n").unwrap();
+        std::fs::write(src.join("vendor-data"), "#cloud-config\n").unwrap();
+        let iso = d.path().join("seed.iso");
+        let xorriso = |user_data: &[u8]| {
+            std::fs::write(src.join("user-data"), user_data).unwrap();
+            let st = std::process::Command::new("xorriso")
+                .args(["-as", "mkisofs", "-quiet", "-V", "cidata", "-J", "-r", "-o"])
+                .arg(&iso)
+                .arg(&src)
+                .status()
+                .expect("xorriso (scripts/install-test-deps installs it)");
+            assert!(st.success());
+        };
+        xorriso(b"#cloud-config\n");
+        let g = read_unmounted(&iso, "nocloud").unwrap().expect("the seed");
+        assert_eq!(g.user_data.as_deref(), Some(&b"#cloud-config\n"[..]));
+        assert_eq!(g.meta.local_hostname.as_deref(), Some("iso-1"));
+        assert!(g.notices.iter().any(|n| n.contains("vendor-data ignored")), "{:?}", g.notices);
+
+        xorriso(&vec![b'#'; super::super::MAX_READ_BYTES as usize + 1]);
+        let e = read_unmounted(&iso, "nocloud").unwrap_err().to_string();
+        assert!(e.contains(&format!("{}:/user-data", iso.display())), "{e}");
+        assert!(matches!(read_unmounted(&iso, "nocloud"), Err(SourceError::TooLarge { .. })));
     }
 
     #[test]
