@@ -255,16 +255,6 @@ impl NodeFs {
         Ok(())
     }
 
-    /// Writes one file atomically and durably right away, outside any batch (the status file,
-    /// which must be readable while a phase runs). A no-op in dry-run mode.
-    pub fn write_now(&self, file: &NodeFile, data: &[u8]) -> Result<()> {
-        if self.is_dry_run() {
-            return Ok(());
-        }
-        self.make_parents(file.as_str())?;
-        atomic_write(&self.real(file.as_str()), data, file.mode)
-    }
-
     /// Removes temp files that a killed run left in any directory kubestrap writes to (they are
     /// never trusted); `certs_dir` is the configured certificatesDir.
     pub fn remove_stale_temps(&self, certs_dir: &str) {

@@ -213,11 +213,12 @@ pub fn run_init(ctx: &InitContext, skip: &[String]) -> Result<()> {
     ctx.fs.commit()
 }
 
-/// Phases that write only derived state (static Pod manifests, rewritten from the config on
-/// every run): in a whole run their writes land with the next phase's commit, one syncfs pair
-/// less each (on a first-boot VM a commit costs 30-400 ms). A cut before then loses nothing
-/// the rerun does not write again.
-const COMMIT_WITH_NEXT: &[&str] = &["etcd", "control-plane"];
+/// Phases whose writes can wait for the next phase's commit in a whole run, one syncfs pair
+/// less each (on a first-boot VM a commit costs 10-400 ms): etcd and control-plane write only
+/// derived state (static Pod manifests, rewritten from the config on every run); preflight
+/// writes only the init-in-progress marker, which lands with the certificates (renamed first),
+/// so a cut leaves either both or neither, and without certificates a fresh preflight is right.
+const COMMIT_WITH_NEXT: &[&str] = &["preflight", "etcd", "control-plane"];
 
 /// Runs the join phases not in `skip`, in order.
 pub fn run_join(ctx: &JoinContext, skip: &[String]) -> Result<()> {
