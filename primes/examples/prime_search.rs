@@ -1,8 +1,8 @@
 //! Where RSA key generation's time goes, side by side in one run: N random 1024-bit primes (an
 //! RSA-2048 key takes two) found (a) as the `rsa` crate finds them (crypto-primes' incremental
 //! sieve over 2047 small primes, BoxedUint) and (b) by this crate (a sieve over the primes below
-//! 2^18, fixed-width U1024), with the candidates each sends to the primality test and the CPU
-//! time per prime and per test. Run by bench/run.sh:
+//! 2^20, a cheaper base-2 test first, fixed-width U1024), with the candidates each sends to the
+//! primality test and the CPU time per prime and per test. Run by bench/run.sh:
 //!   cargo run --release -p kubestrap-primes --example prime_search [-- N]
 use std::time::Instant;
 
