@@ -1,6 +1,6 @@
 //! A fixed workload for callgrind: N 1024-bit primes from a seeded generator, so two builds of the
 //! search can be compared by instruction count, free of this shared machine's noise.
-//!   valgrind --tool=callgrind target/release/examples/prime_instructions [N]
+//!   valgrind --tool=callgrind target/release/examples/prime_instructions [N [BITS]]
 use std::convert::Infallible;
 
 /// splitmix64: reproducible, and for this count only, never for keys.
@@ -30,10 +30,11 @@ impl rand_core::TryCryptoRng for Seeded {}
 
 fn main() {
     let n: u32 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(16);
+    let bits: usize = std::env::args().nth(2).and_then(|a| a.parse().ok()).unwrap_or(1024);
     let mut rng = Seeded(7);
     let mut tested = 0;
     for _ in 0..n {
-        std::hint::black_box(kubestrap_primes::random_prime_counted(&mut rng, 1024, &mut tested));
+        std::hint::black_box(kubestrap_primes::random_prime_counted(&mut rng, bits, &mut tested));
     }
-    println!("{n} primes, {tested} candidates tested");
+    println!("{n} primes of {bits} bits, {tested} candidates tested");
 }
