@@ -126,9 +126,9 @@ impl<'a> Reporter<'a> {
     }
 
     fn write(&self) {
-        // The status is a report, not the work: failing to write it is said, never fatal, and
-        // it is not fsynced (a first boot writes it ~20 times; two fsyncs each cost a TCG VM
-        // 2-30 ms). A power cut may lose its last seconds; the stage's commits flush it anyway.
+        // The status is a report, not the work: failing to write it is said, never fatal. It
+        // lives under /run, which does not outlive the boot, so it is replaced atomically but
+        // not fsynced (a first boot writes it ~20 times).
         let written = serde_json::to_vec_pretty(&*self.status.borrow())
             .map_err(|e| crate::error::Error::runtime(format!("encoding {}: {e}", paths::STATUS)))
             .and_then(|json| self.fs.write_unsynced(&paths::STATUS, &json));
