@@ -107,7 +107,9 @@ record() {   # record KIND I LOG PATTERN COUNT RC WANT_RC
     VALS[$kind.run]+="$run " VALS[$kind.first]+="$first " VALS[$kind.done]+="$fin "
     local w
     w=$(waited "$log")
-    [ -n "$w" ] && VALS[$kind.wait]+="$w " VALS[$kind.own]+="$(awk -v r="$run" -v w="$w" 'BEGIN { printf "%.2f", r - w }') "
+    if [ -n "$w" ]; then
+        VALS[$kind.wait]+="$w " VALS[$kind.own]+="$(awk -v r="$run" -v w="$w" 'BEGIN { printf "%.2f", r - w }') "
+    fi
     ROWS+=("$(printf '%-12s %2d  %-14s %8s %12s %12s' "$kind" "$i" "$l" "$run" "$first" "$fin")")
     TIMELINES[$kind]=$log
 }

@@ -6,7 +6,7 @@
 //! As the `rsa` crate does, a candidate run starts at a random odd number with its two top bits
 //! set (so `p·q` has exactly the key's bits) and the prime taken is the first one after it. The
 //! difference: the next `2·bits` odd numbers are sieved at once by every odd prime below
-//! [`SIEVE_BOUND`], where crypto-primes' incremental sieve stops at 17,863: about 26 candidates
+//! [`SIEVE_BOUND`], where crypto-primes' incremental sieve stops at 17,863: about 29 candidates
 //! per 1024-bit prime reach the test instead of 41. A candidate then meets a cheaper Miller-Rabin
 //! to base 2 first (see [`strong_probable_prime_base_two`]), and only the rare one that passes
 //! it meets crypto-primes' full test.
@@ -258,8 +258,8 @@ mod tests {
             assert_eq!(strong_probable_prime_base_two(&n), theirs(&n), "{n}");
             passed += usize::from(theirs(&n));
         }
-        // 3243 primes in 5..30000 (π(30000) = 3245, less 2 and 3), and the base-2 strong pseudoprimes 2047, 3277, 4033, 4681,
-        // 8321, 15841, 29341.
+        // 3243 primes in 5..30000 (π(30000) = 3245, less 2 and 3), and the base-2 strong
+        // pseudoprimes 2047, 3277, 4033, 4681, 8321, 15841, 29341.
         assert_eq!(passed, 3243 + 7);
         for spsp in [2047u64, 3277, 4033, 4681, 8321, 15841, 29341, 3_215_031_751] {
             assert!(strong_probable_prime_base_two(&U64::from_u64(spsp)), "{spsp}");
