@@ -1,0 +1,49 @@
+//! init then join against the real components: the control plane runs from kubestrap's
+//! manifests, both kubelets run from kubestrap's files, both Nodes go Ready, the objects read
+//! back with the real kubectl.
+
+use super::cluster::*;
+use crate::common::*;
+
+#[test]
+fn init_and_join_bring_up_real_ready_nodes() {
+    let mut c = Cluster::init("24h");
+    let root = c.root();
+
+    // The control plane's kubelet talks to its own API server (kubeadm 1.35+).
+    let kubelet_conf = std::fs::read_to_string(at(&root, "/etc/kubernetes/kubelet.conf")).unwrap();
+    assert!(kubelet_conf.contains(&format!("server: https://{CP_ADDR}:{}", c.port)), "{kubelet_conf}");
+
+    // Labels and taints from mark-control-plane, as the real API server stored them.
+    let node = c.get(&["node", "cp-1"]);
+    assert_eq!(node["metadata"]["labels"]["node-role.kubernetes.io/control-plane"], "");
+    assert_eq!(node["metadata"]["labels"]["node.kubernetes.io/exclude-from-external-load-balancers"], "");
+    let taints = node["spec"]["taints"].as_array().expect("taints");
+    assert!(
+        taints.iter().any(|t| t["key"] == "node-role.kubernetes.io/control-plane" && t["effect"] == "NoSchedule"),
+        "{taints:?}"
+    );
+
+    // kubeadm's ConfigMaps, readable as the real kubeadm reads them.
+    for cm in ["kubeadm-config", "kubelet-config", "kube-proxy", "coredns"] {
+        c.get(&["-n", "kube-system", "configmap", cm]);
+    }
+    let info = c.get(&["-n", "kube-public", "configmap", "cluster-info"]);
+    let jws = info["data"].as_object().unwrap().keys().filter(|k| k.starts_with("jws-kubeconfig-")).count();
+    assert_eq!(jws, 1, "the bootstrap signer signed cluster-info: {info}");
+
+    // A worker joins through the real bootstrap signer, approver and signer.
+    let (w, run, mut worker) = c.join_worker("worker-1", WORKER_ADDRS[0], 10350, 10358);
+    assert!(!run.stderr().contains(SECRET), "token secret in join's log");
+    c.wait_ready("worker-1", Some(&mut worker.proc));
+    let csrs = c.get(&["csr"]);
+    let mine: Vec<_> = csrs["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["spec"]["username"].as_str().is_some_and(|u| u.starts_with("system:bootstrap:")))
+        .collect();
+    assert_eq!(mine.len(), 1, "one CSR for the worker: {csrs}");
+    let flags = std::fs::read_to_string(at(&w.root(), "/var/lib/kubelet/kubeadm-flags.env")).unwrap();
+    assert!(!flags.contains("--pod-infra-container-image"), "{flags}");
+}

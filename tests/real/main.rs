@@ -1,0 +1,13 @@
+//! kubestrap against the real Kubernetes v1.37.2 (API server, controller-manager, scheduler,
+//! etcd, kubelet on containerd v2, kubectl), built from their Go modules by scripts/real-k8s and
+//! run on loopback. Every success path here ends in state the real components accept.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod bins;
+mod cluster;
+mod e2e;
+mod node;
+mod proc;
+mod static_pods;

@@ -1,0 +1,111 @@
+//! A real node: containerd v2 and the kubelet v1.37.2 in one private mount namespace, started
+//! from exactly what kubestrap wrote, through the kubeadm drop-in's command line
+//! (units/kubelet.service.d/10-kubeadm.conf) with its environment files read from the node root.
+
+use std::path::{Path, PathBuf};
+
+use super::bins;
+use super::proc::{Netns, Proc};
+use crate::common::{fill, fixture_path};
+
+/// systemd's expansion of the drop-in's ExecStart: `Environment=` and `EnvironmentFile=`
+/// (`-` = optional) are read in order, the last non-empty `ExecStart=` wins, `$VAR` splits
+/// on whitespace.
+pub fn kubelet_argv(root: &Path, dropin: &str) -> Vec<String> {
+    let mut env: Vec<(String, String)> = Vec::new();
+    let mut exec = String::new();
+    for line in dropin.lines() {
+        if let Some(v) = line.strip_prefix("Environment=") {
+            let v = v.trim_matches('"');
+            let (k, val) = v.split_once('=').expect("Environment=K=V");
+            env.push((k.to_string(), val.to_string()));
+        } else if let Some(f) = line.strip_prefix("EnvironmentFile=") {
+            let (optional, f) = match f.strip_prefix('-') {
+                Some(f) => (true, f),
+                None => (false, f),
+            };
+            match std::fs::read_to_string(root.join(&f[1..])) {
+                Ok(text) => env.extend(read_env_file(&text)),
+                Err(_) if optional => {}
+                Err(e) => panic!("EnvironmentFile {f}: {e}"),
+            }
+        } else if let Some(cmd) = line.strip_prefix("ExecStart=") {
+            exec = cmd.to_string();
+        }
+    }
+    let mut argv = Vec::new();
+    for word in exec.split_whitespace() {
+        match word.strip_prefix('$') {
+            Some(var) => {
+                let value = env.iter().rev().find(|(k, _)| k == var).map(|(_, v)| v.as_str()).unwrap_or("");
+                argv.extend(value.split_whitespace().map(str::to_string));
+            }
+            None => argv.push(word.to_string()),
+        }
+    }
+    assert_eq!(argv.first().map(String::as_str), Some("/usr/bin/kubelet"), "drop-in ExecStart: {exec}");
+    argv
+}
+
+/// An environment file's `KEY="value"` lines, as systemd reads them.
+fn read_env_file(text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for line in text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
+        let (k, v) = line.split_once('=').unwrap_or_else(|| panic!("env file line {line:?}"));
+        let words = shlex::split(v).unwrap_or_else(|| panic!("env file value {v:?}"));
+        out.push((k.to_string(), words.join(" ")));
+    }
+    out
+}
+
+pub struct Node {
+    pub name: String,
+    pub root: PathBuf,
+    pub state: PathBuf,
+    pub proc: Proc,
+}
+
+impl Node {
+    /// Starts containerd and the kubelet of the node rooted at `root`; the CRI socket is
+    /// `<state>/containerd.sock` (give it to kubestrap as the node's criSocket).
+    pub fn start(netns: &Netns, name: &str, root: &Path, state: &Path) -> Node {
+        let bin = bins::dir();
+        bins::bin("kubelet");
+        for dir in ["certs.d/_default", "net.d"] {
+            std::fs::create_dir_all(state.join(dir)).expect("mkdir state");
+        }
+        let vars: [(&str, &dyn std::fmt::Display); 2] = [("state", &state.display()), ("bin", &bin.display())];
+        let toml = fill(&std::fs::read_to_string(fixture_path("real/containerd.toml")).expect("toml"), &vars);
+        std::fs::write(state.join("containerd.toml"), toml).expect("write containerd.toml");
+        std::fs::copy(fixture_path("real/hosts.toml"), state.join("certs.d/_default/hosts.toml")).expect("hosts.toml");
+        std::fs::copy(fixture_path("real/net.conflist"), state.join("net.d/10-test.conflist")).expect("conflist");
+
+        let dropin = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("units/kubelet.service.d/10-kubeadm.conf"),
+        )
+        .expect("drop-in");
+        let mut argv = kubelet_argv(root, &dropin);
+        argv[0] = bins::bin("kubelet").display().to_string();
+        let mut full =
+            vec!["sh".to_string(), fixture_path("real/node.sh").display().to_string(), state.display().to_string()];
+        full.extend(argv);
+        let binds: Vec<(PathBuf, PathBuf)> =
+            ["etc/kubernetes", "var/lib/kubelet", "var/log/pods", "var/log/containers"]
+                .iter()
+                .map(|p| (root.join(p), PathBuf::from("/").join(p)))
+                .collect();
+        let proc = Proc::start(
+            netns,
+            &format!("kubelet {name}"),
+            &binds,
+            &full,
+            &[("REAL_BIN", bin.display().to_string())],
+            &state.join("kubelet.log"),
+        );
+        Node { name: name.to_string(), root: root.to_path_buf(), state: state.to_path_buf(), proc }
+    }
+
+    pub fn cri_socket(state: &Path) -> String {
+        format!("unix://{}", state.join("containerd.sock").display())
+    }
+}
