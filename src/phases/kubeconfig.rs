@@ -42,7 +42,8 @@ pub const KUBECONFIGS: &[KubeconfigSpec] = &[
         orgs: &[MASTERS_GROUP],
         server: Server::ControlPlane,
     },
-    KubeconfigSpec { file: KUBELET_CONF, user: None, orgs: &[NODES_GROUP], server: Server::ControlPlane },
+    // kubeadm 1.33+ (GA 1.35, KEP-4471): the kubelet of a control plane talks to its own API server.
+    KubeconfigSpec { file: KUBELET_CONF, user: None, orgs: &[NODES_GROUP], server: Server::Local },
     KubeconfigSpec {
         file: CONTROLLER_MANAGER_CONF,
         user: Some("system:kube-controller-manager"),
