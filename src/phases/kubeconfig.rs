@@ -88,7 +88,7 @@ pub fn write(ctx: &InitContext, files: &[&str]) -> Result<()> {
         match ctx.fs.read(&file)? {
             Some(existing) => {
                 validate_existing(file.as_str(), &existing, spec, cfg, &ca, ctx.start)?;
-                info!("[kubeconfig] Using existing kubeconfig file: {file:?}");
+                info!("[kubeconfig] Using existing kubeconfig file: {:?}", file.as_str());
             }
             None => {
                 let key = ctx.keys.take()?;
