@@ -45,7 +45,10 @@ fn init_defaults_round_trip_and_init_accepts_them() {
     let config = std::fs::read_to_string(s.path("/var/lib/kubelet/config.yaml")).unwrap();
     assert!(config.contains("\ncontainerRuntimeEndpoint: unix:///var/run/containerd/containerd.sock\n"), "{config}");
     let flags = std::fs::read_to_string(s.path("/var/lib/kubelet/kubeadm-flags.env")).unwrap();
-    assert!(!flags.contains("--container-runtime-endpoint") && !flags.contains("--pod-infra-container-image"), "{flags}");
+    assert!(
+        !flags.contains("--container-runtime-endpoint") && !flags.contains("--pod-infra-container-image"),
+        "{flags}"
+    );
     let apiserver = std::fs::read_to_string(s.path("/etc/kubernetes/manifests/kube-apiserver.yaml")).unwrap();
     assert!(apiserver.contains("--advertise-address=1.2.3.4"), "{apiserver}");
 }
