@@ -128,6 +128,8 @@ pub fn etcd_data_dir(path: &str) -> Dir {
 
 pub const KUBELET_CONFIG: File = File::fixed("/var/lib/kubelet/config.yaml", READABLE);
 pub const KUBELET_FLAGS_ENV: File = File::fixed("/var/lib/kubelet/kubeadm-flags.env", READABLE);
+/// The node's own KubeletConfiguration fields (kubeadm 1.34+: the CRI endpoint), merged into config.yaml.
+pub const KUBELET_INSTANCE_CONFIG: File = File::fixed("/var/lib/kubelet/instance-config.yaml", READABLE);
 /// The key of a pending TLS bootstrap, kept so a rerun finds the same CSR (named by the key).
 pub const KUBELET_CLIENT_KEY_TMP: File = File::fixed("/var/lib/kubelet/pki/kubelet-client.key.tmp", PRIVATE);
 /// The kubelet's rotating identity: an absolute symlink to the newest timestamped bundle.

@@ -20,7 +20,6 @@ use crate::paths::{self, File};
 use crate::phases::{self, JoinFn, Phase};
 
 const KUBELET_CONFIG_CM: &str = "/api/v1/namespaces/kube-system/configmaps/kubelet-config";
-const KUBEADM_CONFIG_CM: &str = "/api/v1/namespaces/kube-system/configmaps/kubeadm-config";
 const CSRS: &str = "/apis/certificates.k8s.io/v1/certificatesigningrequests";
 
 /// A request join would send.
@@ -84,7 +83,6 @@ pub fn run(ctx: &JoinContext, selected: &[&Phase<JoinFn>]) -> Result<()> {
         let node = format!("/api/v1/nodes/{name}");
         requests.push(get("Node", "", name, &node, "bootstrap token"));
         requests.push(get("ConfigMap", "kube-system", "kubelet-config", KUBELET_CONFIG_CM, "bootstrap token"));
-        requests.push(get("ConfigMap", "kube-system", "kubeadm-config", KUBEADM_CONFIG_CM, "bootstrap token"));
         // A throwaway key: the real run makes its own, so only the name differs.
         let key = crate::pki::keys::generate(KeyAlgorithm::EcdsaP256)?;
         let (pem, csr_name) = crate::csr::node_csr(name, &key)?;
@@ -107,11 +105,12 @@ pub fn run(ctx: &JoinContext, selected: &[&Phase<JoinFn>]) -> Result<()> {
             identity: "bootstrap token",
             object: Value::Null,
         });
-        files.push(from_cluster(&paths::KUBELET_CONFIG, "data.kubelet of the cluster's kubelet-config ConfigMap"));
+        files.push(from_cluster(&paths::KUBELET_INSTANCE_CONFIG, "the CRI socket given here"));
         files.push(from_cluster(
-            &paths::KUBELET_FLAGS_ENV,
-            "the CRI socket, node name and kubeletExtraArgs given here, the pause image from the cluster's imageRepository",
+            &paths::KUBELET_CONFIG,
+            "data.kubelet of the cluster's kubelet-config ConfigMap, with instance-config.yaml merged in",
         ));
+        files.push(from_cluster(&paths::KUBELET_FLAGS_ENV, "the node name, taints and kubeletExtraArgs given here"));
         files.push(from_cluster(
             &paths::kubelet_client_bundle("<timestamp>"),
             "the issued client certificate and its key",
@@ -119,7 +118,11 @@ pub fn run(ctx: &JoinContext, selected: &[&Phase<JoinFn>]) -> Result<()> {
         files.push(from_cluster(&paths::KUBELET_CLIENT_CURRENT, "a symlink to the bundle above"));
         files.push(from_cluster(
             &paths::KUBELET_CONF,
-            "the verified server and CA; the client certificate is the symlink above",
+            if ctx.args.control_plane.is_some() {
+                "this node's own API server (advertise address and bind port) and the verified CA; the client certificate is the symlink above"
+            } else {
+                "the verified server and CA; the client certificate is the symlink above"
+            },
         ));
     }
     let control_plane = control_plane::after_kubelet(ctx, &has, &mut requests, &mut files);

@@ -196,7 +196,11 @@ pub fn manifests(ctx: &JoinContext) -> Result<()> {
 pub fn mark_control_plane(ctx: &JoinContext) -> Result<()> {
     let Some(cp) = control_plane(ctx, "mark-control-plane") else { return Ok(()) };
     let cfg = node_config(ctx, cp)?;
-    crate::phases::mark_control_plane(&init_context(ctx, cfg))
+    let ic = init_context(ctx, cfg);
+    // As kubeadm join: admin.conf as written (controlPlaneEndpoint). Init's API phases point it
+    // at their own local API server instead; a joining node's may not serve yet.
+    let _ = ic.admin.set(client(ctx)?);
+    crate::phases::mark_control_plane(&ic)
 }
 
 /// `etcd-join` (stacked etcd only): this node as an etcd learner of the existing members (found

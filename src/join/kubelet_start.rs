@@ -5,10 +5,12 @@
 use log::{info, warn};
 
 use super::{Found, JoinContext, tls_bootstrap};
-use crate::constants::DEFAULT_IMAGE_REPOSITORY;
 use crate::error::{Error, Result};
 use crate::kube::{Auth, Client, Trust};
-use crate::paths::{BOOTSTRAP_KUBELET_CONF, KUBELET_CLIENT_KEY_TMP, KUBELET_CONFIG, KUBELET_FLAGS_ENV};
+use crate::objects::kubelet;
+use crate::paths::{
+    BOOTSTRAP_KUBELET_CONF, KUBELET_CLIENT_KEY_TMP, KUBELET_CONFIG, KUBELET_FLAGS_ENV, KUBELET_INSTANCE_CONFIG,
+};
 
 pub fn kubelet_start(ctx: &JoinContext) -> Result<()> {
     let Some(found) = Found::load(ctx.fs)? else {
@@ -46,25 +48,21 @@ fn start(ctx: &JoinContext, found: &Found) -> Result<()> {
         None => refuse_ready_node(&client, &a.node_name)?,
     }
 
-    info!("[kubelet-start] Writing kubelet configuration to file {:?}", KUBELET_CONFIG.as_str());
     let cm = client
         .get("/api/v1/namespaces/kube-system/configmaps/kubelet-config")?
         .ok_or_else(|| Error::runtime("the ConfigMap kube-system/kubelet-config does not exist: the control plane has not finished its upload-config phase"))?;
     let kubelet_yaml = cm["data"]["kubelet"]
         .as_str()
         .ok_or_else(|| Error::runtime("ConfigMap kube-system/kubelet-config has no data.kubelet"))?;
-    fs.write(&KUBELET_CONFIG, kubelet_yaml.as_bytes())?;
-    let pause = pause_image(&client)?;
+    // kubeadm 1.37 join's order: instance config, config.yaml (with it merged), flags env.
+    info!("[kubelet-start] Writing kubelet configuration to file {:?}", KUBELET_INSTANCE_CONFIG.as_str());
+    fs.write(&KUBELET_INSTANCE_CONFIG, kubelet::instance_config_yaml(&a.cri_socket).as_bytes())?;
+    info!("[kubelet-start] Writing kubelet configuration to file {:?}", KUBELET_CONFIG.as_str());
+    fs.write(&KUBELET_CONFIG, kubelet::node_config_yaml(kubelet_yaml, &a.cri_socket)?.as_bytes())?;
     // A control plane's taint is set by mark-control-plane, not registered by the kubelet.
-    let taints = if a.control_plane.is_some() { None } else { crate::objects::kubelet::taints_flag(&a.taints) };
-    let env = crate::objects::kubelet::kubeadm_flags_env(
-        &a.cri_socket,
-        &pause,
-        &a.node_name,
-        &a.hostname,
-        taints,
-        &a.kubelet_extra_args,
-    );
+    let taints = if a.control_plane.is_some() { None } else { kubelet::taints_flag(&a.taints) };
+    let env = kubelet::kubeadm_flags_env(&a.node_name, &a.hostname, taints, &a.kubelet_extra_args);
+    info!("[kubelet-start] Writing kubelet environment file with flags to file {:?}", KUBELET_FLAGS_ENV.as_str());
     fs.write(&KUBELET_FLAGS_ENV, env.as_bytes())?;
     fs.commit()?;
 
@@ -103,59 +101,5 @@ fn refuse_ready_node(client: &Client, name: &str) -> Result<()> {
             Ok(())
         }
         Err(e) => Err(e.into()),
-    }
-}
-
-/// The pause image for the kubelet flags, from the cluster's ClusterConfiguration.
-fn pause_image(client: &Client) -> Result<String> {
-    let text = client
-        .get("/api/v1/namespaces/kube-system/configmaps/kubeadm-config")?
-        .and_then(|cm| cm["data"]["ClusterConfiguration"].as_str().map(str::to_string));
-    Ok(pause_image_from(text.as_deref()))
-}
-
-/// The pause image named by the kubeadm-config ConfigMap's ClusterConfiguration, v1beta3 or
-/// v1beta4. kubeadm reads the ConfigMap leniently (a newer kubeadm may have added fields): if the
-/// typed read fails, the repository is taken from the raw document, with a warning.
-fn pause_image_from(cluster_configuration: Option<&str>) -> String {
-    let repo = cluster_configuration.and_then(|text| match crate::config::cluster_from_configmap(text) {
-        Ok(c) => Some(c.image_repository),
-        Err(e) => {
-            warn!("[kubelet-start] reading the kubeadm-config ConfigMap: {e}; taking only its imageRepository");
-            serde_yaml::from_str::<serde_yaml::Value>(text)
-                .ok()
-                .and_then(|v| v["imageRepository"].as_str().map(str::to_string))
-        }
-    });
-    let repo = repo.filter(|r| !r.is_empty()).unwrap_or_else(|| DEFAULT_IMAGE_REPOSITORY.to_string());
-    format!("{repo}/pause:{}", crate::objects::kubelet::PAUSE_VERSION)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// What kubeadm 1.22-1.30 (v1beta3) and 1.31+ (v1beta4) store in the ConfigMap.
-    #[test]
-    fn pause_image_from_either_configmap_version() {
-        let v1beta3 = "apiServer:\n  extraArgs:\n    authorization-mode: Node,RBAC\n  timeoutForControlPlane: 4m0s\n\
-                       apiVersion: kubeadm.k8s.io/v1beta3\ncertificatesDir: /etc/kubernetes/pki\nclusterName: kubernetes\n\
-                       controllerManager: {}\ndns: {}\netcd:\n  local:\n    dataDir: /var/lib/etcd\n\
-                       imageRepository: mirror.example/k8s\nkind: ClusterConfiguration\nkubernetesVersion: v1.26.1\n\
-                       networking:\n  dnsDomain: cluster.local\n  serviceSubnet: 10.96.0.0/12\nscheduler: {}\n";
-        let v1beta4 = "apiServer: {}\napiVersion: kubeadm.k8s.io/v1beta4\ncaCertificateValidityPeriod: 87600h0m0s\n\
-                       controllerManager:\n  extraArgs:\n  - name: cloud-provider\n    value: external\n\
-                       encryptionAlgorithm: RSA-2048\nimageRepository: mirror.example/k8s\nkind: ClusterConfiguration\n\
-                       kubernetesVersion: v1.33.4\nproxy: {}\n";
-        let want = format!("mirror.example/k8s/pause:{}", crate::objects::kubelet::PAUSE_VERSION);
-        assert_eq!(pause_image_from(Some(v1beta3)), want);
-        assert_eq!(pause_image_from(Some(v1beta4)), want);
-        // A field from a newer kubeadm: the repository still counts.
-        let newer = format!("{v1beta4}someFutureField: 1\n");
-        assert_eq!(pause_image_from(Some(&newer)), want);
-        assert_eq!(
-            pause_image_from(None),
-            format!("{DEFAULT_IMAGE_REPOSITORY}/pause:{}", crate::objects::kubelet::PAUSE_VERSION)
-        );
     }
 }

@@ -19,9 +19,10 @@ use crate::timeouts::{CSR_REWATCH_BACKOFF, CSR_WATCH_WINDOW};
 
 pub fn run(ctx: &JoinContext, client: &Client, found: &Found) -> Result<()> {
     let (fs, node_name) = (ctx.fs, ctx.args.node_name.as_str());
+    let server = kubelet_server(ctx, found)?;
     if let Some(why) = existing_identity(fs, &found.ca_pem, node_name) {
         info!("[kubelet-start] {why}; keeping it");
-        let kc = crate::objects::kubelet::kubelet_conf_for_rotation(&found.server, &found.ca_pem);
+        let kc = crate::objects::kubelet::kubelet_conf_for_rotation(&server, &found.ca_pem);
         fs.write(&KUBELET_CONF, kc.to_yaml()?.as_bytes())?;
         fs.commit()?;
         return fs.remove(&KEY_TMP);
@@ -43,7 +44,19 @@ pub fn run(ctx: &JoinContext, client: &Client, found: &Found) -> Result<()> {
         Created::Exists => info!("[kubelet-start] Certificate signing request {name} already exists; waiting for it"),
     }
     let cert_pem = wait_for_certificate(client, &name, ctx.args.tls_bootstrap_timeout, ctx.clock)?;
-    write_identity(fs, found, &cert_pem, &crate::pki::keys::to_pem(&key))
+    write_identity(fs, &server, &found.ca_pem, &cert_pem, &crate::pki::keys::to_pem(&key))
+}
+
+/// The server in kubelet.conf. A control plane's kubelet talks to its own API server
+/// (`https://<advertiseAddress>:<bindPort>`, as kubeadm 1.35+ points bootstrap-kubelet.conf
+/// there, KEP-4471), so it never depends on a load balancer or on an API server of another
+/// version; a worker's uses the endpoint discovery verified. The CSR itself still goes through
+/// that endpoint: the local API server does not run until etcd-join.
+fn kubelet_server(ctx: &JoinContext, found: &Found) -> Result<String> {
+    match &ctx.args.control_plane {
+        Some(cp) => Ok(super::control_plane::node_config(ctx, cp)?.local_endpoint.url()),
+        None => Ok(found.server.clone()),
+    }
 }
 
 /// A finished kubelet-start, judged from disk alone (kubelet.conf, the identity, the CA at
@@ -139,7 +152,7 @@ fn wait_for_certificate(client: &Client, name: &str, timeout: Duration, clock: &
 /// The kubelet's layout: `kubelet-client-<ts>.pem` (chain, then key; 0600) and
 /// `kubelet-client-current.pem` as an absolute symlink to it — the kubelet refuses to rotate a
 /// plain file. kubelet.conf points both cert and key at the symlink.
-fn write_identity(fs: &NodeFs, found: &Found, cert_pem: &str, key_pem: &str) -> Result<()> {
+fn write_identity(fs: &NodeFs, server: &str, ca_pem: &[u8], cert_pem: &str, key_pem: &str) -> Result<()> {
     let now = time::OffsetDateTime::now_utc();
     let ts = format!(
         "{:04}-{:02}-{:02}-{:02}-{:02}-{:02}",
@@ -156,7 +169,7 @@ fn write_identity(fs: &NodeFs, found: &Found, cert_pem: &str, key_pem: &str) -> 
     bundle.push_str(key_pem);
     fs.write(&file, bundle.as_bytes())?;
     fs.symlink(&CURRENT, file.as_str())?;
-    let kc = crate::objects::kubelet::kubelet_conf_for_rotation(&found.server, &found.ca_pem);
+    let kc = crate::objects::kubelet::kubelet_conf_for_rotation(server, ca_pem);
     fs.write(&KUBELET_CONF, kc.to_yaml()?.as_bytes())?;
     fs.commit()?;
     fs.remove(&KEY_TMP)?;

@@ -1,4 +1,5 @@
-//! The kubelet's files: config.yaml (the KubeletConfiguration kubeadm computes, §6),
+//! The kubelet's files: config.yaml (the KubeletConfiguration kubeadm computes, §6, with
+//! instance-config.yaml merged in), instance-config.yaml (the node's CRI endpoint),
 //! kubeadm-flags.env (§9 step 8), bootstrap-kubelet.conf and the kubeconfig the kubelet writes
 //! for itself after TLS bootstrap (§9).
 
@@ -10,8 +11,11 @@ use crate::config::types::{Arg, Taint};
 use crate::constants::{KUBELET_API_VERSION, MANIFESTS_DIR};
 use crate::kubeconfig::{self, Cluster, Context, Credentials, Kubeconfig, NamedCluster, NamedContext, NamedUser, User};
 
-/// kubeadm's PauseVersion for the Kubernetes minors kubestrap supports (1.35+).
-pub const PAUSE_VERSION: &str = "3.10.1";
+/// kubeadm's PauseVersion per Kubernetes minor: 3.10.1 up to 1.35, 3.10.2 from 1.36
+/// (constants.go). Only for image lists: the kubelet no longer takes a pause flag (1.35+).
+pub fn pause_version(minor: u32) -> &'static str {
+    if minor <= 35 { "3.10.1" } else { "3.10.2" }
+}
 /// The kubelet's healthz endpoint kubeadm waits on.
 pub const HEALTHZ_BIND_ADDRESS: &str = "127.0.0.1";
 pub const HEALTHZ_PORT: u16 = 10248;
@@ -56,14 +60,42 @@ pub fn config_yaml(cfg: &InitConfig) -> Result<String, RenderError> {
     mapping_yaml(&kubelet_configuration(cfg))
 }
 
+/// Init's /var/lib/kubelet/config.yaml: [`config_yaml`] with the node's instance-config.yaml
+/// (its CRI socket) merged in.
+pub fn init_node_config_yaml(cfg: &InitConfig) -> Result<String, RenderError> {
+    mapping_yaml(&with_instance_config(kubelet_configuration(cfg), &cfg.init.node_registration.cri_socket))
+}
+
 /// Like [`config_yaml`], for a node where systemd-resolved may be active.
 pub fn config_yaml_with(cfg: &InitConfig, systemd_resolved: bool) -> Result<String, RenderError> {
     mapping_yaml(&kubelet_configuration_with(cfg, systemd_resolved))
 }
 
-/// `<imageRepository>/pause:<PauseVersion>` (kubeadm's GetPauseImage).
+/// `<imageRepository>/pause:<PauseVersion>` (kubeadm's GetPauseImage), for image lists.
 pub fn pause_image(cfg: &InitConfig) -> String {
-    format!("{}/pause:{PAUSE_VERSION}", cfg.cluster.image_repository)
+    format!("{}/pause:{}", cfg.cluster.image_repository, pause_version(cfg.version.minor))
+}
+
+/// /var/lib/kubelet/instance-config.yaml as kubeadm 1.37 writes it (WriteInstanceConfigToDisk):
+/// one line, the endpoint Go-quoted, no apiVersion or kind.
+pub fn instance_config_yaml(cri_socket: &str) -> String {
+    format!("containerRuntimeEndpoint: {}\n", go_quote(cri_socket))
+}
+
+/// Merges instance-config.yaml into a KubeletConfiguration, as kubeadm's WriteConfigToDisk
+/// does (a strategic merge patch of that one field): the node's endpoint wins.
+pub fn with_instance_config(mut m: Mapping, cri_socket: &str) -> Mapping {
+    m.insert("containerRuntimeEndpoint".into(), cri_socket.into());
+    m
+}
+
+/// The node's config.yaml: the cluster-wide KubeletConfiguration text (the kubelet-config
+/// ConfigMap's, or init's own) with instance-config.yaml merged in, keys sorted as kubeadm's
+/// YAML round-trip leaves them.
+pub fn node_config_yaml(cluster_yaml: &str, cri_socket: &str) -> Result<String, RenderError> {
+    let m: Mapping = serde_yaml::from_str(cluster_yaml)
+        .map_err(|e| RenderError { what: "the KubeletConfiguration".into(), detail: e.to_string() })?;
+    mapping_yaml(&with_instance_config(m, cri_socket))
 }
 
 /// core/v1 Taint.ToString: `key[=value]:effect`.
@@ -113,27 +145,15 @@ pub fn go_quote(s: &str) -> String {
     out
 }
 
-/// /var/lib/kubelet/kubeadm-flags.env: `KUBELET_KUBEADM_ARGS="..."` and a newline, as kubeadm's
-/// WriteKubeletDynamicEnvFile writes it. Defaults: --container-runtime-endpoint (when a socket is
-/// given), --pod-infra-container-image (when given), --register-with-taints (workers only: the
-/// caller passes [`taints_flag`]), --hostname-override when the node name differs from the
-/// (lowercased) hostname. `extra` (kubeletExtraArgs) replace every default of the same name and
-/// may repeat; the flags are sorted by name, then value (kubeadm's ArgumentsToCommand).
-pub fn kubeadm_flags_env(
-    cri_socket: &str,
-    pause_image: &str,
-    node_name: &str,
-    hostname: &str,
-    taints_flag: Option<String>,
-    extra: &[Arg],
-) -> String {
+/// /var/lib/kubelet/kubeadm-flags.env: `KUBELET_KUBEADM_ARGS="..."` and a newline, as kubeadm
+/// 1.37's WriteKubeletDynamicEnvFile writes it. Defaults: --register-with-taints (workers only:
+/// the caller passes [`taints_flag`]) and --hostname-override when the node name differs from
+/// the (lowercased) hostname; the CRI endpoint lives in instance-config.yaml and the pause flag
+/// is gone (kubelet 1.35 removed it). As kubeadm's ArgumentsToCommand: the defaults sorted by
+/// name then value, less those `extra` (kubeletExtraArgs) names, then `extra` in the user's
+/// order (a repeated flag's order can matter).
+pub fn kubeadm_flags_env(node_name: &str, hostname: &str, taints_flag: Option<String>, extra: &[Arg]) -> String {
     let mut defaults: Vec<(String, String)> = Vec::new();
-    if !cri_socket.is_empty() {
-        defaults.push(("container-runtime-endpoint".into(), cri_socket.into()));
-    }
-    if !pause_image.is_empty() {
-        defaults.push(("pod-infra-container-image".into(), pause_image.into()));
-    }
     if let Some(t) = taints_flag.filter(|t| !t.is_empty()) {
         defaults.push(("register-with-taints".into(), t));
     }
@@ -141,11 +161,13 @@ pub fn kubeadm_flags_env(
     if node_name != hostname.trim().to_lowercase() {
         defaults.push(("hostname-override".into(), node_name.into()));
     }
-    let mut flags: Vec<(String, String)> =
-        defaults.into_iter().filter(|(n, _)| !extra.iter().any(|a| &a.name == n)).collect();
-    flags.extend(extra.iter().map(|a| (a.name.clone(), a.value.clone())));
-    flags.sort();
-    let args: Vec<String> = flags.into_iter().map(|(n, v)| format!("--{n}={v}")).collect();
+    defaults.retain(|(n, _)| !extra.iter().any(|a| &a.name == n));
+    defaults.sort();
+    let args: Vec<String> = defaults
+        .into_iter()
+        .chain(extra.iter().map(|a| (a.name.clone(), a.value.clone())))
+        .map(|(n, v)| format!("--{n}={v}"))
+        .collect();
     format!("{FLAGS_ENV_VAR}={}\n", go_quote(&args.join(" ")))
 }
 
@@ -259,34 +281,31 @@ authentication:
     }
 
     #[test]
-    fn pause_image_honours_repository() {
-        assert_eq!(pause_image(&cfg("")), "registry.k8s.io/pause:3.10.1");
-        let c = cfg("imageRepository: my.registry.example/k8s\n");
-        assert_eq!(pause_image(&c), "my.registry.example/k8s/pause:3.10.1");
+    fn pause_image_per_minor_and_repository() {
+        assert_eq!(pause_image(&cfg("")), "registry.k8s.io/pause:3.10.2");
+        assert_eq!(pause_version(35), "3.10.1");
+        assert_eq!(pause_version(36), "3.10.2");
+        assert_eq!(pause_version(37), "3.10.2");
+        let c = cfg("imageRepository: my.registry.example/k8s\n"); // BASE is v1.37.0
+        assert_eq!(pause_image(&c), "my.registry.example/k8s/pause:3.10.2");
     }
 
+    /// kubelet 1.35 removed --pod-infra-container-image (it exits on it) and kubeadm 1.36+ moved
+    /// the CRI endpoint to instance-config.yaml: neither flag is written, whatever the node.
     #[test]
-    fn flags_env_defaults_sorted_and_quoted() {
-        let env = kubeadm_flags_env(
-            "unix:///var/run/containerd/containerd.sock",
-            "registry.k8s.io/pause:3.10.1",
-            "cp-1",
-            "cp-1",
-            None,
-            &[],
-        );
-        assert_eq!(
-            env,
-            "KUBELET_KUBEADM_ARGS=\"--container-runtime-endpoint=unix:///var/run/containerd/containerd.sock \
-             --pod-infra-container-image=registry.k8s.io/pause:3.10.1\"\n"
-        );
-        assert_eq!(env.lines().count(), 1);
+    fn flags_env_has_no_pause_or_cri_flag() {
+        let env = kubeadm_flags_env("cp-1", "cp-1", None, &[]);
+        assert_eq!(env, "KUBELET_KUBEADM_ARGS=\"\"\n");
+        let env = kubeadm_flags_env("worker-1", "ip-10-0-0-5", Some("a:NoSchedule".into()), &[]);
+        assert!(!env.contains("pod-infra-container-image") && !env.contains("container-runtime-endpoint"), "{env}");
     }
 
+    /// kubeadm's ArgumentsToCommand (1.36, backported to 1.35.1): defaults sorted, overridden
+    /// defaults dropped, then the overrides in the user's order, repeats kept.
     #[test]
-    fn flags_env_hostname_override_taints_and_extra_args() {
+    fn flags_env_defaults_sorted_then_overrides_in_order() {
         // Hostname comparison is case-insensitive (GetHostname lowercases).
-        let same = kubeadm_flags_env("unix:///run/c.sock", "p:1", "node-a", " Node-A\n", None, &[]);
+        let same = kubeadm_flags_env("node-a", " Node-A\n", None, &[]);
         assert!(!same.contains("hostname-override"), "{same}");
 
         let taints = vec![
@@ -294,20 +313,54 @@ authentication:
             Taint { key: "spot".into(), value: String::new(), effect: "PreferNoSchedule".into(), time_added: None },
         ];
         let env = kubeadm_flags_env(
-            "unix:///run/c.sock",
-            "p:1",
             "worker-1",
             "ip-10-0-0-5",
             taints_flag(&taints),
-            &[arg("v", "2"), arg("pod-infra-container-image", "mine:2"), arg("node-labels", "a=b"), arg("v", "1")],
+            &[arg("v", "2"), arg("node-labels", "a=b"), arg("v", "1")],
         );
         assert_eq!(
             env,
-            "KUBELET_KUBEADM_ARGS=\"--container-runtime-endpoint=unix:///run/c.sock --hostname-override=worker-1 \
-             --node-labels=a=b --pod-infra-container-image=mine:2 \
-             --register-with-taints=dedicated=gpu:NoSchedule,spot:PreferNoSchedule --v=1 --v=2\"\n"
+            "KUBELET_KUBEADM_ARGS=\"--hostname-override=worker-1 \
+             --register-with-taints=dedicated=gpu:NoSchedule,spot:PreferNoSchedule --v=2 --node-labels=a=b --v=1\"\n"
         );
+        // An override replaces the default of its name and takes the user's place.
+        let env = kubeadm_flags_env("worker-1", "h", None, &[arg("v", "3"), arg("hostname-override", "w")]);
+        assert_eq!(env, "KUBELET_KUBEADM_ARGS=\"--v=3 --hostname-override=w\"\n");
         assert_eq!(taints_flag(&[]), None);
+    }
+
+    /// kubeadm 1.37's WriteInstanceConfigToDisk: `containerRuntimeEndpoint: %q`, nothing else.
+    #[test]
+    fn instance_config_is_one_quoted_line() {
+        assert_eq!(
+            instance_config_yaml("unix:///var/run/containerd/containerd.sock"),
+            "containerRuntimeEndpoint: \"unix:///var/run/containerd/containerd.sock\"\n"
+        );
+        let y: Y = serde_yaml::from_str(&instance_config_yaml("unix:///run/a \"b\".sock")).unwrap();
+        assert_eq!(y["containerRuntimeEndpoint"], "unix:///run/a \"b\".sock");
+    }
+
+    /// config.yaml is the cluster's KubeletConfiguration with instance-config.yaml merged in,
+    /// keys sorted; the node's endpoint wins over one in the cluster config.
+    #[test]
+    fn node_config_merges_the_instance_config() {
+        let c = cfg("");
+        let text = init_node_config_yaml(&c).unwrap();
+        let y: Y = serde_yaml::from_str(&text).unwrap();
+        assert_eq!(y["containerRuntimeEndpoint"], "unix:///var/run/containerd/containerd.sock");
+        assert!(text.contains("\ncontainerRuntimeEndpoint: unix:///var/run/containerd/containerd.sock\n"), "{text}");
+        // The cluster-wide copy (the ConfigMap's) has no node endpoint.
+        assert!(!config_yaml(&c).unwrap().contains("containerRuntimeEndpoint"));
+        let joined = node_config_yaml(
+            "apiVersion: kubelet.config.k8s.io/v1beta1\ncontainerRuntimeEndpoint: unix:///other.sock\nkind: KubeletConfiguration\nmaxPods: 7\n",
+            "unix:///run/crio/crio.sock",
+        )
+        .unwrap();
+        assert_eq!(
+            joined,
+            "apiVersion: kubelet.config.k8s.io/v1beta1\ncontainerRuntimeEndpoint: unix:///run/crio/crio.sock\nkind: KubeletConfiguration\nmaxPods: 7\n"
+        );
+        assert!(node_config_yaml("- not a mapping\n", "unix:///x").is_err());
     }
 
     #[test]
@@ -316,7 +369,7 @@ authentication:
         assert_eq!(go_quote("say \"hi\" \\ ok"), "\"say \\\"hi\\\" \\\\ ok\"");
         assert_eq!(go_quote("a\tb\nc\u{1}\u{7f}"), "\"a\\tb\\nc\\x01\\x7f\"");
         assert_eq!(go_quote("é\u{85}"), "\"é\\u0085\"");
-        let env = kubeadm_flags_env("", "", "n", "n", None, &[arg("node-labels", "x=\"y\"")]);
+        let env = kubeadm_flags_env("n", "n", None, &[arg("node-labels", "x=\"y\"")]);
         assert_eq!(env, "KUBELET_KUBEADM_ARGS=\"--node-labels=x=\\\"y\\\"\"\n");
     }
 

@@ -1,5 +1,6 @@
-//! The init phases that need the running control plane: they talk to the API server through
-//! admin.conf and create-or-update kubeadm's objects (409 means done, so reruns converge).
+//! The init phases that need the running control plane: they talk to this node's API server
+//! with admin.conf's credentials and create-or-update kubeadm's objects (409 means done, so
+//! reruns converge).
 
 use log::info;
 use serde_json::Value;
@@ -21,7 +22,13 @@ fn client_for(ctx: &InitContext, file: &str) -> Result<Client> {
         .fs
         .read(&path)?
         .ok_or_else(|| Error::state(format!("{path} is missing; run `kubestrap init phase kubeconfig` first")))?;
-    let kc = Kubeconfig::parse(&bytes).map_err(|m| Error::state(format!("{path} {m}")))?;
+    let mut kc = Kubeconfig::parse(&bytes).map_err(|m| Error::state(format!("{path} {m}")))?;
+    // kubeadm 1.37 (initData.KubeConfig, EnsureAdminClusterRoleBinding): init talks only to the
+    // local API server, so a load balancer that serves only once this API server is up works.
+    // The file keeps controlPlaneEndpoint; the serving cert has the advertise address as a SAN.
+    for c in &mut kc.clusters {
+        c.cluster.server = ctx.cfg.local_endpoint.url();
+    }
     let client = Client::from_kubeconfig(&kc, &|p| ctx.fs.read(p).ok().flatten(), REQUEST)
         .map_err(|m| Error::state(format!("{path}: {m}")))?;
     Ok(match &ctx.dry_run_api {

@@ -42,7 +42,8 @@ pub const KUBECONFIGS: &[KubeconfigSpec] = &[
         orgs: &[MASTERS_GROUP],
         server: Server::ControlPlane,
     },
-    KubeconfigSpec { file: KUBELET_CONF, user: None, orgs: &[NODES_GROUP], server: Server::ControlPlane },
+    // kubeadm 1.33+ (GA 1.35, KEP-4471): the kubelet of a control plane talks to its own API server.
+    KubeconfigSpec { file: KUBELET_CONF, user: None, orgs: &[NODES_GROUP], server: Server::Local },
     KubeconfigSpec {
         file: CONTROLLER_MANAGER_CONF,
         user: Some("system:kube-controller-manager"),
@@ -87,7 +88,7 @@ pub fn write(ctx: &InitContext, files: &[&str]) -> Result<()> {
         match ctx.fs.read(&file)? {
             Some(existing) => {
                 validate_existing(file.as_str(), &existing, spec, cfg, &ca, ctx.start)?;
-                info!("[kubeconfig] Using existing kubeconfig file: {file:?}");
+                info!("[kubeconfig] Using existing kubeconfig file: {:?}", file.as_str());
             }
             None => {
                 let key = ctx.keys.take()?;

@@ -38,8 +38,17 @@ fn init_defaults_round_trip_and_init_accepts_them() {
     let s = Scratch::new(&printed);
     let r = s.init(&[]).ok();
     assert!(r.stderr().contains("[init] Using Kubernetes version: v1.37.0"), "{}", r.stderr());
+    // kubeadm 1.37: the CRI endpoint is in instance-config.yaml (merged into config.yaml), and
+    // kubeadm-flags.env holds neither it nor the pause image (kubelet 1.35 removed that flag).
+    let instance = std::fs::read_to_string(s.path("/var/lib/kubelet/instance-config.yaml")).unwrap();
+    assert_eq!(instance, "containerRuntimeEndpoint: \"unix:///var/run/containerd/containerd.sock\"\n");
+    let config = std::fs::read_to_string(s.path("/var/lib/kubelet/config.yaml")).unwrap();
+    assert!(config.contains("\ncontainerRuntimeEndpoint: unix:///var/run/containerd/containerd.sock\n"), "{config}");
     let flags = std::fs::read_to_string(s.path("/var/lib/kubelet/kubeadm-flags.env")).unwrap();
-    assert!(flags.contains("--container-runtime-endpoint=unix:///var/run/containerd/containerd.sock"), "{flags}");
+    assert!(
+        !flags.contains("--container-runtime-endpoint") && !flags.contains("--pod-infra-container-image"),
+        "{flags}"
+    );
     let apiserver = std::fs::read_to_string(s.path("/etc/kubernetes/manifests/kube-apiserver.yaml")).unwrap();
     assert!(apiserver.contains("--advertise-address=1.2.3.4"), "{apiserver}");
 }

@@ -53,10 +53,16 @@ fn init_from_flags_alone_renders_what_the_flags_say() {
     assert!(cm.contains("--cluster-cidr=10.244.0.0/16"), "{cm}");
     let admin = read(&s, "/etc/kubernetes/admin.conf");
     assert!(admin.contains("server: https://lb.example.com:7443"), "{admin}");
+    // kubeadm 1.33+ (KEP-4471): the kubelet of a control plane talks to its own API server.
+    let kubelet_conf = read(&s, "/etc/kubernetes/kubelet.conf");
+    assert!(kubelet_conf.contains("server: https://127.0.0.1:7443\n"), "{kubelet_conf}");
     let kubelet = read(&s, "/var/lib/kubelet/config.yaml");
     assert!(kubelet.contains("clusterDomain: corp.internal") && kubelet.contains("10.112.0.10"), "{kubelet}");
+    let instance = read(&s, "/var/lib/kubelet/instance-config.yaml");
+    assert_eq!(instance, "containerRuntimeEndpoint: \"unix:///run/containerd/containerd.sock\"\n");
+    assert!(kubelet.contains("containerRuntimeEndpoint: unix:///run/containerd/containerd.sock"), "{kubelet}");
     let env = read(&s, "/var/lib/kubelet/kubeadm-flags.env");
-    assert!(env.contains("--container-runtime-endpoint=unix:///run/containerd/containerd.sock"), "{env}");
+    assert!(!env.contains("--container-runtime-endpoint") && !env.contains("--pod-infra-container-image"), "{env}");
     let (code, sans, err) =
         sh(&format!("openssl x509 -noout -ext subjectAltName -in '{}'", s.pki("apiserver.crt").display()));
     assert_eq!(code, 0, "{err}");
@@ -86,6 +92,7 @@ fn equals_and_space_spellings_build_the_same_node() {
         "/etc/kubernetes/manifests/kube-controller-manager.yaml",
         "/var/lib/kubelet/config.yaml",
         "/var/lib/kubelet/kubeadm-flags.env",
+        "/var/lib/kubelet/instance-config.yaml",
     ] {
         assert_eq!(read(&a, f), read(&b, f), "{f} differs between the two spellings");
     }

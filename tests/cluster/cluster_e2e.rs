@@ -205,13 +205,26 @@ pub fn check_joined_node(root: &Path, c: &Cluster) {
     let kcfg = std::fs::read_to_string(at("/etc/kubernetes/kubelet.conf")).unwrap();
     assert!(kcfg.contains("client-certificate: /var/lib/kubelet/pki/kubelet-client-current.pem"), "{kcfg}");
     assert_eq!(mode(&at("/etc/kubernetes/kubelet.conf")), 0o600);
-    let cm = c.double.object("/api/v1/namespaces/kube-system/configmaps/kubelet-config").unwrap();
+    // kubeadm 1.37: config.yaml is the cluster's KubeletConfiguration with instance-config.yaml
+    // (this node's CRI endpoint) merged in; the flags carry neither the endpoint nor the pause image.
+    let socket = "unix:///var/run/containerd/containerd.sock";
     assert_eq!(
-        std::fs::read_to_string(at("/var/lib/kubelet/config.yaml")).unwrap(),
-        cm["data"]["kubelet"].as_str().unwrap()
+        std::fs::read_to_string(at("/var/lib/kubelet/instance-config.yaml")).unwrap(),
+        format!("containerRuntimeEndpoint: \"{socket}\"\n")
     );
+    let cm = c.double.object("/api/v1/namespaces/kube-system/configmaps/kubelet-config").unwrap();
+    let mut want: serde_yaml::Mapping = serde_yaml::from_str(cm["data"]["kubelet"].as_str().unwrap()).unwrap();
+    assert!(!want.contains_key("containerRuntimeEndpoint"), "the cluster-wide copy names no node's socket");
+    want.insert("containerRuntimeEndpoint".into(), socket.into());
+    let config: serde_yaml::Mapping =
+        serde_yaml::from_str(&std::fs::read_to_string(at("/var/lib/kubelet/config.yaml")).unwrap()).unwrap();
+    assert_eq!(config, want);
     let flags = std::fs::read_to_string(at("/var/lib/kubelet/kubeadm-flags.env")).unwrap();
-    assert!(flags.starts_with("KUBELET_KUBEADM_ARGS=\"") && flags.contains("--container-runtime-endpoint="), "{flags}");
+    assert!(flags.starts_with("KUBELET_KUBEADM_ARGS=\""), "{flags}");
+    assert!(
+        !flags.contains("--container-runtime-endpoint") && !flags.contains("--pod-infra-container-image"),
+        "{flags}"
+    );
 
     // The identity works: the API authenticates the kubelet.conf's certificate as the node.
     let kc = kubestrap::kubeconfig::Kubeconfig::parse(kcfg.as_bytes()).unwrap();

@@ -132,6 +132,17 @@ fn a_second_control_plane_joins_with_the_certificate_key() {
     // identity no Node reads.
     assert_eq!(client.get("/api/v1/nodes/cp-2").unwrap_err().code(), Some(403));
     assert_eq!(c.double.request_log().last().unwrap().user, "system:kube-controller-manager");
+
+    // kubeadm 1.35+ (KEP-4471): its kubelet talks to its own API server, as the node.
+    let kc = kubestrap::kubeconfig::Kubeconfig::parse(&std::fs::read(&kubelet_conf).unwrap()).unwrap();
+    assert_eq!(kc.current().unwrap().0.server, format!("https://127.0.0.2:{b_port}"));
+    let read_link = |p: &str| {
+        let f = at(p);
+        std::fs::read(std::fs::read_link(&f).map(|t| at(t.to_str().unwrap())).unwrap_or(f)).ok()
+    };
+    let client = kubestrap::kube::Client::from_kubeconfig(&kc, &read_link, Duration::from_secs(5)).unwrap();
+    let _ = client.request("GET", "/api/v1/nodes/cp-2", None).unwrap();
+    assert_eq!(c.double.request_log().last().unwrap().user, "system:node:cp-2");
 }
 
 #[test]

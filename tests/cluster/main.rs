@@ -14,5 +14,6 @@ mod ha_etcd;
 mod ha_etcd_rerun;
 mod join_phases;
 mod jws_interop;
+mod local_api;
 mod upload_certs;
 mod userdata_kubeadm;

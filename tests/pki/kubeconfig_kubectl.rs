@@ -9,7 +9,8 @@ const LOCAL_URL: &str = "https://10.0.0.10:6443";
 const FILES: [(&str, &str, Option<&str>, bool); 5] = [
     ("admin.conf", "kubernetes-admin", Some("kubeadm:cluster-admins"), true),
     ("super-admin.conf", "kubernetes-super-admin", Some("system:masters"), true),
-    ("kubelet.conf", "system:node:cp-1", Some("system:nodes"), true),
+    // kubeadm 1.33+ (KEP-4471): a control plane's kubelet talks to its own API server.
+    ("kubelet.conf", "system:node:cp-1", Some("system:nodes"), false),
     ("controller-manager.conf", "system:kube-controller-manager", None, false),
     ("scheduler.conf", "system:kube-scheduler", None, false),
 ];

@@ -209,8 +209,8 @@ fn dry_run_writes_nothing_and_plans_every_file() {
     assert_eq!(find("/etc/kubernetes/manifests/etcd.yaml")["mode"], "0600");
     assert_eq!(
         files.len(),
-        10 * 2 + 2 + 5 + 4 + 2,
-        "10 cert+key pairs, sa pair, 5 kubeconfigs, 4 manifests, kubelet config + flags"
+        10 * 2 + 2 + 5 + 4 + 3,
+        "10 cert+key pairs, sa pair, 5 kubeconfigs, 4 manifests, kubelet flags + instance config + config"
     );
     for f in files {
         assert_eq!(f["sha256"].as_str().unwrap().len(), 64);
@@ -237,4 +237,29 @@ fn single_phases_run_alone_and_later_phases_need_earlier_output() {
     s.init(&["--skip-phases", "etcd"]).ok();
     assert!(!s.path("/etc/kubernetes/manifests/etcd.yaml").exists());
     assert!(s.path("/etc/kubernetes/manifests/kube-apiserver.yaml").exists());
+}
+
+/// kubeadm 1.33+ points an init node's kubelet.conf at the local API server, not the
+/// controlPlaneEndpoint: a rerun keeps such a file, and refuses one pointing elsewhere.
+#[test]
+fn kubelet_conf_points_at_the_local_api_server_and_reruns_keep_it() {
+    let s = Scratch::new(&format!("{BASE_CONFIG}controlPlaneEndpoint: lb.example.internal:6443\n"));
+    s.phase("certs").ok();
+    s.phase("kubeconfig").ok();
+    let path = s.path("/etc/kubernetes/kubelet.conf");
+    let text = String::from_utf8(read(&path)).unwrap();
+    assert!(text.contains("server: https://10.0.0.10:6443\n"), "{text}");
+    let admin = String::from_utf8(read(&s.path("/etc/kubernetes/admin.conf"))).unwrap();
+    assert!(admin.contains("server: https://lb.example.internal:6443\n"), "{admin}");
+    let r = s.phase("kubeconfig").ok();
+    assert!(r.stderr().contains("Using existing kubeconfig file: \"/etc/kubernetes/kubelet.conf\""), "{}", r.stderr());
+    assert_eq!(read(&path), text.as_bytes());
+    fs::write(&path, text.replace("https://10.0.0.10:6443", "https://lb.example.internal:6443")).unwrap();
+    let r = s.phase("kubeconfig");
+    assert_ne!(r.code(), 0);
+    assert!(
+        r.stderr().contains("points at https://lb.example.internal:6443 instead of https://10.0.0.10:6443"),
+        "{}",
+        r.stderr()
+    );
 }

@@ -270,33 +270,21 @@ fn kubelet_config_yaml_has_kubeadm_defaults() {
 fn flags_env_for_rich_config() {
     let cfg = resolve(RICH_CONFIG);
     let nr = &cfg.init.node_registration;
-    let env = kubelet::kubeadm_flags_env(
-        &nr.cri_socket,
-        &kubelet::pause_image(&cfg),
-        &cfg.node_name,
-        "cp-1",
-        None,
-        &nr.kubelet_extra_args,
-    );
-    assert_eq!(
-        env,
-        "KUBELET_KUBEADM_ARGS=\"--container-runtime-endpoint=unix:///var/run/containerd/containerd.sock \
-         --node-labels=tier=infra --pod-infra-container-image=my.registry.example/k8s/pause:3.10.1\"\n"
-    );
+    // The hostname differs from the node name, so kubeadm adds --hostname-override.
+    let env = kubelet::kubeadm_flags_env(&cfg.node_name, "ip-10-0-0-5", None, &nr.kubelet_extra_args);
+    // No --container-runtime-endpoint (instance-config.yaml has it) and no
+    // --pod-infra-container-image (kubelet 1.35 removed it and exits on it).
+    assert_eq!(env, "KUBELET_KUBEADM_ARGS=\"--hostname-override=cp-1 --node-labels=tier=infra\"\n");
     // The shell the kubelet's drop-in goes through reads it back as the same words.
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("kubeadm-flags.env");
     std::fs::write(&p, &env).unwrap();
     let (code, out, _) = sh(&format!("set -a; . '{}'; printf '%s\\n' $KUBELET_KUBEADM_ARGS", p.display()));
     assert_eq!(code, 0);
-    assert_eq!(
-        out.lines().collect::<Vec<_>>(),
-        vec![
-            "--container-runtime-endpoint=unix:///var/run/containerd/containerd.sock",
-            "--node-labels=tier=infra",
-            "--pod-infra-container-image=my.registry.example/k8s/pause:3.10.1",
-        ]
-    );
+    assert_eq!(out.lines().collect::<Vec<_>>(), vec!["--hostname-override=cp-1", "--node-labels=tier=infra"]);
+    // instance-config.yaml reads back as the node's endpoint.
+    let instance: serde_yaml::Value = serde_yaml::from_str(&kubelet::instance_config_yaml(&nr.cri_socket)).unwrap();
+    assert_eq!(instance["containerRuntimeEndpoint"], "unix:///var/run/containerd/containerd.sock");
 }
 
 /// kubectl (client-go's loader) reads every kubeconfig we render.
