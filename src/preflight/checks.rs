@@ -123,7 +123,7 @@ pub fn table(input: &Input) -> Vec<Check<'_>> {
             "ContainerRuntimeVersion",
             Error,
             BOTH,
-            "update the container runtime to one with the CRI RuntimeConfig call (containerd 1.7.0+, CRI-O 1.28+)",
+            "update the container runtime to one with the CRI RuntimeConfig call (containerd 2.0+, CRI-O 1.28+)",
             move |h| runtime_config(h, input),
         ),
         check(
