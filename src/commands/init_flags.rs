@@ -250,6 +250,8 @@ fn feature_gates(s: &str) -> Result<BTreeMap<String, bool>> {
         let (k, v) = item
             .split_once('=')
             .ok_or_else(|| Error::usage(format!("--feature-gates: missing bool value for {item}")))?;
+        crate::config::features::check_flag_gate(k.trim())
+            .map_err(|m| Error::usage(format!("--feature-gates: {m}")))?;
         let v = match v.trim() {
             "true" | "True" | "TRUE" | "1" | "t" | "T" => true,
             "false" | "False" | "FALSE" | "0" | "f" | "F" => false,
@@ -283,7 +285,7 @@ mod tests {
             service_cidr: Some("10.112.0.0/12".into()),
             service_dns_domain: Some("corp.internal".into()),
             image_repository: Some("registry.example.com/k8s".into()),
-            feature_gates: Some("EtcdLearnerMode=true".into()),
+            feature_gates: Some("RootlessControlPlane=true".into()),
             token_ttl: Some("2h".into()),
             ..Default::default()
         };
@@ -297,7 +299,12 @@ mod tests {
         assert_eq!(cfg.cluster.networking.dns_domain, "corp.internal");
         assert_eq!(cfg.cluster.image_repository, "registry.example.com/k8s");
         assert!(cfg.cluster.api_server.cert_sans.contains(&"lb.example.com".to_string()));
-        assert_eq!(cfg.cluster.feature_gates.get("EtcdLearnerMode"), Some(&true));
+        assert_eq!(cfg.cluster.feature_gates.get("RootlessControlPlane"), Some(&true));
+        // A gate kubeadm 1.37 no longer knows is NewFeatureGate's error, exit 2.
+        let f = InitFlags { feature_gates: Some("EtcdLearnerMode=true".into()), ..Default::default() };
+        let e = f.load(None, &host()).unwrap_err();
+        assert!(e.message.starts_with("--feature-gates: unrecognized feature-gate key: EtcdLearnerMode."), "{e}");
+        assert_eq!(e.kind.exit_code(), 2);
         let t = &cfg.init.bootstrap_tokens[0];
         assert_eq!((t.token.as_str(), t.ttl.as_deref()), ("", Some("2h")));
         assert_eq!(t.description, DEFAULT_TOKEN_DESCRIPTION);
