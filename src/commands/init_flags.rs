@@ -257,7 +257,8 @@ fn feature_gates(s: &str) -> Result<BTreeMap<String, bool>> {
             "false" | "False" | "FALSE" | "0" | "f" | "F" => false,
             other => {
                 return Err(Error::usage(format!(
-                    "--feature-gates: invalid value of {k}={other}: expected true or false"
+                    "--feature-gates: invalid value {other} for feature-gate key: {}, use true|false instead",
+                    k.trim()
                 )));
             }
         };
@@ -336,8 +337,11 @@ mod tests {
         assert!(m.starts_with("--token: ") && !m.contains("0123456789"), "{m}");
         let m = bad(InitFlags { certificate_key: Some("zz".repeat(32)), ..Default::default() });
         assert!(m.starts_with("--certificate-key: ") && !m.contains("zzzz"), "{m}");
-        let m = bad(InitFlags { feature_gates: Some("A=maybe".into()), ..Default::default() });
-        assert!(m.contains("A=maybe"), "{m}");
+        let m = bad(InitFlags { feature_gates: Some("RootlessControlPlane=maybe".into()), ..Default::default() });
+        assert_eq!(
+            m,
+            "--feature-gates: invalid value maybe for feature-gate key: RootlessControlPlane, use true|false instead"
+        );
         let m = bad(InitFlags { patches: Some("/p".into()), ..Default::default() });
         assert!(m.starts_with("--patches: "), "{m}");
     }

@@ -120,6 +120,9 @@ fn cri_answers_from_real_containerd_and_not_from_a_mute_or_missing_socket() {
 
     let rep = report(&worker(&["--cri-socket", "unix:///nonexistent/cri.sock"]));
     assert!(row(&rep, "CRI")["message"].as_str().unwrap().contains("cannot connect"));
+    let v = row(&rep, "ContainerRuntimeVersion");
+    assert_eq!(v["result"], "error", "{v}");
+    assert!(v["message"].as_str().unwrap().starts_with("could not connect to the container runtime: "), "{v}");
 }
 
 /// The containerd we test Kubernetes v1.37.2 against (scripts/real-k8s builds it).
