@@ -10,6 +10,7 @@ pub use input::{PreflightError, enforce};
 pub mod cri;
 mod hpack;
 mod proxy;
+mod system;
 
 use std::net::IpAddr;
 use std::path::PathBuf;
