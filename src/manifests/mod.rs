@@ -78,7 +78,10 @@ fn etcd_cert_volumes(ext: &crate::config::types::ExternalEtcd, certs_dir: &str) 
         dirs.retain(|d| !d.starts_with(dir.as_str()));
         dirs.insert(dir);
     }
-    dirs.iter().enumerate().map(|(i, d)| Volume::new(&format!("etcd-certs-{i}"), d, true, "DirectoryOrCreate")).collect()
+    dirs.iter()
+        .enumerate()
+        .map(|(i, d)| Volume::new(&format!("etcd-certs-{i}"), d, true, "DirectoryOrCreate"))
+        .collect()
 }
 
 fn ca_volumes(env: &HostEnv) -> Vec<Volume> {
@@ -269,3 +272,6 @@ pub fn kube_scheduler(cfg: &InitConfig, env: &HostEnv) -> Value {
 
 #[cfg(test)]
 mod etcd_join_tests;
+
+#[cfg(test)]
+mod tests;

@@ -114,9 +114,10 @@ pub struct Component {
 
 /// kubeadm's MergeKubeadmEnvVars: later lists override earlier ones by name; sorted by name.
 pub fn merge_env(proxy_env: &[(String, String)], extra: &[EnvVar]) -> Vec<EnvVar> {
+    // kubeadm's GetProxyEnvVars skips a *_proxy variable with an empty value.
     let mut out: Vec<EnvVar> = proxy_env
         .iter()
-        .filter(|(n, _)| !extra.iter().any(|e| &e.name == n))
+        .filter(|(n, v)| !v.is_empty() && !extra.iter().any(|e| &e.name == n))
         .map(|(n, v)| EnvVar { name: n.clone(), value: Some(v.clone()), value_from: None })
         .collect();
     for e in extra {
@@ -214,7 +215,8 @@ mod tests {
 
     #[test]
     fn defaults_sorted_extra_args_appended_in_user_order() {
-        let defaults = vec![("c".to_string(), "3".to_string()), ("b".to_string(), "1".to_string()), ("a".into(), "2".into())];
+        let defaults =
+            vec![("c".to_string(), "3".to_string()), ("b".to_string(), "1".to_string()), ("a".into(), "2".into())];
         let extra = vec![arg("b", "y"), arg("z", "last"), arg("b", "x")];
         // kubeadm's ArgumentsToCommand: sorted defaults minus overridden names, then the overrides.
         assert_eq!(command("bin", defaults, &extra), ["bin", "--a=2", "--c=3", "--b=y", "--z=last", "--b=x"]);
@@ -223,9 +225,15 @@ mod tests {
     #[test]
     fn repeated_issuers_keep_the_users_first_value_first() {
         let defaults = vec![("service-account-issuer".to_string(), "https://kubernetes.default.svc".to_string())];
-        let extra = vec![arg("service-account-issuer", "https://new.example"), arg("service-account-issuer", "https://a.example")];
+        let extra = vec![
+            arg("service-account-issuer", "https://new.example"),
+            arg("service-account-issuer", "https://a.example"),
+        ];
         let cmd = command("kube-apiserver", defaults, &extra);
-        assert_eq!(cmd[1..], ["--service-account-issuer=https://new.example", "--service-account-issuer=https://a.example"]);
+        assert_eq!(
+            cmd[1..],
+            ["--service-account-issuer=https://new.example", "--service-account-issuer=https://a.example"]
+        );
         assert_eq!(flag_value(&cmd, "service-account-issuer"), Some("https://new.example"));
     }
 
@@ -251,14 +259,21 @@ mod tests {
             startup: Probe { host: None, path: "/livez", scheme: "HTTPS" },
             startup_failure_threshold: 24,
             requests: json!({"cpu": "1"}),
-            volumes: vec![Volume::new("b", "/default", true, "DirectoryOrCreate"), Volume::new("a", "/a", false, ""), Volume::new("b", "/user", false, "")],
+            volumes: vec![
+                Volume::new("b", "/default", true, "DirectoryOrCreate"),
+                Volume::new("a", "/a", false, ""),
+                Volume::new("b", "/user", false, ""),
+            ],
             env: vec![],
             annotations: vec![],
             probe_port: 1234,
             keep_mount_order: false,
         };
         let pod = render(&c);
-        assert_eq!(pod["spec"]["volumes"], json!([{"hostPath": {"path": "/a"}, "name": "a"}, {"hostPath": {"path": "/user"}, "name": "b"}]));
+        assert_eq!(
+            pod["spec"]["volumes"],
+            json!([{"hostPath": {"path": "/a"}, "name": "a"}, {"hostPath": {"path": "/user"}, "name": "b"}])
+        );
         let ctr = &pod["spec"]["containers"][0];
         assert_eq!(ctr["volumeMounts"], json!([{"mountPath": "/a", "name": "a"}, {"mountPath": "/user", "name": "b"}]));
         assert_eq!(ctr["ports"], json!([{"containerPort": 1234, "name": "probe-port", "protocol": "TCP"}]));
@@ -268,13 +283,21 @@ mod tests {
 
     #[test]
     fn merge_env_user_wins_and_sorts() {
-        let proxy = vec![("https_proxy".to_string(), "p".to_string()), ("NO_PROXY".to_string(), "n".to_string())];
+        let proxy = vec![
+            ("https_proxy".to_string(), "p".to_string()),
+            ("NO_PROXY".to_string(), "n".to_string()),
+            ("ftp_proxy".to_string(), String::new()),
+        ];
         let e = |n: &str, v: &str| EnvVar { name: n.into(), value: Some(v.into()), value_from: None };
         let out = merge_env(&proxy, &[e("https_proxy", "u"), e("A", "1"), e("A", "2")]);
         let got: Vec<(String, Option<String>)> = out.into_iter().map(|e| (e.name, e.value)).collect();
         assert_eq!(
             got,
-            vec![("A".into(), Some("2".into())), ("NO_PROXY".into(), Some("n".into())), ("https_proxy".into(), Some("u".into()))]
+            vec![
+                ("A".into(), Some("2".into())),
+                ("NO_PROXY".into(), Some("n".into())),
+                ("https_proxy".into(), Some("u".into()))
+            ]
         );
     }
 }

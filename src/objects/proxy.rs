@@ -87,7 +87,8 @@ pub fn kube_proxy_config_map(cfg: &InitConfig) -> Result<Value, RenderError> {
 pub fn kube_proxy_daemon_set(cfg: &InitConfig, proxy_env: &[(String, String)]) -> Value {
     let labels = json!({"k8s-app": NAME});
     let mut env = vec![json!({"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}})];
-    env.extend(proxy_env.iter().map(|(n, v)| json!({"name": n, "value": v})));
+    // kubeadm appends the host's non-empty *_proxy variables, sorted by name.
+    env.extend(proxy_env.iter().filter(|(_, v)| !v.is_empty()).map(|(n, v)| json!({"name": n, "value": v})));
     json!({
         "apiVersion": "apps/v1",
         "kind": "DaemonSet",
