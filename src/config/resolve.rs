@@ -110,14 +110,20 @@ impl InitConfig {
     }
 }
 
-/// etcd image per Kubernetes minor (kubeadm's SupportedEtcdVersion; newest values from
-/// secondary sources, see the reference). Overridable with etcd.local.imageTag.
-fn etcd_version_for(minor: u32) -> &'static str {
-    match minor {
-        ..=35 => "3.6.6-0",
-        _ => "3.6.9-0",
+/// etcd image per Kubernetes minor, as kubeadm v1.37.2's EtcdSupportedVersion gives it: its
+/// SupportedEtcdVersion map (34, 35, 36) holds 3.7.0-0 for each, and a minor outside the map
+/// (1.37) takes the nearest entry. Overridable with etcd.local.imageTag.
+pub(crate) fn etcd_version_for(minor: u32) -> &'static str {
+    let (lo, hi) = (SUPPORTED_ETCD[0], SUPPORTED_ETCD[SUPPORTED_ETCD.len() - 1]);
+    match SUPPORTED_ETCD.iter().find(|(m, _)| *m == minor) {
+        Some((_, tag)) => tag,
+        None if minor < lo.0 => lo.1,
+        None => hi.1,
     }
 }
+
+/// kubeadm v1.37.2's SupportedEtcdVersion (constants.go), ascending by minor.
+const SUPPORTED_ETCD: &[(u32, &str)] = &[(34, "3.7.0-0"), (35, "3.7.0-0"), (36, "3.7.0-0")];
 
 struct Ctx<'a> {
     source: &'a str,

@@ -1,6 +1,7 @@
 //! Static Pod manifests for etcd and the control-plane components, with current kubeadm's
 //! flags, probes, volumes and resources.
 
+mod etcd;
 pub mod pod;
 
 use std::net::IpAddr;
@@ -9,7 +10,9 @@ use serde_json::{Value, json};
 
 use crate::config::InitConfig;
 use crate::constants::*;
-use pod::{Component, Probe, Volume, command, flag_value, merge_env, render};
+use pod::{Component, Probe, Volume, command, last_arg, merge_env, probe_address, render};
+
+pub use etcd::{etcd, etcd_join};
 
 /// CA bundle dirs mounted into the API server and controller-manager when they exist on the host.
 pub const OPTIONAL_CA_DIRS: &[&str] = &[
@@ -19,6 +22,7 @@ pub const OPTIONAL_CA_DIRS: &[&str] = &[
     "/usr/local/share/ca-certificates",
     "/usr/share/ca-certificates",
 ];
+/// kubeadm before 1.36 mounted this into the controller-manager; 1.36 removed flex volumes.
 pub const FLEXVOLUME_DIR: &str = "/usr/libexec/kubernetes/kubelet-plugins/volume/exec";
 
 /// What the manifests take from the machine rather than the config.
@@ -30,29 +34,54 @@ pub struct HostEnv {
     pub ca_dirs: Vec<String>,
 }
 
-fn url_host(ip: IpAddr) -> String {
+pub(crate) fn url_host(ip: IpAddr) -> String {
     if ip.is_ipv6() { format!("[{ip}]") } else { ip.to_string() }
 }
 
-fn loopback(cfg: &InitConfig) -> &'static str {
+pub(crate) fn loopback(cfg: &InitConfig) -> &'static str {
     if cfg.advertise_address.is_ipv6() { "[::1]" } else { "127.0.0.1" }
 }
 
-fn kv(pairs: &[(&str, String)]) -> Vec<(String, String)> {
+pub(crate) fn kv(pairs: &[(&str, String)]) -> Vec<(String, String)> {
     pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()
 }
 
-/// A probe aimed at a wildcard bind address has no host: the kubelet then uses the Pod IP
-/// (the node's, with hostNetwork), as kubeadm does.
-fn probe_host(addr: &str) -> Option<String> {
-    match addr.parse::<IpAddr>() {
-        Ok(ip) if ip.is_unspecified() => None,
-        _ => Some(addr.to_string()),
-    }
+/// kubeadm's StartupProbe: ceil(controlPlaneComponentHealthCheck seconds / the 10 s period).
+fn startup_threshold(cfg: &InitConfig) -> u64 {
+    (cfg.control_plane_health_timeout.as_secs_f64() / 10.0).ceil() as u64
 }
 
-fn startup_threshold(cfg: &InitConfig) -> u64 {
-    cfg.control_plane_health_timeout.as_secs().div_ceil(10).max(1)
+/// kubeadm's Get{ControllerManager,Scheduler}ProbeAddress: the user's (last) --bind-address,
+/// else 127.0.0.1.
+fn bind_probe_host(extra: &[crate::config::types::Arg]) -> Option<String> {
+    probe_address(last_arg(extra, "bind-address").unwrap_or("127.0.0.1"))
+}
+
+/// kubeadm's getEtcdCertVolumes: one read-only mount per directory holding an external etcd
+/// file, skipping directories already mounted (the certificates dir, /etc/ssl/certs and every
+/// optional CA dir, whether or not it exists) and directories under another one kept.
+fn etcd_cert_volumes(ext: &crate::config::types::ExternalEtcd, certs_dir: &str) -> Vec<Volume> {
+    let mut dirs: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
+    for file in [&ext.ca_file, &ext.cert_file, &ext.key_file] {
+        let dir = std::path::Path::new(file.as_str()).parent().map(|d| d.display().to_string()).unwrap_or_default();
+        let mounted = OPTIONAL_CA_DIRS.iter().any(|c| dir.starts_with(c))
+            || dir.starts_with("/etc/ssl/certs")
+            || dir.starts_with(certs_dir);
+        if dir.is_empty() || mounted {
+            continue;
+        }
+        // A parent replaces its children; a child of a kept dir is not added (plain prefix
+        // tests, as kubeadm's).
+        if dirs.iter().any(|d| dir.starts_with(d.as_str()) && !d.starts_with(dir.as_str())) {
+            continue;
+        }
+        dirs.retain(|d| !d.starts_with(dir.as_str()));
+        dirs.insert(dir);
+    }
+    dirs.iter()
+        .enumerate()
+        .map(|(i, d)| Volume::new(&format!("etcd-certs-{i}"), d, true, "DirectoryOrCreate"))
+        .collect()
 }
 
 fn ca_volumes(env: &HostEnv) -> Vec<Volume> {
@@ -61,100 +90,6 @@ fn ca_volumes(env: &HostEnv) -> Vec<Volume> {
         v.push(Volume::new(d.trim_start_matches('/').replace('/', "-").as_str(), d, true, "DirectoryOrCreate"));
     }
     v
-}
-
-/// etcd's image tag decides its flag dialect: 3.6 renamed the experimental flags.
-fn etcd_is_36_or_newer(tag: &str) -> bool {
-    let mut it = tag.trim_start_matches('v').split(['.', '-']).map(|p| p.parse::<u32>().unwrap_or(0));
-    let (major, minor) = (it.next().unwrap_or(0), it.next().unwrap_or(0));
-    (major, minor) >= (3, 6)
-}
-
-pub fn etcd(cfg: &InitConfig, env: &HostEnv) -> Option<Value> {
-    etcd_pod(cfg, env, None)
-}
-
-/// The manifest of a member joining an existing cluster: `--initial-cluster` lists every member
-/// (from the learner add, `etcd::add_as_learner`) and `--initial-cluster-state=existing`.
-pub fn etcd_join(cfg: &InitConfig, env: &HostEnv, initial_cluster: &str) -> Option<Value> {
-    etcd_pod(cfg, env, Some(initial_cluster))
-}
-
-fn etcd_pod(cfg: &InitConfig, env: &HostEnv, joining: Option<&str>) -> Option<Value> {
-    let local = cfg.local_etcd()?;
-    let adv = url_host(cfg.advertise_address);
-    let lo = loopback(cfg);
-    let e = format!("{}/etcd", cfg.certs_dir());
-    let name = &cfg.node_name;
-    let modern = etcd_is_36_or_newer(&cfg.etcd_image_tag);
-    let mut defaults = kv(&[
-        ("advertise-client-urls", format!("https://{adv}:{ETCD_CLIENT_PORT}")),
-        ("cert-file", format!("{e}/server.crt")),
-        ("client-cert-auth", "true".into()),
-        ("data-dir", local.data_dir.clone()),
-        ("initial-advertise-peer-urls", format!("https://{adv}:{ETCD_PEER_PORT}")),
-        ("initial-cluster", joining.map_or_else(|| format!("{name}=https://{adv}:{ETCD_PEER_PORT}"), str::to_string)),
-        ("key-file", format!("{e}/server.key")),
-        ("listen-client-urls", format!("https://{lo}:{ETCD_CLIENT_PORT},https://{adv}:{ETCD_CLIENT_PORT}")),
-        ("listen-metrics-urls", format!("http://{lo}:{ETCD_METRICS_PORT}")),
-        ("listen-peer-urls", format!("https://{adv}:{ETCD_PEER_PORT}")),
-        ("name", name.clone()),
-        ("peer-cert-file", format!("{e}/peer.crt")),
-        ("peer-client-cert-auth", "true".into()),
-        ("peer-key-file", format!("{e}/peer.key")),
-        ("peer-trusted-ca-file", format!("{e}/ca.crt")),
-        ("snapshot-count", "10000".into()),
-        ("trusted-ca-file", format!("{e}/ca.crt")),
-    ]);
-    if joining.is_some() {
-        defaults.push(("initial-cluster-state".into(), "existing".into()));
-    }
-    if modern {
-        defaults.extend(kv(&[
-            ("feature-gates", "InitialCorruptCheck=true".into()),
-            ("watch-progress-notify-interval", "5s".into()),
-        ]));
-    } else {
-        defaults.extend(kv(&[
-            ("experimental-initial-corrupt-check", "true".into()),
-            ("experimental-watch-progress-notify-interval", "5s".into()),
-        ]));
-    }
-    let cmd = command("etcd", defaults, &local.extra_args);
-    // Probes follow the first metrics URL, which the user may override.
-    let metrics =
-        flag_value(&cmd, "listen-metrics-urls").unwrap_or_default().split(',').next().unwrap_or_default().to_string();
-    let (scheme, rest) = metrics.split_once("://").unwrap_or(("http", metrics.as_str()));
-    let (host, port) = rest.rsplit_once(':').unwrap_or((rest, "2381"));
-    let port_num: u16 = port.trim_end_matches('/').parse().unwrap_or(ETCD_METRICS_PORT);
-    let host = host.trim_start_matches('[').trim_end_matches(']').to_string();
-    let (probe_port, ports) = if modern {
-        (json!("probe-port"), Some(json!([{ "containerPort": port_num, "name": "probe-port", "protocol": "TCP" }])))
-    } else {
-        (json!(port_num), None)
-    };
-    let scheme = if scheme == "https" { "HTTPS" } else { "HTTP" };
-    let probe = |path| Probe { host: probe_host(&host), path, port: probe_port.clone(), scheme };
-    let client_urls = flag_value(&cmd, "advertise-client-urls").unwrap_or_default().to_string();
-    let repo = if local.image_repository.is_empty() { &cfg.cluster.image_repository } else { &local.image_repository };
-    Some(render(&Component {
-        name: "etcd",
-        image: format!("{repo}/etcd:{}", cfg.etcd_image_tag),
-        image_pull_policy: cfg.init.node_registration.image_pull_policy.clone(),
-        liveness: probe("/livez"),
-        readiness: Some(probe("/readyz")),
-        startup: probe("/readyz"),
-        command: cmd,
-        startup_failure_threshold: startup_threshold(cfg),
-        requests: json!({ "cpu": "100m", "memory": "100Mi" }),
-        volumes: vec![
-            Volume::new("etcd-certs", &e, false, "DirectoryOrCreate"),
-            Volume::new("etcd-data", &local.data_dir, false, "DirectoryOrCreate"),
-        ],
-        env: merge_env(&env.proxy_env, &local.extra_envs),
-        annotations: vec![(crate::etcd::ADVERTISE_CLIENT_URLS_ANNOTATION.into(), client_urls)],
-        ports,
-    }))
 }
 
 pub fn kube_apiserver(cfg: &InitConfig, env: &HostEnv) -> Value {
@@ -192,28 +127,21 @@ pub fn kube_apiserver(cfg: &InitConfig, env: &HostEnv) -> Value {
     match cfg.external_etcd() {
         Some(ext) => {
             d.push(("etcd-servers".into(), ext.endpoints.join(",")));
-            let mut i = 0;
-            for (flag, file) in
-                [("etcd-cafile", &ext.ca_file), ("etcd-certfile", &ext.cert_file), ("etcd-keyfile", &ext.key_file)]
-            {
-                if file.is_empty() {
-                    continue;
-                }
-                d.push((flag.into(), file.clone()));
-                let dir = std::path::Path::new(file).parent().map(|x| x.display().to_string()).unwrap_or_default();
-                let covered =
-                    volumes.iter().any(|v| dir == v.host_path || dir.starts_with(&format!("{}/", v.host_path)));
-                if !covered {
-                    volumes.push(Volume::new(&format!("etcd-certs-{i}"), &dir, true, "DirectoryOrCreate"));
-                    i += 1;
-                }
+            if !ext.ca_file.is_empty() {
+                d.push(("etcd-cafile".into(), ext.ca_file.clone()));
             }
+            if !ext.cert_file.is_empty() && !ext.key_file.is_empty() {
+                d.push(("etcd-certfile".into(), ext.cert_file.clone()));
+                d.push(("etcd-keyfile".into(), ext.key_file.clone()));
+            }
+            volumes.extend(etcd_cert_volumes(ext, p));
         }
         None => {
+            // The user's (last) advertise-client-urls for local etcd replaces etcd-servers.
             let servers = cfg
                 .local_etcd()
-                .and_then(|l| l.extra_args.iter().find(|a| a.name == "advertise-client-urls"))
-                .map(|a| a.value.clone())
+                .and_then(|l| last_arg(&l.extra_args, "advertise-client-urls"))
+                .map(str::to_string)
                 .unwrap_or_else(|| format!("https://{}:{ETCD_CLIENT_PORT}", loopback(cfg)));
             d.extend(kv(&[
                 ("etcd-cafile", format!("{p}/etcd/ca.crt")),
@@ -225,13 +153,12 @@ pub fn kube_apiserver(cfg: &InitConfig, env: &HostEnv) -> Value {
     }
     volumes.extend(comp.extra_volumes.iter().map(Volume::from_extra));
     let cmd = command("kube-apiserver", d, &comp.extra_args);
-    let port = flag_value(&cmd, "secure-port").and_then(|v| v.parse::<u16>().ok()).unwrap_or(cfg.bind_port);
-    let host = flag_value(&cmd, "advertise-address").unwrap_or_default().to_string();
-    let probe = |path| Probe { host: probe_host(&host), path, port: json!(port), scheme: "HTTPS" };
+    // kubeadm probes the advertise address and bind port of localAPIEndpoint, not extraArgs.
+    let host = probe_address(&cfg.advertise_address.to_string());
+    let probe = |path| Probe { host: host.clone(), path, scheme: "HTTPS" };
     render(&Component {
         name: "kube-apiserver",
         image: cfg.image("kube-apiserver"),
-        image_pull_policy: cfg.init.node_registration.image_pull_policy.clone(),
         liveness: probe("/livez"),
         readiness: Some(probe("/readyz")),
         startup: probe("/livez"),
@@ -243,7 +170,8 @@ pub fn kube_apiserver(cfg: &InitConfig, env: &HostEnv) -> Value {
             "kubeadm.kubernetes.io/kube-apiserver.advertise-address.endpoint".into(),
             format!("{}:{}", url_host(cfg.advertise_address), cfg.bind_port),
         )],
-        ports: None,
+        probe_port: cfg.bind_port,
+        keep_mount_order: false,
         command: cmd,
     })
 }
@@ -279,21 +207,21 @@ pub fn kube_controller_manager(cfg: &InitConfig, env: &HostEnv, external_ca: boo
         ]));
     }
     let cmd = command("kube-controller-manager", d, &comp.extra_args);
-    let flex = flag_value(&cmd, "flex-volume-plugin-dir").unwrap_or(FLEXVOLUME_DIR).to_string();
     let mut volumes = vec![
         Volume::new("k8s-certs", p, true, "DirectoryOrCreate"),
         Volume::new("kubeconfig", &k, true, "FileOrCreate"),
-        Volume::new("flexvolume-dir", &flex, false, "DirectoryOrCreate"),
     ];
+    if cfg.version.minor < 36 {
+        // kubeadm 1.35 (the release that deploys 1.35) still mounts the flex-volume dir.
+        let flex = last_arg(&comp.extra_args, "flex-volume-plugin-dir").unwrap_or(FLEXVOLUME_DIR);
+        volumes.push(Volume::new("flexvolume-dir", flex, false, "DirectoryOrCreate"));
+    }
     volumes.extend(ca_volumes(env));
     volumes.extend(comp.extra_volumes.iter().map(Volume::from_extra));
-    let host = flag_value(&cmd, "bind-address").unwrap_or("127.0.0.1").to_string();
-    let port = flag_value(&cmd, "secure-port").and_then(|v| v.parse::<u16>().ok()).unwrap_or(KCM_PORT);
-    let probe = Probe { host: probe_host(&host), path: "/healthz", port: json!(port), scheme: "HTTPS" };
+    let probe = Probe { host: bind_probe_host(&comp.extra_args), path: "/healthz", scheme: "HTTPS" };
     render(&Component {
         name: "kube-controller-manager",
         image: cfg.image("kube-controller-manager"),
-        image_pull_policy: cfg.init.node_registration.image_pull_policy.clone(),
         liveness: probe.clone(),
         readiness: None,
         startup: probe,
@@ -302,7 +230,9 @@ pub fn kube_controller_manager(cfg: &InitConfig, env: &HostEnv, external_ca: boo
         volumes,
         env: merge_env(&env.proxy_env, &comp.extra_envs),
         annotations: vec![],
-        ports: None,
+        // kubeadm's constant port, even when extraArgs move --secure-port.
+        probe_port: KCM_PORT,
+        keep_mount_order: false,
         command: cmd,
     })
 }
@@ -320,25 +250,28 @@ pub fn kube_scheduler(cfg: &InitConfig, env: &HostEnv) -> Value {
     let cmd = command("kube-scheduler", d, &comp.extra_args);
     let mut volumes = vec![Volume::new("kubeconfig", &s, true, "FileOrCreate")];
     volumes.extend(comp.extra_volumes.iter().map(Volume::from_extra));
-    let host = flag_value(&cmd, "bind-address").unwrap_or("127.0.0.1").to_string();
-    let port = flag_value(&cmd, "secure-port").and_then(|v| v.parse::<u16>().ok()).unwrap_or(SCHEDULER_PORT);
-    let probe = Probe { host: probe_host(&host), path: "/healthz", port: json!(port), scheme: "HTTPS" };
+    let host = bind_probe_host(&comp.extra_args);
+    let probe = |path| Probe { host: host.clone(), path, scheme: "HTTPS" };
     render(&Component {
         name: "kube-scheduler",
         image: cfg.image("kube-scheduler"),
-        image_pull_policy: cfg.init.node_registration.image_pull_policy.clone(),
-        liveness: probe.clone(),
-        readiness: None,
-        startup: probe,
+        // kubeadm 1.37: /livez and /readyz for the scheduler (the controller-manager keeps /healthz).
+        liveness: probe("/livez"),
+        readiness: Some(probe("/readyz")),
+        startup: probe("/livez"),
         startup_failure_threshold: startup_threshold(cfg),
         requests: json!({ "cpu": "100m" }),
         volumes,
         env: merge_env(&env.proxy_env, &comp.extra_envs),
         annotations: vec![],
-        ports: None,
+        probe_port: SCHEDULER_PORT,
+        keep_mount_order: false,
         command: cmd,
     })
 }
 
 #[cfg(test)]
 mod etcd_join_tests;
+
+#[cfg(test)]
+mod tests;

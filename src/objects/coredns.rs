@@ -11,8 +11,8 @@ use crate::constants::{CONTROL_PLANE_LABEL, DEFAULT_IMAGE_REPOSITORY};
 pub const NAME: &str = "coredns";
 pub const SERVICE_NAME: &str = "kube-dns";
 pub const CLUSTER_ROLE: &str = "system:coredns";
-/// kubeadm's CoreDNSVersion for the Kubernetes minors kubestrap supports (1.35+).
-pub const COREDNS_VERSION: &str = "v1.13.1";
+/// kubeadm v1.37.2's CoreDNSVersion, one tag whatever the Kubernetes minor.
+pub const COREDNS_VERSION: &str = "v1.14.6";
 /// kubeadm's coreDNSReplicas for a fresh cluster.
 pub const REPLICAS: u32 = 2;
 /// Label every CoreDNS object selects on (kept from the kube-dns days).
@@ -234,10 +234,10 @@ mod tests {
 
     #[test]
     fn image_rules() {
-        assert_eq!(coredns_image(&cfg("")), "registry.k8s.io/coredns/coredns:v1.13.1");
+        assert_eq!(coredns_image(&cfg("")), "registry.k8s.io/coredns/coredns:v1.14.6");
         assert_eq!(
             coredns_image(&cfg("imageRepository: my.registry.example/k8s\n")),
-            "my.registry.example/k8s/coredns:v1.13.1"
+            "my.registry.example/k8s/coredns:v1.14.6"
         );
         assert_eq!(
             coredns_image(&cfg(
@@ -245,7 +245,7 @@ mod tests {
             )),
             "registry.k8s.io/coredns/coredns:v1.12.0"
         );
-        assert_eq!(coredns_image(&cfg("dns:\n  imageRepository: dns.example\n")), "dns.example/coredns:v1.13.1");
+        assert_eq!(coredns_image(&cfg("dns:\n  imageRepository: dns.example\n")), "dns.example/coredns:v1.14.6");
     }
 
     #[test]

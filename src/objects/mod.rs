@@ -6,10 +6,12 @@
 
 pub mod configmaps;
 pub mod coredns;
+pub(crate) mod goyaml;
 pub mod kubeadm_certs;
 pub mod kubelet;
 pub mod node;
 pub mod proxy;
+mod proxy_zero;
 pub mod rbac;
 pub mod tokens;
 

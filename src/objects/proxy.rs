@@ -21,10 +21,10 @@ pub const CONFIG_KEY: &str = "config.conf";
 pub const KUBECONFIG_KEY: &str = "kubeconfig.conf";
 const SA_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
 
-/// The effective KubeProxyConfiguration: the user's document with kubeadm's defaults
-/// (componentconfigs/kubeproxy.go Default), each set only where the user left it empty.
+/// The effective KubeProxyConfiguration: the user's document over the zero struct, with
+/// kubeadm's defaults (componentconfigs/kubeproxy.go Default), each set only where empty.
 pub fn kube_proxy_configuration(cfg: &InitConfig) -> Mapping {
-    let mut m = cfg.kube_proxy.clone().unwrap_or_default();
+    let mut m = super::proxy_zero::with_zero_values(cfg.kube_proxy.clone().unwrap_or_default());
     m.insert("apiVersion".into(), KUBEPROXY_API_VERSION.into());
     m.insert("kind".into(), "KubeProxyConfiguration".into());
     // The wildcard of the advertise address's family.
@@ -35,6 +35,8 @@ pub fn kube_proxy_configuration(cfg: &InitConfig) -> Mapping {
         default_at(&mut m, &["clusterCIDR"], pod_subnet.clone().into());
     }
     default_at(&mut m, &["clientConnection", "kubeconfig"], format!("{CONFIG_DIR}/{KUBECONFIG_KEY}").into());
+    // kubeadm 1.37 sets the mode kube-proxy would otherwise warn about.
+    default_at(&mut m, &["mode"], "iptables".into());
     m
 }
 
@@ -68,7 +70,7 @@ pub fn in_cluster_kubeconfig(server: &str) -> String {
 /// template does. Signed (component-config hash) only when the user gave no
 /// KubeProxyConfiguration, as kubeadm does.
 pub fn kube_proxy_config_map(cfg: &InitConfig) -> Result<Value, RenderError> {
-    let conf = mapping_yaml(&kube_proxy_configuration(cfg))?;
+    let conf = super::goyaml::go_quotes(&mapping_yaml(&kube_proxy_configuration(cfg))?);
     let kubeconfig = in_cluster_kubeconfig(&cfg.endpoint.url());
     let mut cm = config_map(
         NAME,
@@ -87,7 +89,8 @@ pub fn kube_proxy_config_map(cfg: &InitConfig) -> Result<Value, RenderError> {
 pub fn kube_proxy_daemon_set(cfg: &InitConfig, proxy_env: &[(String, String)]) -> Value {
     let labels = json!({"k8s-app": NAME});
     let mut env = vec![json!({"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}})];
-    env.extend(proxy_env.iter().map(|(n, v)| json!({"name": n, "value": v})));
+    // kubeadm appends the host's non-empty *_proxy variables, sorted by name.
+    env.extend(proxy_env.iter().filter(|(_, v)| !v.is_empty()).map(|(n, v)| json!({"name": n, "value": v})));
     json!({
         "apiVersion": "apps/v1",
         "kind": "DaemonSet",
@@ -228,7 +231,16 @@ mod tests {
         let ann = cm["metadata"]["annotations"][COMPONENT_CONFIG_HASH_ANNOTATION].as_str().unwrap();
         assert_eq!(ann, crate::objects::config_map_checksum(&cm));
         let no_pod_subnet = kube_proxy_configuration(&cfg(""));
-        assert!(!no_pod_subnet.contains_key("clusterCIDR"), "no podSubnet, no clusterCIDR");
+        assert_eq!(no_pod_subnet["clusterCIDR"], "", "no podSubnet: Go's zero value");
+    }
+
+    /// kubeadm v1.37.2 writes the whole struct (`init phase addon kube-proxy --print-manifest`).
+    #[test]
+    fn config_conf_is_kubeadms_text() {
+        let cm = kube_proxy_config_map(&cfg("networking:\n  podSubnet: 10.244.0.0/16\n")).unwrap();
+        let conf = cm["data"]["config.conf"].as_str().unwrap();
+        let want = super::super::proxy_zero::tests::KUBEADM_1_37_2_CONFIG_CONF;
+        assert_eq!(conf, want);
     }
 
     #[test]

@@ -18,6 +18,10 @@ pub const CLUSTER_INFO_ROLE: &str = "kubeadm:bootstrap-signer-clusterinfo";
 pub const NODES_KUBEADM_CONFIG: &str = "kubeadm:nodes-kubeadm-config";
 pub const KUBELET_CONFIG_ROLE: &str = "kubeadm:kubelet-config";
 pub const CLUSTER_ADMINS: &str = "kubeadm:cluster-admins";
+pub const APISERVER_KUBELET_CLIENT: &str = "kubeadm:apiserver-kubelet-client";
+/// The built-in role for full kubelet API access, and the apiserver-kubelet-client cert's CN.
+const KUBELET_API_ADMIN: &str = "system:kubelet-api-admin";
+const APISERVER_KUBELET_CLIENT_CN: &str = "kube-apiserver-kubelet-client";
 
 pub(crate) fn cluster_role(name: &str, rules: Value) -> Value {
     json!({"apiVersion": RBAC_V1, "kind": "ClusterRole", "metadata": meta(name, ""), "rules": rules})
@@ -49,7 +53,10 @@ pub(crate) fn role_binding(name: &str, namespace: &str, subjects: Vec<Value>) ->
 }
 
 /// The bootstrap-token phase's RBAC, in kubeadm's order: get-nodes (ClusterRole, binding), then
-/// kubelet-bootstrap, node-autoapprove-bootstrap, node-autoapprove-certificate-rotation.
+/// kubelet-bootstrap, node-autoapprove-bootstrap, node-autoapprove-certificate-rotation, and
+/// (kubeadm 1.37, AllowAPIServerToAccessKubeletAPI) apiserver-kubelet-client, which lets the
+/// API server's kubelet client cert (no longer in kubeadm:cluster-admins) reach every kubelet.
+/// Only init creates it; join does not.
 pub fn bootstrap_token_rbac() -> Vec<Value> {
     vec![
         cluster_role(GET_NODES, json!([{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]}])),
@@ -64,6 +71,11 @@ pub fn bootstrap_token_rbac() -> Vec<Value> {
             NODE_AUTOAPPROVE_ROTATION,
             "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient",
             vec![group_subject(NODES_GROUP)],
+        ),
+        cluster_role_binding(
+            APISERVER_KUBELET_CLIENT,
+            KUBELET_API_ADMIN,
+            vec![user_subject(APISERVER_KUBELET_CLIENT_CN)],
         ),
     ]
 }
@@ -145,6 +157,7 @@ mod tests {
                 pair("ClusterRoleBinding", "kubeadm:kubelet-bootstrap"),
                 pair("ClusterRoleBinding", "kubeadm:node-autoapprove-bootstrap"),
                 pair("ClusterRoleBinding", "kubeadm:node-autoapprove-certificate-rotation"),
+                pair("ClusterRoleBinding", "kubeadm:apiserver-kubelet-client"),
             ]
         );
         assert_eq!(objs[0]["rules"], json!([{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]}]));
@@ -156,6 +169,7 @@ mod tests {
                 "system:node-bootstrapper",
                 "system:certificates.k8s.io:certificatesigningrequests:nodeclient",
                 "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient",
+                "system:kubelet-api-admin",
             ]
         );
         for o in &objs[1..] {
@@ -167,6 +181,8 @@ mod tests {
             assert_eq!(subjects(o), vec![pair("Group", "system:bootstrappers:kubeadm:default-node-token")]);
         }
         assert_eq!(subjects(&objs[4]), vec![pair("Group", "system:nodes")]);
+        assert_eq!(subjects(&objs[5]), vec![pair("User", "kube-apiserver-kubelet-client")]);
+        assert_eq!(objs[5]["subjects"][0]["apiGroup"], "rbac.authorization.k8s.io");
     }
 
     #[test]

@@ -58,11 +58,13 @@ const fn cert(
 pub const CERTS: &[CertSpec] = &[
     cert("ca", None, Cn::Fixed("kubernetes"), &[], Usage::Ca, Sans::OwnName, false),
     cert("apiserver", Some("ca"), Cn::Fixed("kube-apiserver"), &[], Usage::Server, Sans::ApiServer, false),
+    // No O since kubeadm 1.37 (and 1.36.1/1.35.5): the kubelet API access comes from the
+    // kubeadm:apiserver-kubelet-client binding to its CN, not from the cluster-admins group.
     cert(
         "apiserver-kubelet-client",
         Some("ca"),
         Cn::Fixed("kube-apiserver-kubelet-client"),
-        &["kubeadm:cluster-admins"],
+        &[],
         Usage::Client,
         Sans::None,
         false,

@@ -82,14 +82,8 @@ const fn row(
 const TABLE: &[Row] = &[
     row("ca", None, "kubernetes", None, Eku::Ca, false),
     row("apiserver", Some("ca"), "kube-apiserver", None, Eku::Server, false),
-    row(
-        "apiserver-kubelet-client",
-        Some("ca"),
-        "kube-apiserver-kubelet-client",
-        Some("kubeadm:cluster-admins"),
-        Eku::Client,
-        false,
-    ),
+    // No O since kubeadm 1.37: RBAC reaches it through kubeadm:apiserver-kubelet-client.
+    row("apiserver-kubelet-client", Some("ca"), "kube-apiserver-kubelet-client", None, Eku::Client, false),
     row("front-proxy-ca", None, "front-proxy-ca", None, Eku::Ca, false),
     row("front-proxy-client", Some("front-proxy-ca"), "front-proxy-client", None, Eku::Client, false),
     row("etcd/ca", None, "etcd-ca", None, Eku::Ca, true),

@@ -96,8 +96,31 @@ fn mount<'a>(pod: &'a Value, name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no volumeMount {name:?} in {:?}", names(&container(pod)["volumeMounts"])))
 }
 
-/// Structural rules shared by every manifest kubeadm writes.
-fn assert_common_shape(pod: &Value, component: &str) {
+/// The component's extraArgs in `config` (its ClusterConfiguration), in the user's order.
+fn extra_args(config: &str, component: &str) -> Vec<(String, String)> {
+    let cluster = serde_yaml::Deserializer::from_str(config)
+        .map(|d| <Value as serde::Deserialize>::deserialize(d).expect("config document"))
+        .find(|d| d["kind"].as_str() == Some("ClusterConfiguration"))
+        .unwrap_or(Value::Null);
+    let section = match component {
+        "etcd" => &cluster["etcd"]["local"],
+        "kube-apiserver" => &cluster["apiServer"],
+        "kube-controller-manager" => &cluster["controllerManager"],
+        _ => &cluster["scheduler"],
+    };
+    section["extraArgs"]
+        .as_sequence()
+        .map(|l| {
+            l.iter()
+                .map(|a| (a["name"].as_str().unwrap().to_string(), a["value"].as_str().unwrap().to_string()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Structural rules shared by every manifest kubeadm writes; `extra` are the component's
+/// extraArgs from the config.
+fn assert_common_shape(pod: &Value, component: &str, extra: &[(String, String)]) {
     assert_eq!(pod["apiVersion"].as_str(), Some("v1"));
     assert_eq!(pod["kind"].as_str(), Some("Pod"));
     assert_eq!(pod["metadata"]["name"].as_str(), Some(component));
@@ -109,23 +132,48 @@ fn assert_common_shape(pod: &Value, component: &str) {
     assert_eq!(pod["spec"]["securityContext"]["seccompProfile"]["type"].as_str(), Some("RuntimeDefault"));
     assert_eq!(container(pod)["imagePullPolicy"].as_str(), Some("IfNotPresent"));
 
-    // The binary is the first element, the rest are flags sorted by name then value.
+    // The binary is the first element, then the defaults sorted by name then value (minus any
+    // an extraArg names), then the extraArgs in the user's order (kubeadm's ArgumentsToCommand).
     let cmd = command(pod);
     assert_eq!(cmd[0], component, "{component}: binary name");
     let fl = flags(pod);
-    let mut sorted = fl.clone();
+    let (defaults, tail) = fl.split_at(fl.len() - extra.len());
+    assert_eq!(tail, extra, "{component}: extraArgs are not last, in the user's order");
+    let mut sorted = defaults.to_vec();
     sorted.sort();
-    assert_eq!(fl, sorted, "{component}: flags are not sorted by name then value");
+    assert_eq!(defaults, sorted, "{component}: default flags are not sorted by name then value");
+    assert!(
+        !defaults.iter().any(|(n, _)| extra.iter().any(|(e, _)| e == n)),
+        "{component}: an overridden default stayed"
+    );
 
-    // Volumes and mounts are sorted by name, and every mount has a volume.
+    // Every probe targets the named port, declared once, as kubeadm 1.34+ writes it.
+    let ports = container(pod)["ports"].as_sequence().expect("ports");
+    assert_eq!(ports.len(), 1, "{component}: one port");
+    assert_eq!(ports[0]["name"].as_str(), Some("probe-port"));
+    assert_eq!(ports[0]["protocol"].as_str(), Some("TCP"));
+    assert!(ports[0]["containerPort"].as_u64().is_some());
+    for p in ["livenessProbe", "readinessProbe", "startupProbe"] {
+        let probe = &container(pod)[p];
+        if !probe.is_null() {
+            assert_eq!(probe["httpGet"]["port"].as_str(), Some("probe-port"), "{component} {p}");
+        }
+    }
+
+    // Volumes are sorted by name, mounts too (etcd's are data, then certs, as kubeadm lists
+    // them), and every mount has a volume.
     let vols = names(&pod["spec"]["volumes"]);
     let mounts = names(&container(pod)["volumeMounts"]);
     let mut v2 = vols.clone();
     v2.sort();
     assert_eq!(vols, v2, "{component}: volumes not sorted by name");
-    let mut m2 = mounts.clone();
-    m2.sort();
-    assert_eq!(mounts, m2, "{component}: volumeMounts not sorted by name");
+    if component == "etcd" {
+        assert_eq!(mounts, ["etcd-data", "etcd-certs"], "etcd: volumeMounts order");
+    } else {
+        let mut m2 = mounts.clone();
+        m2.sort();
+        assert_eq!(mounts, m2, "{component}: volumeMounts not sorted by name");
+    }
     for m in &mounts {
         assert!(vols.contains(m), "{component}: volumeMount {m} has no volume");
     }
@@ -171,7 +219,7 @@ fn assert_all_validate(config: &str) {
     let s = init(config);
     for c in COMPONENTS {
         assert_validates(&s, c);
-        assert_common_shape(&load(&s, c), c);
+        assert_common_shape(&load(&s, c), c, &extra_args(config, c));
     }
 }
 
@@ -201,9 +249,22 @@ fn base_config_defaults_match_kubeadm() {
         assert!(!hosts.is_empty(), "{c} has probes");
         for (probe, host) in hosts {
             assert_eq!(host.as_deref(), Some("127.0.0.1"), "{c} {probe} host");
-            assert_eq!(container(&pod)[probe.as_str()]["httpGet"]["port"].as_i64(), Some(port), "{c} {probe} port");
+            assert_eq!(container(&pod)[probe.as_str()]["httpGet"]["port"].as_str(), Some("probe-port"), "{c} {probe}");
         }
+        assert_eq!(container(&pod)["ports"][0]["containerPort"].as_i64(), Some(port), "{c} probe-port");
     }
+    assert_eq!(container(&api)["ports"][0]["containerPort"].as_i64(), Some(6443));
+    // kubeadm 1.37: the scheduler has /livez, /readyz; the controller-manager /healthz only.
+    let sched = load(&s, "kube-scheduler");
+    let paths = |pod: &Value| -> Vec<Option<String>> {
+        ["livenessProbe", "readinessProbe", "startupProbe"]
+            .iter()
+            .map(|p| container(pod)[*p]["httpGet"]["path"].as_str().map(str::to_string))
+            .collect()
+    };
+    let some = |s: &str| Some(s.to_string());
+    assert_eq!(paths(&sched), [some("/livez"), some("/readyz"), some("/livez")]);
+    assert_eq!(paths(&load(&s, "kube-controller-manager")), [some("/healthz"), None, some("/healthz")]);
     // No podSubnet: no node CIDR allocation flags.
     let kcm = load(&s, "kube-controller-manager");
     assert!(flag_values(&kcm, "allocate-node-cidrs").is_empty());
@@ -317,7 +378,7 @@ fn external_etcd_has_no_local_etcd_and_points_apiserver_at_it() {
 
     for c in ["kube-apiserver", "kube-controller-manager", "kube-scheduler"] {
         assert_validates(&s, c);
-        assert_common_shape(&load(&s, c), c);
+        assert_common_shape(&load(&s, c), c, &extra_args(EXTERNAL_ETCD_CONFIG, c));
     }
 
     let api = load(&s, "kube-apiserver");

@@ -147,8 +147,8 @@ fn validator_rejects_a_broken_object() {
 #[test]
 fn default_config_objects_pass_strict_schema_validation() {
     let (cfg, objs) = validate_config(BASE_CONFIG);
-    // 1 + 2 ConfigMaps + 4 upload RBAC + Node + Secret + 5 token RBAC + cluster-info + 2 + 6 + 6.
-    assert_eq!(objs.len(), 29, "{:?}", objs.iter().map(id).collect::<Vec<_>>());
+    // 1 + 2 ConfigMaps + 4 upload RBAC + Node + Secret + 6 token RBAC + cluster-info + 2 + 6 + 6.
+    assert_eq!(objs.len(), 30, "{:?}", objs.iter().map(id).collect::<Vec<_>>());
     let node = find(&objs, "Node", "cp-1");
     assert_eq!(
         node["spec"]["taints"],
@@ -157,7 +157,7 @@ fn default_config_objects_pass_strict_schema_validation() {
     let svc = find(&objs, "Service", "kube-dns");
     assert_eq!(svc["spec"]["clusterIP"], "10.96.0.10");
     let dep = find(&objs, "Deployment", "coredns");
-    assert_eq!(dep["spec"]["template"]["spec"]["containers"][0]["image"], "registry.k8s.io/coredns/coredns:v1.13.1");
+    assert_eq!(dep["spec"]["template"]["spec"]["containers"][0]["image"], "registry.k8s.io/coredns/coredns:v1.14.6");
     let ds = find(&objs, "DaemonSet", "kube-proxy");
     assert_eq!(ds["spec"]["template"]["spec"]["containers"][0]["image"], "registry.k8s.io/kube-proxy:v1.37.0");
     // Generated component configs are signed; kubeadm-config and cluster-info are not.
@@ -208,7 +208,7 @@ fn disabled_addons_produce_nothing() {
     let cfg = resolve(&format!("{BASE_CONFIG}dns:\n  disabled: true\nproxy:\n  disabled: true\n"));
     let objs = all_objects(&cfg);
     assert!(!objs.iter().any(|o| o["metadata"]["name"] == "coredns" || o["metadata"]["name"] == "kube-proxy"));
-    assert_eq!(objs.len(), 17);
+    assert_eq!(objs.len(), 18);
 }
 
 #[test]
