@@ -1,0 +1,25 @@
+//! The differences from kubeadm that kubestrap makes on purpose, each with its reason. Keys are
+//! `"<file> <field>"` as facts.rs writes them; `*` matches any run of characters.
+
+/// (config, or "*" for all; key pattern; why kubestrap differs).
+const ALLOWED: &[(&str, &str, &str)] = &[
+    ("*", "var/lib/kubestrap/*", "kubestrap's own state (the run lock); kubeadm keeps none"),
+    ("*", "var/lib/kubestrap/ <mode>", "kubestrap's own state directory"),
+];
+
+/// Why `key` may differ for `config`, if it may.
+pub fn reason(config: &str, key: &str) -> Option<&'static str> {
+    ALLOWED.iter().find(|(c, k, _)| (*c == "*" || *c == config) && glob(k, key)).map(|(_, _, why)| *why)
+}
+
+/// `*`-only glob matching.
+fn glob(pattern: &str, s: &str) -> bool {
+    match pattern.split_once('*') {
+        None => pattern == s,
+        Some((head, tail)) => {
+            s.starts_with(head)
+                && (0..=s.len() - head.len())
+                    .any(|i| s.is_char_boundary(head.len() + i) && glob(tail, &s[head.len() + i..]))
+        }
+    }
+}

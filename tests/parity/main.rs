@@ -1,0 +1,58 @@
+//! Parity with the real kubeadm v1.37.2: kubeadm's on-disk init phases (certs, kubeconfig, etcd,
+//! control-plane, kubelet-start; in a namespace of their own, with no network) and
+//! `kubestrap init --on-disk-only` on the same config, then what each wrote compared fact by fact
+//! (facts.rs). Any difference not on the allow-list (allow.rs) fails, with a readable report.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod allow;
+mod bins;
+mod diff;
+mod facts;
+mod kubeadm;
+mod pem;
+
+use common::{Scratch, fixture};
+use std::path::Path;
+
+fn now() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock").as_secs() as i64
+}
+
+/// Runs both on `config` and compares their nodes.
+fn parity(name: &str, config: &str) {
+    let s = Scratch::new(config);
+    let started = now();
+    let root = kubeadm::init_on_disk(Path::new(&s.config()), s.dir.path());
+    let theirs = facts::node(&root, started);
+    let started = now();
+    s.init(&["--ignore-preflight-errors=all"]).ok();
+    let ours = facts::node(&s.root(), started);
+    diff::check(name, &theirs, &ours);
+}
+
+#[test]
+fn sample() {
+    parity("sample", fixture!("parity/sample.yaml"));
+}
+
+#[test]
+fn rsa() {
+    parity("rsa", fixture!("parity/rsa.yaml"));
+}
+
+#[test]
+fn external_etcd() {
+    parity("external-etcd", fixture!("parity/external-etcd.yaml"));
+}
+
+#[test]
+fn dual_stack() {
+    parity("dual-stack", fixture!("parity/dual-stack.yaml"));
+}
+
+#[test]
+fn control_plane_endpoint() {
+    parity("endpoint", fixture!("parity/endpoint.yaml"));
+}
