@@ -11,14 +11,17 @@ use std::path::Path;
 
 pub type Facts = BTreeMap<String, String>;
 
-/// Directories whose modes are not compared: kubeadm's are tmpfs mount points (or above them).
-const MOUNTS: &[&str] = &["etc", "etc/kubernetes", "var", "var/lib"];
+/// The trees init writes to (var/lib for kubelet, etcd and kubestrap's own state). Their roots'
+/// modes are not compared: kubeadm's are tmpfs mount points.
+const TREES: &[&str] = &["etc/kubernetes", "var/lib"];
 
-/// The facts of every file and directory under the node root; `started` is the Unix time the
-/// writer was started at.
+/// The facts of every file and directory under the node root's TREES; `started` is the Unix time
+/// the writer was started at.
 pub fn node(root: &Path, started: i64) -> Facts {
     let mut facts = Facts::new();
-    walk(root, root, started, &mut facts);
+    for tree in TREES.iter().map(|t| root.join(t)).filter(|t| t.exists()) {
+        walk(root, &tree, started, &mut facts);
+    }
     facts
 }
 
@@ -29,9 +32,7 @@ fn walk(root: &Path, dir: &Path, started: i64, facts: &mut Facts) {
         let meta = std::fs::symlink_metadata(&path).expect("stat");
         let mode = format!("{:04o}", meta.permissions().mode() & 0o7777);
         if meta.is_dir() {
-            if !MOUNTS.contains(&rel.as_str()) {
-                facts.insert(format!("{rel}/ <mode>"), mode);
-            }
+            facts.insert(format!("{rel}/ <mode>"), mode);
             walk(root, &path, started, facts);
             continue;
         }
