@@ -3,6 +3,8 @@
 //! kubeadm-flags.env (§9 step 8), bootstrap-kubelet.conf and the kubeconfig the kubelet writes
 //! for itself after TLS bootstrap (§9).
 
+mod zero;
+
 use serde_yaml::{Mapping, Value as Y};
 
 use super::{RenderError, default_at, mapping_yaml};
@@ -52,6 +54,7 @@ pub fn kubelet_configuration_with(cfg: &InitConfig, systemd_resolved: bool) -> M
     if systemd_resolved {
         default_at(&mut m, &["resolvConf"], SYSTEMD_RESOLVED_RESOLV_CONF.into());
     }
+    zero::fill(&mut m);
     m
 }
 
@@ -349,8 +352,9 @@ authentication:
         let y: Y = serde_yaml::from_str(&text).unwrap();
         assert_eq!(y["containerRuntimeEndpoint"], "unix:///var/run/containerd/containerd.sock");
         assert!(text.contains("\ncontainerRuntimeEndpoint: unix:///var/run/containerd/containerd.sock\n"), "{text}");
-        // The cluster-wide copy (the ConfigMap's) has no node endpoint.
-        assert!(!config_yaml(&c).unwrap().contains("containerRuntimeEndpoint"));
+        // The cluster-wide copy (the ConfigMap's) has no node endpoint: Go's zero value.
+        let cluster: Y = serde_yaml::from_str(&config_yaml(&c).unwrap()).unwrap();
+        assert_eq!(cluster["containerRuntimeEndpoint"], "");
         let joined = node_config_yaml(
             "apiVersion: kubelet.config.k8s.io/v1beta1\ncontainerRuntimeEndpoint: unix:///other.sock\nkind: KubeletConfiguration\nmaxPods: 7\n",
             "unix:///run/crio/crio.sock",
