@@ -5,6 +5,9 @@
 const ALLOWED: &[(&str, &str, &str)] = &[
     ("*", "var/lib/kubestrap/*", "kubestrap's own state (the run lock); kubeadm keeps none"),
     ("*", "var/lib/kubestrap/ <mode>", "kubestrap's own state directory"),
+    // kubeadm: SEC1 "EC PRIVATE KEY" / PKCS#1 "RSA PRIVATE KEY"; the same keys either way.
+    ("*", "*.key pem[0]", "private keys are PKCS#8 PEM on purpose (README, What gets written)"),
+    ("*", "*.conf users[*].user.client-key-data pem[0]", "kubeconfig keys are PKCS#8 PEM too (README)"),
 ];
 
 /// Why `key` may differ for `config`, if it may.
