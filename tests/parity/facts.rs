@@ -65,7 +65,7 @@ fn join(prefix: &str, key: &str) -> String {
 }
 
 /// Flattens `v` into `out` under `prefix`.
-fn flatten(v: &Value, prefix: &str, started: i64, out: &mut Facts) {
+pub fn flatten(v: &Value, prefix: &str, started: i64, out: &mut Facts) {
     match v {
         Value::Object(m) if m.is_empty() => _ = out.insert(prefix.into(), "{}".into()),
         Value::Object(m) => {

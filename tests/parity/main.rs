@@ -7,6 +7,7 @@
 mod common;
 
 mod allow;
+mod api;
 mod bins;
 mod diff;
 mod facts;
@@ -42,7 +43,15 @@ fn parity(name: &str, config: &str) {
     let started = now();
     s.init(&["--ignore-preflight-errors=all"]).ok();
     let ours = facts::node(&s.root(), started);
-    diff::check(name, &theirs, &ours);
+    let (n, disk) = diff::compare(name, &theirs, &ours);
+
+    let started = now();
+    let theirs = api::facts(&api::kubeadm(Path::new(&s.config()), s.dir.path()), started);
+    let started = now();
+    let ours = api::facts(&api::kubestrap(&s.config()), started);
+    let (m, objects) = diff::compare(&format!("{name} API objects"), &theirs, &ours);
+    eprintln!("{disk}\n{objects}");
+    assert!(n + m == 0, "{disk}\n{objects}");
 }
 
 #[test]
