@@ -27,18 +27,24 @@ pub fn kubeadm(config: &Path, dir: &Path) -> Vec<Value> {
 /// The YAML after each `Would perform action CREATE ... Attached object:`, up to the next log
 /// line (they all start with `[`).
 fn created(out: &str) -> Vec<Value> {
+    let lines: Vec<&str> = out.lines().collect();
     let mut objects = Vec::new();
-    let mut lines = out.lines();
-    while let Some(line) = lines.next() {
-        if !line.starts_with("[dryrun] Would perform action CREATE") {
+    let mut i = 0;
+    while i < lines.len() {
+        let create = lines[i].starts_with("[dryrun] Would perform action CREATE");
+        i += 1;
+        if !create {
             continue;
         }
-        let mut lines2 = lines.by_ref().skip_while(|l| *l != "[dryrun] Attached object:").skip(1);
-        let mut yaml = String::new();
-        for l in lines2.by_ref().take_while(|l| !l.starts_with('[')) {
-            yaml += l;
-            yaml.push('\n');
+        while i < lines.len() && lines[i] != "[dryrun] Attached object:" {
+            i += 1;
         }
+        let start = i + 1;
+        i = start;
+        while i < lines.len() && !lines[i].starts_with('[') {
+            i += 1;
+        }
+        let yaml = lines[start.min(i)..i].join("\n");
         objects.push(serde_yaml::from_str(&yaml).unwrap_or_else(|e| panic!("{e}:\n{yaml}")));
     }
     objects
