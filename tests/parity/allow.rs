@@ -8,6 +8,24 @@ const ALLOWED: &[(&str, &str, &str)] = &[
     // kubeadm: SEC1 "EC PRIVATE KEY" / PKCS#1 "RSA PRIVATE KEY"; the same keys either way.
     ("*", "*.key pem[0]", "private keys are PKCS#8 PEM on purpose (README, What gets written)"),
     ("*", "*.conf users[*].user.client-key-data pem[0]", "kubeconfig keys are PKCS#8 PEM too (README)"),
+    // API objects: the same stored object either way.
+    ("*", "api * status*", "kubeadm serializes Go's empty status; the API server ignores status on create"),
+    ("*", "api * subjects[*].apiGroup", "the API server defaults a User/Group subject's apiGroup to this one"),
+    (
+        "*",
+        "api DaemonSet kube-system/kube-proxy spec.template.spec.containers[kube-proxy].resources",
+        "kubeadm serializes Go's empty ResourceRequirements ({}); absent decodes to the same",
+    ),
+    (
+        "*",
+        "api DaemonSet kube-system/kube-proxy spec.template.spec.containers[kube-proxy].volumeMounts[*].readOnly",
+        "readOnly: false is the default kubeadm leaves out; the same mount",
+    ),
+    (
+        "*",
+        "api ClusterRoleBinding /kubeadm:cluster-admins *",
+        "kubeadm creates it too, but not in its dry run (init.go: EnsureAdminClusterRoleBinding needs a real client)",
+    ),
 ];
 
 /// Why `key` may differ for `config`, if it may.
