@@ -60,18 +60,19 @@ pub fn kubelet_configuration_with(cfg: &InitConfig, systemd_resolved: bool) -> M
 
 /// /var/lib/kubelet/config.yaml; also the `kubelet` key of the kubelet-config ConfigMap.
 pub fn config_yaml(cfg: &InitConfig) -> Result<String, RenderError> {
-    mapping_yaml(&kubelet_configuration(cfg))
+    mapping_yaml(&kubelet_configuration(cfg)).map(|t| zero::go_quotes(&t))
 }
 
 /// Init's /var/lib/kubelet/config.yaml: [`config_yaml`] with the node's instance-config.yaml
 /// (its CRI socket) merged in.
 pub fn init_node_config_yaml(cfg: &InitConfig) -> Result<String, RenderError> {
     mapping_yaml(&with_instance_config(kubelet_configuration(cfg), &cfg.init.node_registration.cri_socket))
+        .map(|t| zero::go_quotes(&t))
 }
 
 /// Like [`config_yaml`], for a node where systemd-resolved may be active.
 pub fn config_yaml_with(cfg: &InitConfig, systemd_resolved: bool) -> Result<String, RenderError> {
-    mapping_yaml(&kubelet_configuration_with(cfg, systemd_resolved))
+    mapping_yaml(&kubelet_configuration_with(cfg, systemd_resolved)).map(|t| zero::go_quotes(&t))
 }
 
 /// `<imageRepository>/pause:<PauseVersion>` (kubeadm's GetPauseImage), for image lists.
@@ -98,7 +99,7 @@ pub fn with_instance_config(mut m: Mapping, cri_socket: &str) -> Mapping {
 pub fn node_config_yaml(cluster_yaml: &str, cri_socket: &str) -> Result<String, RenderError> {
     let m: Mapping = serde_yaml::from_str(cluster_yaml)
         .map_err(|e| RenderError { what: "the KubeletConfiguration".into(), detail: e.to_string() })?;
-    mapping_yaml(&with_instance_config(m, cri_socket))
+    mapping_yaml(&with_instance_config(m, cri_socket)).map(|t| zero::go_quotes(&t))
 }
 
 /// core/v1 Taint.ToString: `key[=value]:effect`.
