@@ -60,29 +60,6 @@ pub fn fill(m: &mut Mapping) {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn zero_values_fill_only_what_the_user_left_empty() {
-        let mut m: Mapping = serde_yaml::from_str("syncFrequency: 1m\nlogging: {verbosity: 4}").unwrap();
-        fill(&mut m);
-        assert_eq!(m["syncFrequency"], "1m");
-        assert_eq!(m["logging"]["verbosity"], 4);
-        assert_eq!(m["logging"]["flushFrequency"], 0);
-        assert_eq!(m["logging"]["options"]["json"]["infoBufferSize"], "0", "a Quantity: a string");
-        assert_eq!(m["containerRuntimeEndpoint"], "");
-        assert_eq!(m["memorySwap"], Y::Mapping(Mapping::new()));
-    }
-
-    #[test]
-    fn go_quotes_double_quote_what_serde_yaml_single_quotes() {
-        let text = "a: ''\nb:\n  c: '0'\nd:\n- 'true'\ne: 'it''s'\nf: plain\n";
-        assert_eq!(go_quotes(text), "a: \"\"\nb:\n  c: \"0\"\nd:\n- \"true\"\ne: 'it''s'\nf: plain\n");
-    }
-}
-
 /// serde_yaml single-quotes a string that would read as another type ('' or '0'); Go's YAML
 /// writer double-quotes it. Rewrites such scalars (those with no quote or backslash inside, whose
 /// meaning is then the same) so the text, and the kubelet-config hash, are kubeadm's.
@@ -107,4 +84,27 @@ pub fn go_quotes(text: &str) -> String {
         out.push('\n');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zero_values_fill_only_what_the_user_left_empty() {
+        let mut m: Mapping = serde_yaml::from_str("syncFrequency: 1m\nlogging: {verbosity: 4}").unwrap();
+        fill(&mut m);
+        assert_eq!(m["syncFrequency"], "1m");
+        assert_eq!(m["logging"]["verbosity"], 4);
+        assert_eq!(m["logging"]["flushFrequency"], 0);
+        assert_eq!(m["logging"]["options"]["json"]["infoBufferSize"], "0", "a Quantity: a string");
+        assert_eq!(m["containerRuntimeEndpoint"], "");
+        assert_eq!(m["memorySwap"], Y::Mapping(Mapping::new()));
+    }
+
+    #[test]
+    fn go_quotes_double_quote_what_serde_yaml_single_quotes() {
+        let text = "a: ''\nb:\n  c: '0'\nd:\n- 'true'\ne: 'it''s'\nf: plain\n";
+        assert_eq!(go_quotes(text), "a: \"\"\nb:\n  c: \"0\"\nd:\n- \"true\"\ne: 'it''s'\nf: plain\n");
+    }
 }
