@@ -44,3 +44,11 @@ fn glob(pattern: &str, s: &str) -> bool {
         }
     }
 }
+
+#[test]
+fn glob_matches_runs_of_characters() {
+    assert!(glob("a*.key pem[0]", "a/b/ca.key pem[0]"));
+    assert!(glob("api * status*", "api Service kube-system/kube-dns status.loadBalancer"));
+    assert!(!glob("*.key pem[0]", "ca.key key"));
+    assert!(glob("exact", "exact") && !glob("exact", "exactly"));
+}

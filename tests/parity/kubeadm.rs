@@ -14,6 +14,7 @@ const PHASES: &[&str] = &["certs all", "kubeconfig all", "etcd local", "control-
 /// `<dir>/kubeadm/{etc/kubernetes,var/lib/kubelet,var/lib/etcd}`; returns that root.
 pub fn init_on_disk(config: &Path, dir: &Path) -> PathBuf {
     let root = dir.join("kubeadm");
+    assert!(rustix::process::geteuid().is_root(), "tests/parity needs root: kubeadm runs in its own mount namespace");
     let kubeadm = bins::bin("kubeadm");
     let mut script = String::from(
         "set -e; mkdir -p /etc/kubernetes; mount -t tmpfs none /etc/kubernetes; mount -t tmpfs none /var/lib\n",

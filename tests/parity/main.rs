@@ -37,6 +37,14 @@ fn parity(name: &str, config: &str) {
     let started = now();
     let root = kubeadm::init_on_disk(Path::new(&s.config()), s.dir.path());
     let theirs = facts::node(&root, started);
+    // Not a vacuous comparison: kubeadm wrote the kubelet's files and the manifests.
+    for f in [
+        "var/lib/kubelet/kubeadm-flags.env",
+        "var/lib/kubelet/config.yaml",
+        "etc/kubernetes/manifests/kube-apiserver.yaml",
+    ] {
+        assert!(theirs.contains_key(&format!("{f} <mode>")), "kubeadm wrote no {f}");
+    }
     for d in CA_DIRS.iter().filter(|d| Path::new("/").join(d).is_dir()) {
         std::fs::create_dir_all(s.root().join(d)).expect("mkdir CA dir");
     }
@@ -46,7 +54,9 @@ fn parity(name: &str, config: &str) {
     let (n, disk) = diff::compare(name, &theirs, &ours);
 
     let started = now();
-    let theirs = api::facts(&api::kubeadm(Path::new(&s.config()), s.dir.path()), started);
+    let objects = api::kubeadm(Path::new(&s.config()), s.dir.path());
+    assert!(objects.len() > 20, "kubeadm's dry run created only {} objects", objects.len());
+    let theirs = api::facts(&objects, started);
     let started = now();
     let ours = api::facts(&api::kubestrap(&s.config()), started);
     let (m, objects) = diff::compare(&format!("{name} API objects"), &theirs, &ours);
