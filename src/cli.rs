@@ -129,6 +129,9 @@ pub struct InitPhase {
     #[argh(positional)]
     /// the phase name (see `kubestrap phases`)
     pub name: String,
+    #[argh(positional)]
+    /// a sub-phase, spelled as kubeadm does: `init phase addon kube-proxy`
+    pub sub: Option<String>,
     #[argh(option)]
     /// kubeadm v1beta4 config file
     pub config: Option<PathBuf>,

@@ -14,6 +14,8 @@ use crate::preflight::cri::CriError;
 pub enum HostError {
     #[error("port {port} is in use or cannot be bound: {}", .errno.desc())]
     PortUnavailable { port: u16, errno: nix::errno::Errno },
+    #[error("port {port} on {address} is in use or cannot be bound: {source}")]
+    AddressUnavailable { address: String, port: u16, source: std::io::Error },
     #[error("running {} --version: {source}", .program.display())]
     Exec { program: PathBuf, source: std::io::Error },
     #[error("{} --version exited with {status}", .program.display())]
@@ -35,12 +37,15 @@ pub trait Host: Sync {
     fn list_dir(&self, path: &Path) -> Option<Vec<String>>;
     /// Is `path` the mount point of a cgroup v2 filesystem (statfs magic)?
     fn is_cgroup2(&self, path: &Path) -> bool;
-    /// Can we listen on TCP `port` on all addresses (SO_REUSEADDR, as Go's net.Listen)?
-    fn can_listen(&self, port: u16) -> Result<(), HostError>;
+    /// Can we listen on TCP `port` (SO_REUSEADDR, as Go's net.Listen), on `address` or, without
+    /// one, on all addresses?
+    fn can_listen(&self, address: Option<&str>, port: u16) -> Result<(), HostError>;
     /// The first executable `name` on PATH (access X_OK), without running it.
     fn find_in_path(&self, name: &str) -> Option<PathBuf>;
     /// Asks the CRI runtime on a unix socket for its version (gRPC over HTTP/2).
     fn cri_version(&self, socket: &Path, timeout: Duration) -> Result<String, CriError>;
+    /// Does the CRI runtime implement RuntimeConfig? `Ok(false)`: it answered Unimplemented.
+    fn cri_runtime_config(&self, socket: &Path, timeout: Duration) -> Result<bool, CriError>;
     /// `kubelet --version` output (the one child process preflight may start).
     fn kubelet_version(&self, kubelet: &Path) -> Result<String, HostError>;
     fn resolves(&self, name: &str) -> bool;
@@ -102,7 +107,13 @@ impl Host for LinuxHost {
             .unwrap_or(false)
     }
 
-    fn can_listen(&self, port: u16) -> Result<(), HostError> {
+    fn can_listen(&self, address: Option<&str>, port: u16) -> Result<(), HostError> {
+        if let Some(address) = address {
+            // std sets SO_REUSEADDR on Unix, as Go does; a name resolves as net.Listen would.
+            return std::net::TcpListener::bind((address, port))
+                .map(drop)
+                .map_err(|source| HostError::AddressUnavailable { address: address.to_string(), port, source });
+        }
         use nix::sys::socket::{
             AddressFamily, SockFlag, SockType, SockaddrIn6, bind, listen, setsockopt, socket, sockopt,
         };
@@ -138,6 +149,10 @@ impl Host for LinuxHost {
 
     fn cri_version(&self, socket: &Path, timeout: Duration) -> Result<String, CriError> {
         crate::preflight::cri::version_over_unix_socket(socket, timeout)
+    }
+
+    fn cri_runtime_config(&self, socket: &Path, timeout: Duration) -> Result<bool, CriError> {
+        crate::preflight::cri::runtime_config_over_unix_socket(socket, timeout)
     }
 
     fn kubelet_version(&self, kubelet: &Path) -> Result<String, HostError> {

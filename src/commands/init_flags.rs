@@ -250,12 +250,15 @@ fn feature_gates(s: &str) -> Result<BTreeMap<String, bool>> {
         let (k, v) = item
             .split_once('=')
             .ok_or_else(|| Error::usage(format!("--feature-gates: missing bool value for {item}")))?;
+        crate::config::features::check_flag_gate(k.trim())
+            .map_err(|m| Error::usage(format!("--feature-gates: {m}")))?;
         let v = match v.trim() {
             "true" | "True" | "TRUE" | "1" | "t" | "T" => true,
             "false" | "False" | "FALSE" | "0" | "f" | "F" => false,
             other => {
                 return Err(Error::usage(format!(
-                    "--feature-gates: invalid value of {k}={other}: expected true or false"
+                    "--feature-gates: invalid value {other} for feature-gate key: {}, use true|false instead",
+                    k.trim()
                 )));
             }
         };
@@ -283,7 +286,7 @@ mod tests {
             service_cidr: Some("10.112.0.0/12".into()),
             service_dns_domain: Some("corp.internal".into()),
             image_repository: Some("registry.example.com/k8s".into()),
-            feature_gates: Some("EtcdLearnerMode=true".into()),
+            feature_gates: Some("RootlessControlPlane=true".into()),
             token_ttl: Some("2h".into()),
             ..Default::default()
         };
@@ -297,7 +300,12 @@ mod tests {
         assert_eq!(cfg.cluster.networking.dns_domain, "corp.internal");
         assert_eq!(cfg.cluster.image_repository, "registry.example.com/k8s");
         assert!(cfg.cluster.api_server.cert_sans.contains(&"lb.example.com".to_string()));
-        assert_eq!(cfg.cluster.feature_gates.get("EtcdLearnerMode"), Some(&true));
+        assert_eq!(cfg.cluster.feature_gates.get("RootlessControlPlane"), Some(&true));
+        // A gate kubeadm 1.37 no longer knows is NewFeatureGate's error, exit 2.
+        let f = InitFlags { feature_gates: Some("EtcdLearnerMode=true".into()), ..Default::default() };
+        let e = f.load(None, &host()).unwrap_err();
+        assert!(e.message.starts_with("--feature-gates: unrecognized feature-gate key: EtcdLearnerMode."), "{e}");
+        assert_eq!(e.kind.exit_code(), 2);
         let t = &cfg.init.bootstrap_tokens[0];
         assert_eq!((t.token.as_str(), t.ttl.as_deref()), ("", Some("2h")));
         assert_eq!(t.description, DEFAULT_TOKEN_DESCRIPTION);
@@ -329,8 +337,11 @@ mod tests {
         assert!(m.starts_with("--token: ") && !m.contains("0123456789"), "{m}");
         let m = bad(InitFlags { certificate_key: Some("zz".repeat(32)), ..Default::default() });
         assert!(m.starts_with("--certificate-key: ") && !m.contains("zzzz"), "{m}");
-        let m = bad(InitFlags { feature_gates: Some("A=maybe".into()), ..Default::default() });
-        assert!(m.contains("A=maybe"), "{m}");
+        let m = bad(InitFlags { feature_gates: Some("RootlessControlPlane=maybe".into()), ..Default::default() });
+        assert_eq!(
+            m,
+            "--feature-gates: invalid value maybe for feature-gate key: RootlessControlPlane, use true|false instead"
+        );
         let m = bad(InitFlags { patches: Some("/p".into()), ..Default::default() });
         assert!(m.starts_with("--patches: "), "{m}");
     }

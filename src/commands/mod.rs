@@ -24,7 +24,12 @@ pub fn run(cli: cli::Cli) -> Result<()> {
     match cli.command {
         Command::Init(i) => match i.phase {
             Some(InitSub::Phase(p)) => {
-                let phase = phases::lookup(INIT_PHASES, "init", &p.name)?;
+                // kubeadm spells a sub-phase as a second word; a parent runs all its sub-phases.
+                let name = match &p.sub {
+                    Some(sub) => format!("{}/{sub}", p.name),
+                    None => p.name.clone(),
+                };
+                let selected = phases::lookup_all(INIT_PHASES, "init", &name)?;
                 let run = InitRun {
                     config: p.config.as_deref(),
                     flags: InitFlags::default(),
@@ -37,7 +42,7 @@ pub fn run(cli: cli::Cli) -> Result<()> {
                         skip_key_print: p.skip_certificate_key_print,
                     },
                 };
-                init(run, |ctx| phases::run_init_phase(ctx, phase))
+                init(run, |ctx| selected.iter().try_for_each(|phase| phases::run_init_phase(ctx, phase)))
             }
             None => {
                 let mut skip = cli::split_all(&i.skip_phases);

@@ -46,7 +46,19 @@ struct TypeMeta {
 /// Hard limit on config size: user-data is small, and this bounds memory on hostile input.
 pub const MAX_CONFIG_BYTES: usize = 1 << 20;
 
+/// Parses and checks user input (a file, user-data, flags' documents).
 pub fn parse_documents(source: &str, text: &str) -> Result<Documents, ConfigError> {
+    parse(source, text, true)
+}
+
+/// Parses config a cluster stored (the kubeadm-config ConfigMap): strict, but without the
+/// checks kubeadm makes only on user input (feature gate names, httpEndpoints URLs), as
+/// kubeadm reads it back on join.
+pub fn parse_stored(source: &str, text: &str) -> Result<Documents, ConfigError> {
+    parse(source, text, false)
+}
+
+fn parse(source: &str, text: &str, user_input: bool) -> Result<Documents, ConfigError> {
     if text.len() > MAX_CONFIG_BYTES {
         return Err(ConfigError::file(source, format!("is {} bytes; the limit is {MAX_CONFIG_BYTES}", text.len())));
     }
@@ -86,7 +98,11 @@ pub fn parse_documents(source: &str, text: &str) -> Result<Documents, ConfigErro
                 docs.init = Some(decode_typed(source, &label, text, index)?);
             }
             ("kubeadm.k8s.io", KUBEADM_API_VERSION, "ClusterConfiguration") => {
-                docs.cluster = Some(decode_typed(source, &label, text, index)?);
+                let cluster = decode_typed(source, &label, text, index)?;
+                if user_input {
+                    super::features::check_cluster(source, &label, &cluster)?;
+                }
+                docs.cluster = Some(cluster);
             }
             ("kubeadm.k8s.io", KUBEADM_API_VERSION, "JoinConfiguration") => {
                 docs.join = Some(decode_typed(source, &label, text, index)?);
@@ -97,8 +113,9 @@ pub fn parse_documents(source: &str, text: &str) -> Result<Documents, ConfigErro
                 "InitConfiguration" | "ClusterConfiguration" | "JoinConfiguration",
             ) => {
                 docs.warnings.push(format!(
-                    "{source}: {label}: {api_version} is deprecated: kubeadm 1.31-1.35 read it with a warning and \
-                     kubeadm 1.36+ refuses it; `kubestrap config migrate --old-config {source}` writes the v1beta4 equivalent"
+                    "{source}: {label}: {api_version} is removed: kubeadm 1.31-1.36 read it with a warning and \
+                     kubeadm 1.37 refuses it (\"Please use kubeadm v1.36 instead\"); kubestrap still converts it. \
+                     `kubestrap config migrate --old-config {source}` writes the v1beta4 equivalent"
                 ));
                 match kind.as_str() {
                     "InitConfiguration" => {
@@ -109,6 +126,9 @@ pub fn parse_documents(source: &str, text: &str) -> Result<Documents, ConfigErro
                     "ClusterConfiguration" => {
                         let old: v1beta3::ClusterConfiguration = decode_typed(source, &label, text, index)?;
                         let (cluster, timeout) = old.into_v1beta4();
+                        if user_input {
+                            super::features::check_cluster(source, &label, &cluster)?;
+                        }
                         docs.cluster = Some(cluster);
                         moved_timeout = timeout;
                     }
@@ -242,7 +262,7 @@ pub fn prefix_cri_socket(socket: &mut String) -> Option<String> {
 /// v1beta4 (kubeadm ≥ 1.31, kubestrap) or v1beta3 (clusters made by kubeadm 1.22-1.30).
 pub fn cluster_from_configmap(text: &str) -> Result<ClusterConfiguration, ConfigError> {
     let source = "ConfigMap kube-system/kubeadm-config";
-    let docs = parse_documents(source, text)?;
+    let docs = parse_stored(source, text)?;
     docs.cluster
         .ok_or_else(|| ConfigError::file(source, "data.ClusterConfiguration holds no ClusterConfiguration".into()))
 }

@@ -2,6 +2,7 @@
 //! address) come in as a value, so this module tests without a machine.
 
 pub mod defaults;
+pub mod features;
 pub mod load;
 mod resolve;
 pub mod types;
@@ -11,7 +12,7 @@ pub mod values;
 
 use std::fmt;
 
-pub use load::{Documents, cluster_from_configmap, parse_documents, prefix_cri_socket};
+pub use load::{Documents, cluster_from_configmap, parse_documents, parse_stored, prefix_cri_socket};
 pub use resolve::{Endpoint, HostFacts, InitConfig, KeyAlgorithm, resolve_init};
 
 /// A config problem: which file, which document, which field, what is wrong with the value.

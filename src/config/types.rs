@@ -209,6 +209,9 @@ pub struct LocalEtcd {
 pub struct ExternalEtcd {
     #[serde(default)]
     pub endpoints: Vec<String>,
+    /// v1beta4 (kubeadm 1.35+): URLs for etcd's HTTP traffic (health, metrics), apart from gRPC.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub http_endpoints: Vec<String>,
     #[serde(default, rename = "caFile")]
     pub ca_file: String,
     #[serde(default, rename = "certFile")]

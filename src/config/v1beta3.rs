@@ -259,7 +259,8 @@ impl ClusterConfiguration {
             proxy: v4::Proxy::default(),
             certificates_dir: self.certificates_dir,
             image_repository: self.image_repository,
-            feature_gates: self.feature_gates,
+            // The gate became encryptionAlgorithm (above); kubeadm 1.37 no longer knows it.
+            feature_gates: self.feature_gates.into_iter().filter(|(k, _)| k != "PublicKeysECDSA").collect(),
             cluster_name: self.cluster_name,
             encryption_algorithm: if ecdsa { "ECDSA-P256" } else { "RSA-2048" }.into(),
             certificate_validity_period: Some("8760h0m0s".into()),

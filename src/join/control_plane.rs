@@ -71,7 +71,7 @@ fn fetch_node_config(ctx: &JoinContext, cp: &ControlPlaneJoin) -> Result<InitCon
         .as_str()
         .ok_or_else(|| Error::runtime("ConfigMap kube-system/kubeadm-config has no data.ClusterConfiguration"))?;
     let source = "ConfigMap kube-system/kubeadm-config";
-    let mut docs = crate::config::parse_documents(source, text)?;
+    let mut docs = crate::config::parse_stored(source, text)?;
     let a = ctx.args;
     docs.init = Some(InitConfiguration {
         api_version: crate::constants::KUBEADM_API_VERSION.into(),

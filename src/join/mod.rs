@@ -92,6 +92,14 @@ pub fn preflight(ctx: &JoinContext) -> Result<()> {
             }
             None => crate::preflight::Input::worker(root, name, Some(a.cri_socket.clone()), host),
         };
+        if let Some(cp) = &a.control_plane {
+            // kubeadm 1.37 checks etcd's ports on this node's advertise address (defaulted as
+            // kubeadm defaults it); the other ports' bind-address would need the cluster's config.
+            input.bind.etcd = match cp.advertise_address.as_str() {
+                "" => crate::host::default_address().map(|ip| ip.to_string()),
+                a => Some(a.to_string()),
+            };
+        }
         input.ca_cert_path = a.ca_cert_path.clone();
         input.resuming = ctx.fs.exists(&paths::JOIN_IN_PROGRESS);
         info!(

@@ -210,20 +210,6 @@ fn apply_with_retry(ctx: &InitContext, client: &Client, obj: &Value) -> Result<(
     })
 }
 
-pub fn addons(ctx: &InitContext) -> Result<()> {
-    let client = admin(ctx)?;
-    let dns = objects::coredns::coredns_objects(ctx.cfg);
-    if dns.is_empty() {
-        info!("[addon] CoreDNS is disabled");
-    }
-    apply_all(client, "addon", &dns)?;
-    let proxy = objects::proxy::kube_proxy_objects_with_env(ctx.cfg, &ctx.env.proxy_env)?;
-    if proxy.is_empty() {
-        info!("[addon] kube-proxy is disabled");
-    }
-    apply_all(client, "addon", &proxy)
-}
-
 /// What kubeadm prints at the end: how to use admin.conf and the exact join command. The token
 /// goes to stdout because the user asked for it; it is never logged. A dry run logs the command
 /// with the token withheld (stdout carries the plan).

@@ -3,6 +3,7 @@
 //! `join phase <name>` run one entry. A phase reads its inputs from disk (a missing one names the
 //! phase that makes it), commits its own writes, and reports itself in the boot status.
 
+mod addons;
 mod api;
 mod certs;
 mod control_plane;
@@ -129,7 +130,8 @@ pub const INIT_PHASES: &[Phase<InitFn>] = &[
     Phase { name: "upload-certs", description: "With --upload-certs: the shared CAs and keys, encrypted, in the kubeadm-certs Secret", run: upload_certs::run },
     Phase { name: "mark-control-plane", description: "Wait for the Node, then label and taint it as control-plane", run: api::mark_control_plane },
     Phase { name: "bootstrap-token", description: "Create bootstrap tokens, their RBAC, and the signed cluster-info ConfigMap", run: api::bootstrap_token },
-    Phase { name: "addon", description: "Install CoreDNS and kube-proxy", run: api::addons },
+    Phase { name: "addon/coredns", description: "Install the CoreDNS addon (Deployment, Service, ConfigMap, RBAC)", run: addons::coredns },
+    Phase { name: "addon/kube-proxy", description: "Install the kube-proxy addon (DaemonSet, ConfigMap, RBAC)", run: addons::kube_proxy },
     Phase { name: "show-join-command", description: "Print how to use admin.conf and the join command", run: api::show_join_command },
 ];
 
@@ -162,12 +164,15 @@ pub fn find<F>(list: &'static [Phase<F>], name: &str) -> Option<&'static Phase<F
 }
 
 /// The phases a name selects: the phase itself, or every sub-phase of a parent
-/// ("control-plane-prepare" runs its four, as with kubeadm).
+/// ("control-plane-prepare" runs its four, as with kubeadm). kubeadm gives every parent an
+/// `all` sub-phase that runs its siblings; `--skip-phases=<parent>/all` is valid and skips
+/// nothing, because `all` has no work of its own (kubeadm's workflow runner).
 pub fn select<F>(list: &'static [Phase<F>], name: &str) -> Vec<&'static Phase<F>> {
-    match find(list, name) {
-        Some(p) => vec![p],
-        None => list.iter().filter(|p| p.name.strip_prefix(name).is_some_and(|r| r.starts_with('/'))).collect(),
+    if let Some(p) = find(list, name) {
+        return vec![p];
     }
+    let parent = name.strip_suffix("/all").unwrap_or(name);
+    list.iter().filter(|p| p.name.strip_prefix(parent).is_some_and(|r| r.starts_with('/'))).collect()
 }
 
 /// Finds `name` in `list` or says which phases `workflow` has.
@@ -280,4 +285,37 @@ fn write_manifest(ctx: &InitContext, name: &str, pod: &serde_json::Value) -> Res
         info!("[manifests] Writing static Pod manifest for {name:?} to {:?}", path.as_str());
     }
     ctx.fs.write(&path, yaml.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names<F>(v: Vec<&'static Phase<F>>) -> Vec<&'static str> {
+        v.into_iter().map(|p| p.name).collect()
+    }
+
+    #[test]
+    fn addon_has_kubeadms_sub_phases_and_skipping_follows_kubeadms_runner() {
+        let skip = |s: &[&str]| -> Vec<&str> {
+            let skip: Vec<String> = s.iter().map(|x| x.to_string()).collect();
+            check_skip(INIT_PHASES, "init", &skip).unwrap();
+            INIT_PHASES
+                .iter()
+                .filter(|p| p.name.starts_with("addon") && !is_skipped(&skip, p.name))
+                .map(|p| p.name)
+                .collect()
+        };
+        assert_eq!(skip(&["addon/kube-proxy"]), ["addon/coredns"]);
+        assert_eq!(skip(&["addon/coredns"]), ["addon/kube-proxy"]);
+        assert!(skip(&["addon"]).is_empty());
+        // `all` has no work of its own in kubeadm: skipping it is valid and skips nothing.
+        assert_eq!(skip(&["addon/all"]), ["addon/coredns", "addon/kube-proxy"]);
+        assert_eq!(names(select(INIT_PHASES, "addon/all")), ["addon/coredns", "addon/kube-proxy"]);
+        assert_eq!(names(select(INIT_PHASES, "addon")), ["addon/coredns", "addon/kube-proxy"]);
+        assert_eq!(names(select(JOIN_PHASES, "control-plane-prepare/all")).len(), 4);
+        let e = check_skip(INIT_PHASES, "init", &["addon/kube-dns".into()]).unwrap_err();
+        assert!(e.message.starts_with("unknown init phase \"addon/kube-dns\""), "{e}");
+        assert!(check_skip(INIT_PHASES, "init", &["certs/all".into()]).is_err(), "certs has no sub-phases here");
+    }
 }

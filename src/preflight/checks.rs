@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::system::system_verification;
 use super::{BOTH, CONTROL_PLANE, Check, Input, JOINING, Probe, Role, Severity, WORKER, path_name, proxy};
 use crate::constants::*;
 use crate::host::Host;
@@ -10,36 +11,13 @@ use crate::host::Host;
 /// kubeadm's thresholds.
 const MIN_CPUS: usize = 2;
 const MIN_MEMORY_MIB: u64 = 1700;
-/// Oldest kernel we accept, and the one below which cgroup v2 lacks features the kubelet uses.
-const MIN_KERNEL: (u32, u32) = (4, 19);
-const RECOMMENDED_KERNEL: (u32, u32) = (5, 8);
-/// cgroup v2 controllers the kubelet needs; hugetlb is optional.
-const CGROUP_CONTROLLERS: &[&str] = &["cpu", "cpuset", "memory", "pids"];
-/// Kernel options a node needs, checked when the kernel config is readable.
-const KERNEL_CONFIG: &[&str] = &[
-    "CONFIG_NAMESPACES",
-    "CONFIG_NET_NS",
-    "CONFIG_PID_NS",
-    "CONFIG_IPC_NS",
-    "CONFIG_UTS_NS",
-    "CONFIG_CGROUPS",
-    "CONFIG_CGROUP_CPUACCT",
-    "CONFIG_CGROUP_DEVICE",
-    "CONFIG_CGROUP_SCHED",
-    "CONFIG_CPUSETS",
-    "CONFIG_MEMCG",
-    "CONFIG_INET",
-    "CONFIG_NETFILTER_XT_TARGET_REDIRECT",
-    "CONFIG_NETFILTER_XT_MATCH_COMMENT",
-    "CONFIG_OVERLAY_FS",
-    "CONFIG_SECCOMP",
-];
 /// Free space under /var/lib below which a node soon evicts pods / cannot pull images.
 const MIN_FREE_BYTES: u64 = 1 << 30;
 const LOW_FREE_BYTES: u64 = 4 << 30;
 
-const REQUIRED_COMMANDS: &[&str] = &["ip", "iptables", "mount", "nsenter"];
-const OPTIONAL_COMMANDS: &[&str] = &["ebtables", "ethtool", "socat", "tc", "touch"];
+/// kubeadm 1.33+'s executables (checks_linux.go addExecChecks), all mandatory: losetup and mount
+/// for the kubelet's volumes, cp for copying etcd directories.
+const REQUIRED_COMMANDS: &[&str] = &["losetup", "mount", "cp"];
 
 /// A host path under the node root.
 fn under(input: &Input, host_path: &str) -> PathBuf {
@@ -92,7 +70,7 @@ pub fn table(input: &Input) -> Vec<Check<'_>> {
             "SystemVerification",
             Error,
             BOTH,
-            "use a kernel >= 4.19 with cgroup v2 and the cpu, cpuset, memory and pids controllers",
+            "use a supported kernel (5.4, 5.10, 5.15 or 6.x) with cgroup v2 and the cpu, cpuset, memory and pids controllers",
             |h| system_verification(h),
         ),
         check("Hostname", Warning, BOTH, "set nodeRegistration.name or fix /etc/hosts / DNS", move |h| {
@@ -117,6 +95,13 @@ pub fn table(input: &Input) -> Vec<Check<'_>> {
                     Err(e) => Probe::Fail(format!("container runtime is not running: {e}")),
                 }
             },
+        ),
+        check(
+            "ContainerRuntimeVersion",
+            Error,
+            BOTH,
+            "update the container runtime to one with the CRI RuntimeConfig call (containerd 2.0+, CRI-O 1.28+)",
+            move |h| runtime_config(h, input),
         ),
         check(
             "KubeletVersion",
@@ -192,25 +177,33 @@ pub fn table(input: &Input) -> Vec<Check<'_>> {
     t
 }
 
+/// kubeadm 1.37 binds each port where its component will listen (checks.go InitNodeChecks): a
+/// `bind-address` extra arg for the API server, scheduler and controller-manager, the advertise
+/// address for etcd; else (and always for the kubelet) all addresses.
 fn ports(input: &Input) -> Vec<Check<'_>> {
-    let mut list: Vec<(u16, &'static [Role])> = vec![
-        (input.bind_port, CONTROL_PLANE),
-        (SCHEDULER_PORT, CONTROL_PLANE),
-        (KCM_PORT, CONTROL_PLANE),
-        (KUBELET_PORT, BOTH),
+    let b = &input.bind;
+    let mut list: Vec<(u16, &'static [Role], Option<&str>)> = vec![
+        (input.bind_port, CONTROL_PLANE, b.api_server.as_deref()),
+        (SCHEDULER_PORT, CONTROL_PLANE, b.scheduler.as_deref()),
+        (KCM_PORT, CONTROL_PLANE, b.controller_manager.as_deref()),
+        (KUBELET_PORT, BOTH, None),
     ];
     if input.etcd_data_dir.is_some() {
-        list.extend([(ETCD_CLIENT_PORT, CONTROL_PLANE), (ETCD_PEER_PORT, CONTROL_PLANE)]);
+        let etcd = b.etcd.as_deref();
+        list.extend([(ETCD_CLIENT_PORT, CONTROL_PLANE, etcd), (ETCD_PEER_PORT, CONTROL_PLANE, etcd)]);
     }
     list.into_iter()
-        .map(|(port, roles)| {
+        .map(|(port, roles, address)| {
             check(
                 format!("Port-{port}"),
                 Severity::Error,
                 roles,
                 "stop what listens on the port (ss -ltnp) or change the port",
-                move |h| match h.can_listen(port) {
-                    Ok(()) => Probe::Pass(format!("port {port} is free")),
+                move |h| match h.can_listen(address, port) {
+                    Ok(()) => Probe::Pass(match address {
+                        Some(a) => format!("port {port} is free on {a}"),
+                        None => format!("port {port} is free"),
+                    }),
                     Err(e) => Probe::Fail(e.to_string()),
                 },
             )
@@ -263,19 +256,20 @@ fn files(input: &Input) -> Vec<Check<'_>> {
 }
 
 fn commands(input: &Input) -> Vec<Check<'_>> {
-    let mut names: Vec<(&'static str, Severity)> = REQUIRED_COMMANDS.iter().map(|c| (*c, Severity::Error)).collect();
-    names.extend(OPTIONAL_COMMANDS.iter().map(|c| (*c, Severity::Warning)));
+    let mut names: Vec<&'static str> = Vec::new();
+    // kube-proxy needs conntrack on PATH only before 1.32; kubeadm join passes no version.
     if input.role == Role::ControlPlane && input.kubernetes_version.minor < 32 {
-        names.push(("conntrack", Severity::Error));
+        names.push("conntrack");
     }
+    names.extend(REQUIRED_COMMANDS);
     names
         .into_iter()
-        .map(|(cmd, sev)| {
+        .map(|cmd| {
             check(
                 format!("FileExisting-{cmd}"),
-                sev,
+                Severity::Error,
                 BOTH,
-                "install it in the image (it is in the Debian package of the same name or iproute2/util-linux)",
+                "install it in the image (losetup and mount: util-linux; cp: coreutils; conntrack: conntrack)",
                 move |h| match h.find_in_path(cmd) {
                     Some(p) => Probe::Pass(p.display().to_string()),
                     None => Probe::Fail(format!("{cmd} not found in system path")),
@@ -343,56 +337,23 @@ fn forwarding(input: &Input) -> Vec<Check<'_>> {
     v
 }
 
-fn parse_kernel(release: &str) -> Option<(u32, u32)> {
-    let mut it = release.split(['.', '-', '+']);
-    Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
+/// kubeadm 1.37's ContainerRuntimeVersion (checks.go): a runtime that answers RuntimeConfig with
+/// gRPC Unimplemented is a warning (the kubelet's cgroupDriver fallback ends in 1.38); any
+/// other failure is an error.
+fn runtime_config(h: &dyn Host, input: &Input) -> Probe {
+    let path = input.cri_socket.trim_start_matches("unix://");
+    match h.cri_runtime_config(Path::new(path), crate::timeouts::CRI_PROBE) {
+        Ok(true) => Probe::Pass(format!("{path} implements RuntimeConfig")),
+        Ok(false) => Probe::Warn(RUNTIME_CONFIG_MISSING.into()),
+        Err(e @ crate::preflight::cri::CriError::Connect { .. }) => {
+            Probe::Fail(format!("could not connect to the container runtime: {e}"))
+        }
+        Err(e) => Probe::Fail(format!("could not check if the runtime config is available: {e}")),
+    }
 }
 
-fn system_verification(h: &dyn Host) -> Probe {
-    let release = h.kernel_release();
-    let mut problems = Vec::new();
-    let mut notes = vec![format!("kernel {release}")];
-    match parse_kernel(&release) {
-        Some(v) if v < MIN_KERNEL => {
-            problems.push(format!("kernel {release} is older than the required {}.{}", MIN_KERNEL.0, MIN_KERNEL.1))
-        }
-        Some(v) if v < RECOMMENDED_KERNEL => notes.push(format!(
-            "kernel older than {}.{} is not recommended for cgroup v2",
-            RECOMMENDED_KERNEL.0, RECOMMENDED_KERNEL.1
-        )),
-        Some(_) => {}
-        None => problems.push(format!("cannot parse the kernel release {release:?}")),
-    }
-    let cg = Path::new("/sys/fs/cgroup");
-    if !h.is_cgroup2(cg) {
-        problems.push("cgroup v1 is not supported by kubelet 1.35+: boot with the unified hierarchy (systemd.unified_cgroup_hierarchy=1)".into());
-    } else {
-        let have = h.read_file(&cg.join("cgroup.controllers")).unwrap_or_default();
-        let have: Vec<&str> = have.split_whitespace().collect();
-        let missing: Vec<&&str> = CGROUP_CONTROLLERS.iter().filter(|c| !have.contains(c)).collect();
-        if missing.is_empty() {
-            notes.push("cgroup v2 with cpu, cpuset, memory, pids".into());
-        } else {
-            problems.push(format!("cgroup v2 controllers missing: {missing:?}"));
-        }
-    }
-    let config = h.read_file(&Path::new("/boot").join(format!("config-{release}")));
-    match config {
-        Some(cfg) => {
-            let missing: Vec<&&str> = KERNEL_CONFIG
-                .iter()
-                .filter(|opt| !cfg.lines().any(|l| l == format!("{opt}=y") || l == format!("{opt}=m")))
-                .collect();
-            if missing.is_empty() {
-                notes.push("kernel config ok".into());
-            } else {
-                problems.push(format!("kernel config lacks {missing:?}"));
-            }
-        }
-        None => notes.push(format!("/boot/config-{release} not found; kernel options not checked")),
-    }
-    if problems.is_empty() { Probe::Pass(notes.join("; ")) } else { Probe::Fail(problems.join("; ")) }
-}
+/// kubeadm's warning text, word for word.
+pub const RUNTIME_CONFIG_MISSING: &str = "You must update your container runtime to a version that supports the CRI method RuntimeConfig. Falling back to using cgroupDriver from kubelet config will be removed in 1.38. For more information, see https://git.k8s.io/enhancements/keps/sig-node/4033-group-driver-detection-over-cri";
 
 fn kubelet_version(h: &dyn Host, input: &Input) -> Probe {
     let Some(bin) = h.find_in_path("kubelet") else {

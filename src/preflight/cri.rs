@@ -1,7 +1,8 @@
-//! The CRI probe: one gRPC `runtime.v1.RuntimeService/Version` call over HTTP/2 on the runtime's
-//! unix socket, hand-framed (the request is fixed, and we only need to see the reply's DATA).
-//! We do not decode the reply's HPACK headers; an answer is a DATA frame carrying a gRPC
-//! message, whose protobuf strings give the runtime name and version.
+//! The CRI probes: one gRPC call (`runtime.v1.RuntimeService/Version`, or `/RuntimeConfig` for
+//! kubeadm's ContainerRuntimeVersion check) over HTTP/2 on the runtime's unix socket,
+//! hand-framed (the requests are fixed). An answer is a DATA frame carrying a gRPC message; for
+//! RuntimeConfig a trailers-only reply's `grpc-status` is read too (see `hpack`), because
+//! Unimplemented (12) is what an older runtime says.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -14,8 +15,13 @@ const RST_STREAM: u8 = 0x3;
 const SETTINGS: u8 = 0x4;
 const PING: u8 = 0x6;
 const GOAWAY: u8 = 0x7;
+const CONTINUATION: u8 = 0x9;
 const END_STREAM: u8 = 0x1;
 const END_HEADERS: u8 = 0x4;
+const PADDED: u8 = 0x8;
+const PRIORITY: u8 = 0x20;
+/// gRPC's status code for a method the server does not have.
+const UNIMPLEMENTED: u32 = 12;
 const ACK: u8 = 0x1;
 
 fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
@@ -38,11 +44,21 @@ fn literal(out: &mut Vec<u8>, name: &str, value: &str) {
 
 /// The bytes of a complete Version request on stream 1.
 pub fn version_request() -> Vec<u8> {
+    request("/runtime.v1.RuntimeService/Version")
+}
+
+/// The bytes of a complete RuntimeConfig request on stream 1.
+pub fn runtime_config_request() -> Vec<u8> {
+    request("/runtime.v1.RuntimeService/RuntimeConfig")
+}
+
+/// A unary call with an empty request message (both calls take one) on stream 1.
+fn request(path: &str) -> Vec<u8> {
     let mut headers = Vec::new();
     for (n, v) in [
         (":method", "POST"),
         (":scheme", "http"),
-        (":path", "/runtime.v1.RuntimeService/Version"),
+        (":path", path),
         (":authority", "localhost"),
         ("content-type", "application/grpc"),
         ("te", "trailers"),
@@ -52,7 +68,7 @@ pub fn version_request() -> Vec<u8> {
     let mut out = PREFACE.to_vec();
     out.extend(frame(SETTINGS, 0, 0, &[]));
     out.extend(frame(HEADERS, END_HEADERS, 1, &headers));
-    // An empty VersionRequest message: gRPC prefix (not compressed, length 0).
+    // An empty request message: gRPC prefix (not compressed, length 0).
     out.extend(frame(DATA, END_STREAM, 1, &[0, 0, 0, 0, 0]));
     out
 }
@@ -122,7 +138,7 @@ fn decode_version(msg: &[u8]) -> String {
     format!("{} {}", fields[2], fields[3]).trim().to_string()
 }
 
-/// Why the CRI runtime did not answer the Version call. Names the socket.
+/// Why the CRI runtime did not answer a call. Names the socket.
 #[derive(Debug, thiserror::Error)]
 pub enum CriError {
     #[error("cannot connect to {}: {source}", .socket.display())]
@@ -145,11 +161,119 @@ pub enum CriError {
 /// Connects, sends the Version call, and waits (bounded) for the reply.
 pub fn version_over_unix_socket(socket: &Path, timeout: Duration) -> Result<String, CriError> {
     let at = || socket.to_path_buf();
+    exchange(socket, timeout, &version_request(), |buf| match parse_reply(buf) {
+        Reply::Answer(v) if v.is_empty() => Some(Ok("answered the CRI Version call".into())),
+        Reply::Answer(v) => Some(Ok(v)),
+        Reply::NoMessage => Some(Ok("answered over gRPC, but without Version data".into())),
+        Reply::Refused(why) => Some(Err(CriError::Refused { socket: at(), why })),
+        Reply::Incomplete => None,
+    })
+}
+
+/// Connects, sends the RuntimeConfig call: `Ok(false)` when the runtime answers Unimplemented
+/// (as kubeadm's `IsRuntimeConfigImplemented`), an error for any other failure.
+pub fn runtime_config_over_unix_socket(socket: &Path, timeout: Duration) -> Result<bool, CriError> {
+    let at = || socket.to_path_buf();
+    exchange(socket, timeout, &runtime_config_request(), |buf| match parse_status(buf) {
+        Status::Message | Status::Ended(Some(0), _) => Some(Ok(true)),
+        Status::Ended(Some(UNIMPLEMENTED), _) => Some(Ok(false)),
+        Status::Ended(Some(code), msg) => Some(Err(CriError::Refused {
+            socket: at(),
+            why: format!("failed to call RuntimeConfig gRPC method: gRPC status {code}: {msg}"),
+        })),
+        Status::Ended(None, _) => Some(Err(CriError::Refused {
+            socket: at(),
+            why: "the RuntimeConfig call ended without a gRPC status".into(),
+        })),
+        Status::Refused(why) => Some(Err(CriError::Refused { socket: at(), why })),
+        Status::Incomplete => None,
+    })
+}
+
+/// How a call on stream 1 ended, as far as the frames so far tell.
+#[derive(Debug, PartialEq)]
+pub enum Status {
+    /// A gRPC message (DATA) arrived: the call succeeded.
+    Message,
+    /// The stream ended without a message: `grpc-status` (if readable) and `grpc-message`.
+    Ended(Option<u32>, String),
+    Incomplete,
+    Refused(String),
+}
+
+/// Reads the server's frames for the end of stream 1, decoding its header blocks.
+pub fn parse_status(buf: &[u8]) -> Status {
+    let mut decoder = super::hpack::Decoder::default();
+    let (mut block, mut ends) = (Vec::new(), false);
+    let mut i = 0;
+    while buf.len() >= i + 9 {
+        let len = (usize::from(buf[i]) << 16) | (usize::from(buf[i + 1]) << 8) | usize::from(buf[i + 2]);
+        let (kind, flags) = (buf[i + 3], buf[i + 4]);
+        let stream = u32::from_be_bytes([buf[i + 5], buf[i + 6], buf[i + 7], buf[i + 8]]) & 0x7fff_ffff;
+        if len > 1 << 24 || (i == 0 && kind != SETTINGS) {
+            return Status::Refused("the socket does not speak HTTP/2 (gRPC)".into());
+        }
+        let Some(payload) = buf.get(i + 9..i + 9 + len) else { return Status::Incomplete };
+        i += 9 + len;
+        match kind {
+            DATA if stream == 1 && payload.len() >= 5 => return Status::Message,
+            RST_STREAM if stream == 1 => return Status::Refused("the runtime reset the call".into()),
+            GOAWAY => return Status::Refused("the runtime closed the connection (GOAWAY)".into()),
+            HEADERS | CONTINUATION if stream == 1 => {
+                if kind == HEADERS {
+                    let Some(fragment) = header_fragment(payload, flags) else {
+                        return Status::Refused("malformed HEADERS frame".into());
+                    };
+                    block = fragment.to_vec();
+                    ends = flags & END_STREAM != 0;
+                } else {
+                    block.extend_from_slice(payload);
+                }
+                if flags & END_HEADERS == 0 {
+                    continue;
+                }
+                let Some(fields) = decoder.block(&block) else {
+                    return Status::Refused("undecodable response headers".into());
+                };
+                if ends {
+                    let get = |n: &str| fields.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone());
+                    let code = get("grpc-status").and_then(|v| v.parse().ok());
+                    return Status::Ended(code, get("grpc-message").unwrap_or_default());
+                }
+            }
+            _ => {}
+        }
+    }
+    Status::Incomplete
+}
+
+/// A HEADERS payload without its padding and priority fields.
+fn header_fragment(payload: &[u8], flags: u8) -> Option<&[u8]> {
+    let (mut start, mut end) = (0, payload.len());
+    if flags & PADDED != 0 {
+        start = 1;
+        end = end.checked_sub(usize::from(*payload.first()?))?;
+    }
+    if flags & PRIORITY != 0 {
+        start += 5;
+    }
+    payload.get(start..end)
+}
+
+/// Connects, sends `request`, acknowledges the server's control frames, and feeds everything
+/// read to `done` until it decides (bounded by `timeout`).
+fn exchange<T>(
+    socket: &Path,
+    timeout: Duration,
+    request: &[u8],
+    done: impl Fn(&[u8]) -> Option<Result<T, CriError>>,
+) -> Result<T, CriError> {
+    let at = || socket.to_path_buf();
     let mut s =
         std::os::unix::net::UnixStream::connect(socket).map_err(|source| CriError::Connect { socket: at(), source })?;
     let deadline = Instant::now() + timeout;
     s.set_write_timeout(Some(timeout)).map_err(|source| CriError::Timeout { socket: at(), source })?;
-    s.write_all(&version_request()).map_err(|source| CriError::Send { socket: at(), source })?;
+    s.write_all(request).map_err(|source| CriError::Send { socket: at(), source })?;
     let mut buf = Vec::new();
     let mut acked = 0;
     let mut chunk = [0u8; 4096];
@@ -172,12 +296,8 @@ pub fn version_over_unix_socket(socket: &Path, timeout: Duration) -> Result<Stri
         if !acks.is_empty() {
             let _ = s.write_all(&acks);
         }
-        match parse_reply(&buf) {
-            Reply::Answer(v) if v.is_empty() => return Ok("answered the CRI Version call".into()),
-            Reply::Answer(v) => return Ok(v),
-            Reply::NoMessage => return Ok("answered over gRPC, but without Version data".into()),
-            Reply::Refused(why) => return Err(CriError::Refused { socket: at(), why }),
-            Reply::Incomplete => {}
+        if let Some(r) = done(&buf) {
+            return r;
         }
     }
 }
@@ -241,6 +361,35 @@ mod tests {
         assert_eq!(acks, frame(PING, ACK, 0, b"12345678"));
         assert_eq!(end, buf.len());
         assert!(control_acks(&buf, end).0.is_empty(), "nothing is acknowledged twice");
+    }
+
+    /// A trailers-only reply as grpc-go sends it: `:status` indexed, new names Huffman-coded.
+    fn trailers_only(status: &str) -> Vec<u8> {
+        let mut block = vec![0x88];
+        for (n, v) in [("content-type", "application/grpc"), ("grpc-status", status), ("grpc-message", "unknown")] {
+            block.push(0x40);
+            block.extend(crate::preflight::hpack::huffman_literal(n));
+            block.push(v.len() as u8);
+            block.extend(v.as_bytes());
+        }
+        let mut buf = frame(SETTINGS, 0, 0, &[]);
+        // Split over HEADERS and CONTINUATION, as a server may.
+        buf.extend(frame(HEADERS, END_STREAM, 1, &block[..4]));
+        buf.extend(frame(CONTINUATION, END_HEADERS, 1, &block[4..]));
+        buf
+    }
+
+    #[test]
+    fn runtime_config_status_is_read_from_the_trailers() {
+        assert_eq!(parse_status(&trailers_only("12")), Status::Ended(Some(12), "unknown".into()));
+        assert_eq!(parse_status(&trailers_only("14")), Status::Ended(Some(14), "unknown".into()));
+        let cut = trailers_only("12");
+        assert_eq!(parse_status(&cut[..cut.len() - 1]), Status::Incomplete);
+        let mut ok = frame(SETTINGS, 0, 0, &[]);
+        ok.extend(frame(HEADERS, END_HEADERS, 1, &[0x88]));
+        ok.extend(frame(DATA, 0, 1, &[0, 0, 0, 0, 2, 0x0a, 0]));
+        assert_eq!(parse_status(&ok), Status::Message);
+        assert!(runtime_config_request().windows(13).any(|w| w == b"RuntimeConfig"));
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use log::{info, warn};
 
-use super::{Input, Report, Role};
+use super::{BindAddresses, Input, Report, Role};
 use crate::config::InitConfig;
 use crate::config::values::Version;
 use crate::constants::{DEFAULT_CERTS_DIR, DEFAULT_CRI_SOCKET, DEFAULT_KUBERNETES_VERSION};
@@ -42,6 +42,7 @@ impl Input {
             ca_cert_path: format!("{}/ca.crt", cfg.certs_dir()),
             certs_dir: cfg.certs_dir().to_string(),
             resuming: false,
+            bind: bind_addresses(cfg),
         }
     }
 
@@ -84,7 +85,26 @@ impl Input {
             ca_cert_path: format!("{DEFAULT_CERTS_DIR}/ca.crt"),
             certs_dir: DEFAULT_CERTS_DIR.into(),
             resuming: false,
+            bind: BindAddresses::default(),
         }
+    }
+}
+
+/// kubeadm's `GetArgValue(args, name, -1)`: the last value given, if not empty.
+fn last_arg(args: &[crate::config::types::Arg], name: &str) -> Option<String> {
+    args.iter().rev().find(|a| a.name == name).map(|a| a.value.clone()).filter(|v| !v.is_empty())
+}
+
+fn bind_addresses(cfg: &InitConfig) -> BindAddresses {
+    let c = &cfg.cluster;
+    BindAddresses {
+        api_server: last_arg(&c.api_server.extra_args, "bind-address"),
+        scheduler: last_arg(&c.scheduler.extra_args, "bind-address"),
+        controller_manager: last_arg(&c.controller_manager.extra_args, "bind-address"),
+        etcd: Some(
+            last_arg(&c.api_server.extra_args, "advertise-address")
+                .unwrap_or_else(|| cfg.advertise_address.to_string()),
+        ),
     }
 }
 

@@ -5,9 +5,12 @@
 
 mod checks;
 mod input;
+pub use checks::RUNTIME_CONFIG_MISSING;
 pub use input::{PreflightError, enforce};
 pub mod cri;
+mod hpack;
 mod proxy;
+mod system;
 
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -77,6 +80,21 @@ pub struct Input {
     pub certs_dir: String,
     /// An earlier kubestrap run got past preflight: its own files are not leftovers.
     pub resuming: bool,
+    /// Where the Port-* checks listen (kubeadm 1.37); `None` is all addresses.
+    pub bind: BindAddresses,
+}
+
+/// The address each control-plane port check binds, as kubeadm 1.37 chooses it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BindAddresses {
+    /// apiServer.extraArgs `bind-address` (the last one).
+    pub api_server: Option<String>,
+    /// scheduler.extraArgs `bind-address`.
+    pub scheduler: Option<String>,
+    /// controllerManager.extraArgs `bind-address`.
+    pub controller_manager: Option<String>,
+    /// apiServer.extraArgs `advertise-address`, else localAPIEndpoint.advertiseAddress.
+    pub etcd: Option<String>,
 }
 
 /// A check's probe: asks the machine, says what it found. Probes run concurrently.

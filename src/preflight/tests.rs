@@ -21,6 +21,10 @@ struct Fake {
     busy_ports: Vec<u16>,
     path_cmds: Vec<&'static str>,
     cri: Result<String, &'static str>,
+    /// RuntimeConfig: implemented, Unimplemented (false), or an error.
+    runtime_config: Result<bool, &'static str>,
+    /// Every (address, port) a Port check asked to listen on.
+    listened: std::sync::Mutex<Vec<(Option<String>, u16)>>,
     kubelet: Option<String>,
     resolves: bool,
     env: BTreeMap<&'static str, &'static str>,
@@ -50,10 +54,10 @@ impl Fake {
             files,
             cgroup2: true,
             busy_ports: vec![],
-            path_cmds: vec![
-                "ip", "iptables", "mount", "nsenter", "ebtables", "ethtool", "socat", "tc", "touch", "kubelet",
-            ],
+            path_cmds: vec!["losetup", "mount", "cp", "kubelet"],
             cri: Ok("containerd 1.7.24".into()),
+            runtime_config: Ok(true),
+            listened: Default::default(),
             kubelet: Some("Kubernetes v1.37.0".into()),
             resolves: true,
             env: BTreeMap::new(),
@@ -99,7 +103,8 @@ impl Host for Fake {
     fn is_cgroup2(&self, _: &Path) -> bool {
         self.cgroup2
     }
-    fn can_listen(&self, port: u16) -> Result<(), HostError> {
+    fn can_listen(&self, address: Option<&str>, port: u16) -> Result<(), HostError> {
+        self.listened.lock().unwrap().push((address.map(str::to_string), port));
         if self.busy_ports.contains(&port) {
             Err(HostError::PortUnavailable { port, errno: nix::errno::Errno::EADDRINUSE })
         } else {
@@ -111,6 +116,9 @@ impl Host for Fake {
     }
     fn cri_version(&self, socket: &Path, _: Duration) -> Result<String, CriError> {
         self.cri.clone().map_err(|why| CriError::Refused { socket: socket.to_path_buf(), why: why.into() })
+    }
+    fn cri_runtime_config(&self, socket: &Path, _: Duration) -> Result<bool, CriError> {
+        self.runtime_config.map_err(|why| CriError::Refused { socket: socket.to_path_buf(), why: why.into() })
     }
     fn kubelet_version(&self, kubelet: &Path) -> Result<String, HostError> {
         self.kubelet.clone().ok_or_else(|| HostError::Exec {
@@ -157,6 +165,7 @@ fn input(role: Role) -> Input {
         ca_cert_path: "/etc/kubernetes/pki/ca.crt".into(),
         certs_dir: "/etc/kubernetes/pki".into(),
         resuming: false,
+        bind: BindAddresses::default(),
     }
 }
 
@@ -257,10 +266,13 @@ fn cgroup_v1_old_kernel_and_missing_controllers() {
     let r = run(&h, &input(Role::Worker), &[]);
     assert_eq!(row(&r, "SystemVerification").result, Outcome::Error);
     assert!(row(&r, "SystemVerification").message.contains("cgroup v1"));
+    // kubeadm 1.34+: an unsupported kernel only warns, with system-validators' text.
     let mut h = Fake::good();
     h.kernel = "4.14.0-old".into();
+    let r = run(&h, &input(Role::Worker), &[]);
+    assert_eq!(row(&r, "SystemVerification").result, Outcome::Warning);
     assert!(
-        row(&run(&h, &input(Role::Worker), &[]), "SystemVerification").message.contains("older than the required 4.19")
+        row(&r, "SystemVerification").message.starts_with("kernel release 4.14.0-old is unsupported. Supported LTS")
     );
     let mut h = Fake::good();
     h.files.insert("/sys/fs/cgroup/cgroup.controllers".into(), "cpu io memory\n".into());
@@ -285,12 +297,16 @@ fn ip_forward_zero_and_one() {
 }
 
 #[test]
-fn missing_commands_are_errors_or_warnings() {
+fn missing_commands_are_kubeadm_133s_errors() {
     let mut h = Fake::good();
-    h.path_cmds.retain(|c| *c != "iptables" && *c != "socat");
+    h.path_cmds.retain(|c| *c != "losetup" && *c != "cp");
     let r = run(&h, &input(Role::Worker), &[]);
-    assert_eq!(row(&r, "FileExisting-iptables").result, Outcome::Error);
-    assert_eq!(row(&r, "FileExisting-socat").result, Outcome::Warning);
+    assert_eq!(row(&r, "FileExisting-losetup").result, Outcome::Error);
+    assert_eq!(row(&r, "FileExisting-losetup").message, "losetup not found in system path");
+    assert_eq!(row(&r, "FileExisting-cp").result, Outcome::Error);
+    assert_eq!(row(&r, "FileExisting-mount").result, Outcome::Pass);
+    let execs: Vec<&str> = r.rows.iter().filter_map(|x| x.name.strip_prefix("FileExisting-")).collect();
+    assert_eq!(execs, ["losetup", "mount", "cp"], "no ip, iptables, ethtool, tc, touch, nsenter, ebtables, socat");
     assert!(r.rows.iter().all(|x| x.name != "FileExisting-conntrack"), "conntrack is only checked before 1.32");
 }
 
@@ -455,14 +471,17 @@ impl Host for Overlapping {
     fn is_cgroup2(&self, path: &Path) -> bool {
         self.inner.is_cgroup2(path)
     }
-    fn can_listen(&self, port: u16) -> Result<(), HostError> {
-        self.inner.can_listen(port)
+    fn can_listen(&self, address: Option<&str>, port: u16) -> Result<(), HostError> {
+        self.inner.can_listen(address, port)
     }
     fn find_in_path(&self, name: &str) -> Option<PathBuf> {
         self.inner.find_in_path(name)
     }
     fn cri_version(&self, socket: &Path, timeout: Duration) -> Result<String, CriError> {
         self.inner.cri_version(socket, timeout)
+    }
+    fn cri_runtime_config(&self, socket: &Path, timeout: Duration) -> Result<bool, CriError> {
+        self.inner.cri_runtime_config(socket, timeout)
     }
     fn resolves(&self, name: &str) -> bool {
         self.inner.resolves(name)
@@ -505,3 +524,5 @@ fn probes_overlap_and_the_report_keeps_the_table_order() {
     assert_eq!(r.rows.iter().map(|x| x.name.clone()).collect::<Vec<_>>(), names);
     assert!(r.rows.iter().all(|x| x.result == Outcome::Pass), "{:#?}", r.rows);
 }
+
+mod v137;

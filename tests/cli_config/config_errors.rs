@@ -131,6 +131,29 @@ fn cases() -> Vec<(&'static str, String, Vec<&'static str>)> {
             vec!["etcd.external.endpoints[0]", "HTTPS"],
         ),
         (
+            "feature gate kubeadm 1.37 removed",
+            cluster_doc("featureGates:\n  NodeLocalCRISocket: true\n"),
+            vec![
+                "ClusterConfiguration",
+                "featureGates: Invalid value: {\"NodeLocalCRISocket\":true}: NodeLocalCRISocket is not a valid feature name.",
+                "kubeadm 1.37 removed it",
+            ],
+        ),
+        (
+            "feature gate kubeadm 1.35 removed",
+            cluster_doc("featureGates:\n  RootlessControlPlane: false\n  WaitForAllControlPlaneComponents: true\n"),
+            vec!["featureGates", "WaitForAllControlPlaneComponents is not a valid feature name."],
+        ),
+        (
+            "httpEndpoints without a scheme",
+            cluster_doc(
+                "etcd:\n  external:\n    endpoints: [https://10.0.0.20:2379]\n    httpEndpoints: [\"10.0.0.20:2381\"]\n",
+            ),
+            vec![
+                "etcd.external.httpEndpoints: Invalid value: \"10.0.0.20:2381\": URL parse error: parse \"10.0.0.20:2381\": first path segment in URL cannot contain colon",
+            ],
+        ),
+        (
             "not a unix socket",
             format!("{INIT_HEAD}nodeRegistration:\n  criSocket: npipe:////./pipe/containerd\n"),
             vec!["nodeRegistration.criSocket", "only the URL scheme \"unix\""],

@@ -45,7 +45,7 @@ fn host() -> HostFacts {
 fn v1beta3_converts_as_kubeadm_converts_it() {
     let docs = parse_documents("old.yaml", OLD).unwrap();
     assert!(
-        docs.warnings.iter().any(|w| w.contains("v1beta3 is deprecated") && w.contains("kubeadm 1.36+ refuses it")),
+        docs.warnings.iter().any(|w| w.contains("v1beta3 is removed") && w.contains("kubeadm 1.37 refuses it")),
         "{:?}",
         docs.warnings
     );

@@ -5,6 +5,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod config_137;
 mod config_errors;
 mod config_kubeadm_defaults;
 mod config_print;

@@ -29,6 +29,15 @@ pub fn init_cluster_with(
     edit: impl FnOnce(&str) -> String,
     tune: impl FnOnce(&mut kube_double::Config) + Send + 'static,
 ) -> Cluster {
+    init_cluster_flags(&[], edit, tune)
+}
+
+/// [`init_cluster_with`] with extra `init` flags.
+pub fn init_cluster_flags(
+    flags: &[&str],
+    edit: impl FnOnce(&str) -> String,
+    tune: impl FnOnce(&mut kube_double::Config) + Send + 'static,
+) -> Cluster {
     let port = free_port();
     let healthz = free_port();
     let scratch =
@@ -43,7 +52,7 @@ pub fn init_cluster_with(
         }
         let _ = tx.send(start_double(&root.join("etc/kubernetes/pki"), port, healthz, tune));
     });
-    let init = scratch.init_full(&[]);
+    let init = scratch.init_full(flags);
     let double = rx.recv_timeout(Duration::from_secs(60)).expect("double started");
     assert_eq!(init.code(), 0, "init failed:\n{}\n{}", init.stdout(), init.stderr());
     Cluster { scratch, double, port, init }

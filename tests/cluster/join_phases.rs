@@ -87,7 +87,9 @@ fn each_join_phase_runs_alone_in_order() {
     assert!(c.double.request_log().is_empty());
 
     let listed = kubestrap(&["phases"]).ok().stdout();
-    for p in ["join  preflight", "join  discovery", "join  kubelet-start", "init  addon"] {
+    for p in
+        ["join  preflight", "join  discovery", "join  kubelet-start", "init  addon/coredns", "init  addon/kube-proxy"]
+    {
         assert!(listed.contains(p), "{listed}");
     }
 }

@@ -5,6 +5,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod addon_phases;
 mod boot;
 mod boot_ha;
 mod cluster_e2e;

@@ -52,13 +52,17 @@ struct Containerd {
 
 fn start_containerd() -> Containerd {
     require_tool("containerd");
+    start_containerd_bin("containerd")
+}
+
+fn start_containerd_bin(bin: &str) -> Containerd {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().display().to_string();
     let socket = format!("{d}/containerd.sock");
     let cfg = fill(fixture!("containerd/config.toml"), &[("dir", &d), ("socket", &socket)]);
     std::fs::write(dir.path().join("config.toml"), cfg).unwrap();
     let child = ChildGuard(
-        Command::new("containerd")
+        Command::new(bin)
             .args(["--config", &format!("{d}/config.toml")])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -89,6 +93,13 @@ fn cri_answers_from_real_containerd_and_not_from_a_mute_or_missing_socket() {
     };
     assert_eq!(cri["result"], "pass", "{cri}");
     assert!(cri["message"].as_str().unwrap().contains("containerd"), "{cri}");
+    // Debian's containerd 1.x has no RuntimeConfig: kubeadm 1.37 warns, word for word.
+    if cri["message"].as_str().unwrap().contains("containerd 1.") {
+        let rep = report(&worker(&["--cri-socket", &sock]));
+        let v = row(&rep, "ContainerRuntimeVersion");
+        assert_eq!(v["result"], "warning", "{v}");
+        assert_eq!(v["message"], kubestrap::preflight::RUNTIME_CONFIG_MISSING, "{v}");
+    }
 
     let dir = tempfile::tempdir().unwrap();
     let mute_path = dir.path().join("mute.sock");
@@ -109,6 +120,51 @@ fn cri_answers_from_real_containerd_and_not_from_a_mute_or_missing_socket() {
 
     let rep = report(&worker(&["--cri-socket", "unix:///nonexistent/cri.sock"]));
     assert!(row(&rep, "CRI")["message"].as_str().unwrap().contains("cannot connect"));
+    let v = row(&rep, "ContainerRuntimeVersion");
+    assert_eq!(v["result"], "error", "{v}");
+    assert!(v["message"].as_str().unwrap().starts_with("could not connect to the container runtime: "), "{v}");
+}
+
+/// The containerd we test Kubernetes v1.37.2 against (scripts/real-k8s builds it).
+const REAL_CONTAINERD: &str = "/root/.cache/kubestrap/k8s/v1.37.2/bin/containerd";
+
+#[test]
+fn containerd_2_implements_runtime_config() {
+    if !std::path::Path::new(REAL_CONTAINERD).exists() {
+        eprintln!("skipped: {REAL_CONTAINERD} is not built (scripts/real-k8s)");
+        return;
+    }
+    let ctd = start_containerd_bin(REAL_CONTAINERD);
+    let sock = format!("unix://{}", ctd.socket);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let v = loop {
+        let rep = report(&worker(&["--cri-socket", &sock]));
+        let v = row(&rep, "ContainerRuntimeVersion").clone();
+        if v["result"] == "pass" || Instant::now() > deadline {
+            break v;
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    assert_eq!(v["result"], "pass", "{v}");
+}
+
+#[test]
+fn a_port_held_on_another_address_passes_when_bind_address_is_set() {
+    // kubeadm 1.37 listens on apiServer's bind-address: a port held on another loopback
+    // address is no conflict there (it is one for the wildcard).
+    let held = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = held.local_addr().unwrap().port();
+    let cfg =
+        BASE_CONFIG.replace("advertiseAddress: 10.0.0.10", &format!("advertiseAddress: 10.0.0.10\n  bindPort: {port}"));
+    let with_bind =
+        format!("{}\napiServer:\n  extraArgs:\n  - name: bind-address\n    value: 127.0.0.2\n", cfg.trim_end());
+    for (text, want) in [(cfg.clone(), "error"), (with_bind, "pass")] {
+        let s = Scratch::new(&text);
+        let config = s.config();
+        let r = kubestrap(&["preflight", "--role", "control-plane", "--config", &config, "--output", "json"]);
+        let p = row(&report(&r), &format!("Port-{port}")).clone();
+        assert_eq!(p["result"], want, "{p}\n{}", r.stderr());
+    }
 }
 
 #[test]
@@ -154,11 +210,10 @@ fn report_is_complete_and_ignoring_all_exits_zero() {
         "Entropy",
         "Port-10250",
         "FileAvailable--etc-kubernetes-kubelet.conf",
-        "FileExisting-ip",
-        "FileExisting-iptables",
+        "ContainerRuntimeVersion",
+        "FileExisting-losetup",
         "FileExisting-mount",
-        "FileExisting-nsenter",
-        "FileExisting-touch",
+        "FileExisting-cp",
         "FileContent--proc-sys-net-ipv4-ip_forward",
     ] {
         let r = row(&rep, name);
@@ -166,6 +221,10 @@ fn report_is_complete_and_ignoring_all_exits_zero() {
         assert!(r["duration_us"].is_u64());
     }
     assert!(rows.iter().all(|r| r["result"] != "error"), "all errors must be ignored");
+    for gone in ["ip", "iptables", "nsenter", "ethtool", "tc", "touch", "ebtables", "socat"] {
+        let name = format!("FileExisting-{gone}");
+        assert!(rows.iter().all(|r| r["name"] != name.as_str()), "kubeadm 1.33 dropped {name}");
+    }
     assert_eq!(rep["unknown_ignores"], serde_json::json!(["nosuchcheck"]));
     assert!(r.stderr().contains("nosuchcheck"), "{}", r.stderr());
     assert_eq!(row(&rep, "IsPrivilegedUser")["result"], "pass", "tests run as root");

@@ -52,7 +52,8 @@ impl Cluster {
             &[("cri", &cri), ("port", &port), ("signing", &signing), ("addr", &CP_ADDR)],
         );
         std::fs::write(scratch.config(), config).expect("write config");
-        let logs = scratch.dir.path().join("logs");
+        // Outside the scratch dir, so they outlive a failed test.
+        let logs = std::env::temp_dir().join(format!("kubestrap-real-logs-{}", std::process::id()));
         std::fs::create_dir_all(&logs).expect("logs dir");
         let root = scratch.root();
         let (config, root_arg) = (scratch.config(), scratch.root_str());
@@ -65,8 +66,11 @@ impl Cluster {
             wait_probes(&netns, &pod, &mut p, STARTUP);
             procs.push(p);
         }
-        let node = Node::start(&netns, "cp-1", &root, &state);
-        let init = run_in(&netns, &["init", "--config", &config, "--root", &root_arg]);
+        let mut node = Node::start(&netns, "cp-1", &root, &state, &logs);
+        let args = ["init", "--config", config.as_str(), "--root", root_arg.as_str()];
+        let mut watched: Vec<&mut Proc> = procs.iter_mut().collect();
+        watched.push(&mut node.proc);
+        let init = run_watched(&netns, &args, &logs, &mut watched);
         let mut c = Cluster { _lock: lock, scratch, port, logs, init, node, procs, netns };
         assert_eq!(c.init.code(), 0, "init failed:\n{}\n{}\n{}", c.init.stdout(), c.init.stderr(), c.tails());
         c.wait_ready("cp-1", None);
@@ -106,6 +110,11 @@ impl Cluster {
         let mut all: Vec<&Proc> = self.procs.iter().collect();
         all.push(&self.node.proc);
         all.iter().map(|p| format!("--- {}:\n{}", p.name, p.tail())).collect::<Vec<_>>().join("\n")
+    }
+
+    /// Polls `check` for up to two minutes.
+    pub fn wait<T>(&self, what: &str, check: impl FnMut() -> Option<T>) -> T {
+        wait_for(what, Duration::from_secs(120), &mut [], check)
     }
 
     /// Waits for the Node's Ready condition to be True.
@@ -155,7 +164,7 @@ impl Cluster {
         let (c, r) = (w.config(), w.root_str());
         let run = run_in(&self.netns, &["join", "--config", &c, "--root", &r]);
         assert_eq!(run.code(), 0, "join failed:\n{}\n{}", run.stdout(), run.stderr());
-        let node = Node::start(&self.netns, name, &w.root(), &dir);
+        let node = Node::start(&self.netns, name, &w.root(), &dir, &self.logs);
         (w, run, node)
     }
 }
@@ -166,6 +175,31 @@ pub fn run_in(netns: &Netns, args: &[&str]) -> Run {
     for out in [run.stderr(), run.stdout()] {
         assert!(!out.contains("PRIVATE KEY-----"), "kubestrap {args:?} printed a private key");
     }
+    assert!(!run.stderr().contains(SECRET), "kubestrap {args:?} logged the token secret:\n{}", run.stderr());
+    run
+}
+
+/// [`run_in`], failing at once with the logs when one of `procs` dies meanwhile (a kubelet
+/// that refuses its flags would otherwise show only as init's timeout).
+pub fn run_watched(netns: &Netns, args: &[&str], logs: &Path, procs: &mut [&mut Proc]) -> Run {
+    let (out_path, err_path) = (logs.join("kubestrap.out"), logs.join("kubestrap.err"));
+    let mut child = netns
+        .command(BIN)
+        .args(args)
+        .env_remove("JOURNAL_STREAM")
+        .stdout(std::fs::File::create(&out_path).expect("stdout file"))
+        .stderr(std::fs::File::create(&err_path).expect("stderr file"))
+        .spawn()
+        .expect("spawn kubestrap");
+    let status = wait_for(&format!("kubestrap {args:?}"), Duration::from_secs(600), procs, || {
+        child.try_wait().expect("wait kubestrap")
+    });
+    let out = std::process::Output {
+        status,
+        stdout: std::fs::read(&out_path).expect("stdout"),
+        stderr: std::fs::read(&err_path).expect("stderr"),
+    };
+    let run = Run { out };
     assert!(!run.stderr().contains(SECRET), "kubestrap {args:?} logged the token secret:\n{}", run.stderr());
     run
 }

@@ -28,9 +28,11 @@ fn init_and_join_bring_up_real_ready_nodes() {
     for cm in ["kubeadm-config", "kubelet-config", "kube-proxy", "coredns"] {
         c.get(&["-n", "kube-system", "configmap", cm]);
     }
-    let info = c.get(&["-n", "kube-public", "configmap", "cluster-info"]);
-    let jws = info["data"].as_object().unwrap().keys().filter(|k| k.starts_with("jws-kubeconfig-")).count();
-    assert_eq!(jws, 1, "the bootstrap signer signed cluster-info: {info}");
+    // The controller-manager's bootstrap signer signs cluster-info for the token (join needs it).
+    c.wait("cluster-info signed", || {
+        let info = c.get(&["-n", "kube-public", "configmap", "cluster-info"]);
+        info["data"].as_object()?.keys().any(|k| k == "jws-kubeconfig-abcdef").then_some(())
+    });
 
     // A worker joins through the real bootstrap signer, approver and signer.
     let (w, run, mut worker) = c.join_worker("worker-1", WORKER_ADDRS[0], 10350, 10358);

@@ -58,6 +58,32 @@ fn read_env_file(text: &str) -> Vec<(String, String)> {
     out
 }
 
+/// Creates the kubelet's `--cgroup-root` (`/kubestrap-<name>`) in every cgroup hierarchy: the
+/// kubelet refuses a root that is missing. cpuset's needs its parent's CPUs and memory nodes.
+fn make_cgroup_root(name: &str) {
+    let base = Path::new("/sys/fs/cgroup");
+    let dirs: Vec<PathBuf> = if base.join("cgroup.controllers").exists() {
+        vec![base.to_path_buf()]
+    } else {
+        std::fs::read_dir(base)
+            .expect("/sys/fs/cgroup")
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.join("cgroup.procs").exists())
+            .collect()
+    };
+    for h in dirs {
+        let dir = h.join(format!("kubestrap-{name}"));
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        for f in ["cpuset.cpus", "cpuset.mems"] {
+            if let Ok(v) = std::fs::read_to_string(h.join(f)) {
+                if std::fs::read_to_string(dir.join(f)).is_ok_and(|cur| cur.trim().is_empty()) {
+                    std::fs::write(dir.join(f), v.trim()).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+                }
+            }
+        }
+    }
+}
+
 pub struct Node {
     pub name: String,
     pub root: PathBuf,
@@ -68,9 +94,10 @@ pub struct Node {
 impl Node {
     /// Starts containerd and the kubelet of the node rooted at `root`; the CRI socket is
     /// `<state>/containerd.sock` (give it to kubestrap as the node's criSocket).
-    pub fn start(netns: &Netns, name: &str, root: &Path, state: &Path) -> Node {
+    pub fn start(netns: &Netns, name: &str, root: &Path, state: &Path, logs: &Path) -> Node {
         let bin = bins::dir();
         bins::bin("kubelet");
+        make_cgroup_root(name);
         for dir in ["certs.d/_default", "net.d"] {
             std::fs::create_dir_all(state.join(dir)).expect("mkdir state");
         }
@@ -99,8 +126,11 @@ impl Node {
             &format!("kubelet {name}"),
             &binds,
             &full,
-            &[("REAL_BIN", bin.display().to_string())],
-            &state.join("kubelet.log"),
+            &[
+                ("REAL_BIN", bin.display().to_string()),
+                ("CONTAINERD_LOG", logs.join(format!("containerd-{name}.log")).display().to_string()),
+            ],
+            &logs.join(format!("kubelet-{name}.log")),
         );
         Node { name: name.to_string(), root: root.to_path_buf(), state: state.to_path_buf(), proc }
     }

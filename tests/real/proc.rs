@@ -33,10 +33,11 @@ impl Netns {
         n
     }
 
-    /// A command run inside the namespace.
+    /// A command run inside the namespace (nsenter, not `ip netns exec`, which remounts /sys
+    /// and so hides the cgroup mounts the kubelet needs).
     pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
-        let mut cmd = Command::new("ip");
-        cmd.args(["netns", "exec", &self.name]).arg(program);
+        let mut cmd = Command::new("nsenter");
+        cmd.arg(format!("--net=/run/netns/{}", self.name)).arg("--").arg(program);
         for v in crate::common::PROXY_VARS {
             cmd.env_remove(v);
         }
@@ -107,10 +108,18 @@ impl Drop for Proc {
     }
 }
 
+/// The first klog error lines (`E…`/`F…`), then the last `lines` lines.
 pub fn tail(path: &Path, lines: usize) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let all: Vec<&str> = text.lines().collect();
-    all[all.len().saturating_sub(lines)..].join("\n")
+    let errors: Vec<&str> = all.iter().copied().filter(|l| l.starts_with('E') || l.starts_with('F')).take(10).collect();
+    format!(
+        "{} (log: {})\nerrors:\n{}\nlast lines:\n{}",
+        path.display(),
+        path.display(),
+        errors.join("\n"),
+        all[all.len().saturating_sub(lines)..].join("\n")
+    )
 }
 
 /// Polls `check` every 200 ms until it returns Some or `timeout` passes; `what` names it in the
