@@ -53,7 +53,8 @@ pub struct Kubeconfig {
     #[serde(rename = "current-context", default)]
     pub current_context: String,
     pub kind: String,
-    #[serde(default, deserialize_with = "null_as_empty")]
+    /// Deprecated; client-go (v0.34+) tags it `omitzero`, so kubeadm writes none when empty.
+    #[serde(default, deserialize_with = "null_as_empty", skip_serializing_if = "serde_yaml::Mapping::is_empty")]
     pub preferences: serde_yaml::Mapping,
     #[serde(default, deserialize_with = "null_as_empty")]
     pub users: Vec<NamedUser>,

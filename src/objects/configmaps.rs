@@ -12,8 +12,8 @@ pub const KUBELET_CONFIG: &str = "kubelet-config";
 
 /// The cluster-info kubeconfig: one cluster named "" and nothing else. Written out by hand so the
 /// text is what clientcmd.Write gives for such a Config (sorted keys; `contexts` and `users` are
-/// nil slices, hence `null`; empty `preferences: {}`). The server is https://<IP or DNS
-/// name>:<port> and the CA data is base64, so both are plain YAML scalars.
+/// nil slices, hence `null`; no `preferences`, `omitzero` since client-go v0.34). The server is
+/// https://<IP or DNS name>:<port> and the CA data is base64, so both are plain YAML scalars.
 pub fn cluster_info_kubeconfig(server: &str, ca_pem: &[u8]) -> String {
     format!(
         "apiVersion: v1\n\
@@ -25,7 +25,6 @@ pub fn cluster_info_kubeconfig(server: &str, ca_pem: &[u8]) -> String {
          contexts: null\n\
          current-context: \"\"\n\
          kind: Config\n\
-         preferences: {{}}\n\
          users: null\n",
         b64(ca_pem)
     )

@@ -3,6 +3,8 @@
 //! kubeadm-flags.env (§9 step 8), bootstrap-kubelet.conf and the kubeconfig the kubelet writes
 //! for itself after TLS bootstrap (§9).
 
+mod zero;
+
 use serde_yaml::{Mapping, Value as Y};
 
 use super::{RenderError, default_at, mapping_yaml};
@@ -52,23 +54,25 @@ pub fn kubelet_configuration_with(cfg: &InitConfig, systemd_resolved: bool) -> M
     if systemd_resolved {
         default_at(&mut m, &["resolvConf"], SYSTEMD_RESOLVED_RESOLV_CONF.into());
     }
+    zero::fill(&mut m);
     m
 }
 
 /// /var/lib/kubelet/config.yaml; also the `kubelet` key of the kubelet-config ConfigMap.
 pub fn config_yaml(cfg: &InitConfig) -> Result<String, RenderError> {
-    mapping_yaml(&kubelet_configuration(cfg))
+    mapping_yaml(&kubelet_configuration(cfg)).map(|t| zero::go_quotes(&t))
 }
 
 /// Init's /var/lib/kubelet/config.yaml: [`config_yaml`] with the node's instance-config.yaml
 /// (its CRI socket) merged in.
 pub fn init_node_config_yaml(cfg: &InitConfig) -> Result<String, RenderError> {
     mapping_yaml(&with_instance_config(kubelet_configuration(cfg), &cfg.init.node_registration.cri_socket))
+        .map(|t| zero::go_quotes(&t))
 }
 
 /// Like [`config_yaml`], for a node where systemd-resolved may be active.
 pub fn config_yaml_with(cfg: &InitConfig, systemd_resolved: bool) -> Result<String, RenderError> {
-    mapping_yaml(&kubelet_configuration_with(cfg, systemd_resolved))
+    mapping_yaml(&kubelet_configuration_with(cfg, systemd_resolved)).map(|t| zero::go_quotes(&t))
 }
 
 /// `<imageRepository>/pause:<PauseVersion>` (kubeadm's GetPauseImage), for image lists.
@@ -95,7 +99,7 @@ pub fn with_instance_config(mut m: Mapping, cri_socket: &str) -> Mapping {
 pub fn node_config_yaml(cluster_yaml: &str, cri_socket: &str) -> Result<String, RenderError> {
     let m: Mapping = serde_yaml::from_str(cluster_yaml)
         .map_err(|e| RenderError { what: "the KubeletConfiguration".into(), detail: e.to_string() })?;
-    mapping_yaml(&with_instance_config(m, cri_socket))
+    mapping_yaml(&with_instance_config(m, cri_socket)).map(|t| zero::go_quotes(&t))
 }
 
 /// core/v1 Taint.ToString: `key[=value]:effect`.
@@ -349,8 +353,9 @@ authentication:
         let y: Y = serde_yaml::from_str(&text).unwrap();
         assert_eq!(y["containerRuntimeEndpoint"], "unix:///var/run/containerd/containerd.sock");
         assert!(text.contains("\ncontainerRuntimeEndpoint: unix:///var/run/containerd/containerd.sock\n"), "{text}");
-        // The cluster-wide copy (the ConfigMap's) has no node endpoint.
-        assert!(!config_yaml(&c).unwrap().contains("containerRuntimeEndpoint"));
+        // The cluster-wide copy (the ConfigMap's) has no node endpoint: Go's zero value.
+        let cluster: Y = serde_yaml::from_str(&config_yaml(&c).unwrap()).unwrap();
+        assert_eq!(cluster["containerRuntimeEndpoint"], "");
         let joined = node_config_yaml(
             "apiVersion: kubelet.config.k8s.io/v1beta1\ncontainerRuntimeEndpoint: unix:///other.sock\nkind: KubeletConfiguration\nmaxPods: 7\n",
             "unix:///run/crio/crio.sock",

@@ -223,7 +223,7 @@ pub fn check_joined_node(root: &Path, c: &Cluster) {
     );
     let cm = c.double.object("/api/v1/namespaces/kube-system/configmaps/kubelet-config").unwrap();
     let mut want: serde_yaml::Mapping = serde_yaml::from_str(cm["data"]["kubelet"].as_str().unwrap()).unwrap();
-    assert!(!want.contains_key("containerRuntimeEndpoint"), "the cluster-wide copy names no node's socket");
+    assert_eq!(want["containerRuntimeEndpoint"], "", "the cluster-wide copy names no node's socket (Go's zero value)");
     want.insert("containerRuntimeEndpoint".into(), socket.into());
     let config: serde_yaml::Mapping =
         serde_yaml::from_str(&std::fs::read_to_string(at("/var/lib/kubelet/config.yaml")).unwrap()).unwrap();

@@ -248,6 +248,25 @@ fn kubelet_config_yaml_has_kubeadm_defaults() {
         "healthzPort",
         "rotateCertificates",
         "cgroupDriver",
+        // Go's zero values, which kubeadm's marshalled struct carries too.
+        "containerRuntimeEndpoint",
+        "cpuManagerReconcilePeriod",
+        "crashLoopBackOff",
+        "evictionPressureTransitionPeriod",
+        "fileCheckFrequency",
+        "httpCheckFrequency",
+        "imageMaximumGCAge",
+        "imageMinimumGCAge",
+        "logging",
+        "memorySwap",
+        "nodeStatusReportFrequency",
+        "nodeStatusUpdateFrequency",
+        "runtimeRequestTimeout",
+        "shutdownGracePeriod",
+        "shutdownGracePeriodCriticalPods",
+        "streamingConnectionIdleTimeout",
+        "syncFrequency",
+        "volumeStatsAggPeriod",
     ];
     for k in y.as_mapping().unwrap().keys() {
         assert!(known.contains(&k.as_str().unwrap()), "unexpected key {k:?}");

@@ -1,0 +1,54 @@
+//! The differences from kubeadm that kubestrap makes on purpose, each with its reason. Keys are
+//! `"<file> <field>"` as facts.rs writes them; `*` matches any run of characters.
+
+/// (config, or "*" for all; key pattern; why kubestrap differs).
+const ALLOWED: &[(&str, &str, &str)] = &[
+    ("*", "var/lib/kubestrap/*", "kubestrap's own state (the run lock); kubeadm keeps none"),
+    ("*", "var/lib/kubestrap/ <mode>", "kubestrap's own state directory"),
+    // kubeadm: SEC1 "EC PRIVATE KEY" / PKCS#1 "RSA PRIVATE KEY"; the same keys either way.
+    ("*", "*.key pem[0]", "private keys are PKCS#8 PEM on purpose (README, What gets written)"),
+    ("*", "*.conf users[*].user.client-key-data pem[0]", "kubeconfig keys are PKCS#8 PEM too (README)"),
+    // API objects: the same stored object either way.
+    ("*", "api * status*", "kubeadm serializes Go's empty status; the API server ignores status on create"),
+    ("*", "api * subjects[*].apiGroup", "the API server defaults a User/Group subject's apiGroup to this one"),
+    (
+        "*",
+        "api DaemonSet kube-system/kube-proxy spec.template.spec.containers[kube-proxy].resources",
+        "kubeadm serializes Go's empty ResourceRequirements ({}); absent decodes to the same",
+    ),
+    (
+        "*",
+        "api DaemonSet kube-system/kube-proxy spec.template.spec.containers[kube-proxy].volumeMounts[*].readOnly",
+        "readOnly: false is the default kubeadm leaves out; the same mount",
+    ),
+    (
+        "*",
+        "api ClusterRoleBinding /kubeadm:cluster-admins *",
+        "kubeadm creates it too, but not in its dry run (init.go: EnsureAdminClusterRoleBinding needs a real client)",
+    ),
+];
+
+/// Why `key` may differ for `config`, if it may.
+pub fn reason(config: &str, key: &str) -> Option<&'static str> {
+    ALLOWED.iter().find(|(c, k, _)| (*c == "*" || *c == config) && glob(k, key)).map(|(_, _, why)| *why)
+}
+
+/// `*`-only glob matching.
+fn glob(pattern: &str, s: &str) -> bool {
+    match pattern.split_once('*') {
+        None => pattern == s,
+        Some((head, tail)) => {
+            s.starts_with(head)
+                && (0..=s.len() - head.len())
+                    .any(|i| s.is_char_boundary(head.len() + i) && glob(tail, &s[head.len() + i..]))
+        }
+    }
+}
+
+#[test]
+fn glob_matches_runs_of_characters() {
+    assert!(glob("a*.key pem[0]", "a/b/ca.key pem[0]"));
+    assert!(glob("api * status*", "api Service kube-system/kube-dns status.loadBalancer"));
+    assert!(!glob("*.key pem[0]", "ca.key key"));
+    assert!(glob("exact", "exact") && !glob("exact", "exactly"));
+}
