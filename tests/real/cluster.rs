@@ -1,27 +1,30 @@
-//! A whole cluster of real components on loopback: kubestrap init's on-disk phases, the four
-//! control-plane processes started from its manifests, a real node (containerd + kubelet), then
-//! init's API phases; workers join with kubestrap join and run their own real kubelet.
+//! A whole cluster of real components: kubestrap init's on-disk phases, then each node's host
+//! supervisor runs the control plane from kubestrap's manifests and the real kubelet from its
+//! files, then init's API phases; workers and control planes join with kubestrap join.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use serde_json::Value;
 
 use super::bins;
-use super::node::Node;
-use super::proc::{Netns, Proc, wait_for};
-use super::static_pods::{StaticPod, wait_probes};
+use super::host::Host;
+use super::net::{Lan, Netns};
+use super::proc::wait_for;
+use super::static_pods::probe;
 use crate::common::*;
 
-/// etcd, the controller-manager and the scheduler keep kubeadm's fixed ports on 127.0.0.1, so
-/// one cluster runs at a time in this binary.
+/// Clusters are heavy for two cores, and share the cgroup roots' names: one at a time.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
-/// The control plane's address and the workers' node IPs, on the test's own network namespace.
+/// The first control plane's address; joining nodes take theirs from [`addr`].
 pub const CP_ADDR: &str = "192.0.2.10";
-pub const WORKER_ADDRS: &[&str] = &["192.0.2.21", "192.0.2.22"];
-const STARTUP: Duration = Duration::from_secs(120);
+
+/// Node addresses on the test LAN: `addr(0)` is cp-1.
+pub fn addr(i: usize) -> String {
+    format!("192.0.2.{}", 10 + i)
+}
 
 pub struct Cluster {
     _lock: MutexGuard<'static, ()>,
@@ -29,51 +32,53 @@ pub struct Cluster {
     pub port: u16,
     pub logs: PathBuf,
     pub init: Run,
-    pub node: Node,
-    pub procs: Vec<Proc>,
-    /// Last: every process above is gone before the namespace is deleted.
-    pub netns: Netns,
+    /// cp-1 first, then every node that joined.
+    pub hosts: Vec<Host>,
+    /// cp-1's namespace: kubestrap, kubectl and curl run here.
+    pub netns: Arc<Netns>,
+    /// Last: every namespace above is gone before the LAN is.
+    pub lan: Lan,
 }
 
 impl Cluster {
-    /// Brings up a control plane; `signing` is the controller-manager's
-    /// --cluster-signing-duration (short ones make kubelets rotate their certificates).
+    /// A control plane from the real-component init fixture; `signing` is the
+    /// controller-manager's --cluster-signing-duration (short ones make kubelets rotate).
     pub fn init(signing: &str) -> Cluster {
+        Cluster::init_with(signing, "", &[])
+    }
+
+    /// [`Cluster::init`] with `cluster_extra` lines added to the ClusterConfiguration (`{port}`
+    /// is filled in) and extra init flags.
+    pub fn init_with(signing: &str, cluster_extra: &str, flags: &[&str]) -> Cluster {
         let lock = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-        let mut addrs = vec![CP_ADDR];
-        addrs.extend_from_slice(WORKER_ADDRS);
-        let netns = Netns::new(&addrs);
+        let lan = Lan::new();
         let port = free_port();
         let scratch = Scratch::new("");
-        let state = scratch.dir.path().join("cp-1-node");
-        let cri = Node::cri_socket(&state);
-        let config = fill(
-            fixture!("real/init.yaml"),
-            &[("cri", &cri), ("port", &port), ("signing", &signing), ("addr", &CP_ADDR)],
-        );
-        std::fs::write(scratch.config(), config).expect("write config");
+        let cri = cri_socket(&scratch.root(), "cp-1");
+        let cluster_extra = cluster_extra.replace("{port}", &port.to_string());
+        let vars: [(&str, &dyn std::fmt::Display); 5] = [
+            ("cri", &cri),
+            ("port", &port),
+            ("signing", &signing),
+            ("addr", &CP_ADDR),
+            ("cluster_extra", &cluster_extra),
+        ];
+        std::fs::write(scratch.config(), fill(fixture!("real/init.yaml"), &vars)).expect("write config");
         // Outside the scratch dir, so they outlive a failed test.
-        let logs = std::env::temp_dir().join(format!("kubestrap-real-logs-{}", std::process::id()));
+        let logs = std::env::temp_dir().join(format!("kubestrap-real-logs-{}", std::process::id())).join("cp-1");
         std::fs::create_dir_all(&logs).expect("logs dir");
         let root = scratch.root();
+        let netns = lan.host("cp-1", CP_ADDR);
         let (config, root_arg) = (scratch.config(), scratch.root_str());
         run_in(&netns, &["init", "--on-disk-only", "--config", &config, "--root", &root_arg]).ok();
-
-        let mut procs = Vec::new();
-        for name in ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"] {
-            let pod = StaticPod::read(&root, name);
-            let mut p = pod.start(&netns, &root, &logs);
-            wait_probes(&netns, &pod, &mut p, STARTUP);
-            procs.push(p);
-        }
-        let mut node = Node::start(&netns, "cp-1", &root, &state, &logs);
-        let args = ["init", "--config", config.as_str(), "--root", root_arg.as_str()];
-        let mut watched: Vec<&mut Proc> = procs.iter_mut().collect();
-        watched.push(&mut node.proc);
-        let init = run_watched(&netns, &args, &logs, &mut watched);
-        let mut c = Cluster { _lock: lock, scratch, port, logs, init, node, procs, netns };
-        assert_eq!(c.init.code(), 0, "init failed:\n{}\n{}\n{}", c.init.stdout(), c.init.stderr(), c.tails());
-        c.wait_ready("cp-1", None);
+        let host = Host::start("cp-1", CP_ADDR, netns, &root, &logs, None);
+        let netns = host.netns.clone();
+        let mut args = vec!["init", "--config", config.as_str(), "--root", root_arg.as_str()];
+        args.extend_from_slice(flags);
+        let init = run_watched(&netns, &args, &logs, &|| host.health());
+        let c = Cluster { _lock: lock, scratch, port, logs, init, hosts: vec![host], netns, lan };
+        assert_eq!(c.init.code(), 0, "init failed:\n{}\n{}\n{}", c.init.stdout(), c.init.stderr(), c.status());
+        c.wait_ready("cp-1");
         c
     }
 
@@ -106,35 +111,41 @@ impl Cluster {
         serde_json::from_str(&out).expect("kubectl json")
     }
 
-    pub fn tails(&self) -> String {
-        let mut all: Vec<&Proc> = self.procs.iter().collect();
-        all.push(&self.node.proc);
-        all.iter().map(|p| format!("--- {}:\n{}", p.name, p.tail())).collect::<Vec<_>>().join("\n")
+    /// Every host's state, for failure messages.
+    pub fn status(&self) -> String {
+        self.hosts.iter().map(|h| format!("=== {}\n{}", h.name, h.status())).collect()
     }
 
-    /// Polls `check` for up to two minutes.
+    pub fn health(&self) -> Result<(), String> {
+        self.hosts.iter().try_for_each(Host::health)
+    }
+
+    /// Polls `check` for up to three minutes while every node stays healthy.
     pub fn wait<T>(&self, what: &str, check: impl FnMut() -> Option<T>) -> T {
-        wait_for(what, Duration::from_secs(120), &mut [], check)
+        wait_for(what, Duration::from_secs(180), &|| self.health(), check)
     }
 
     /// Waits for the Node's Ready condition to be True.
-    pub fn wait_ready(&mut self, node: &str, worker: Option<&mut Proc>) {
-        let admin = self.admin_conf();
-        let kubectl = bins::bin("kubectl");
-        let netns = &self.netns;
-        let mut procs: Vec<&mut Proc> = self.procs.iter_mut().collect();
-        procs.push(&mut self.node.proc);
-        procs.extend(worker);
-        wait_for(&format!("Node {node} Ready"), Duration::from_secs(180), &mut procs, || {
-            let (code, out, _) = capture(netns.command(&kubectl).arg("--kubeconfig").arg(&admin).args([
+    pub fn wait_ready(&self, node: &str) {
+        self.wait(&format!("Node {node} Ready"), || {
+            let (code, out, _) = self.kubectl(&[
                 "get",
                 "node",
                 node,
                 "-o",
                 "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}",
-            ]));
+            ]);
             (code == 0 && out == "True").then_some(())
         });
+    }
+
+    /// Every probe of every static Pod on `host` answers.
+    pub fn wait_probes(&self, host: usize) {
+        let h = &self.hosts[host];
+        for name in ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"] {
+            let pod = h.pod(name);
+            self.wait(&format!("{name} probes on {}", h.name), || probe(&h.netns, &pod).ok());
+        }
     }
 
     /// The CA pin for join commands.
@@ -142,46 +153,59 @@ impl Cluster {
         ca_hash(&self.scratch.pki("ca.crt"))
     }
 
-    /// Joins a worker named `name` with kubestrap join and starts its real kubelet; returns
-    /// its root dir, the join run and the node.
-    pub fn join_worker(&mut self, name: &str, ip: &str, kport: u16, hport: u16) -> (Scratch, Run, Node) {
-        let dir = self.scratch.dir.path().join(format!("{name}-node"));
-        let cri = Node::cri_socket(&dir);
-        let config = fill(
-            fixture!("real/join.yaml"),
-            &[
-                ("name", &name),
-                ("cri", &cri),
-                ("kport", &kport),
-                ("hport", &hport),
-                ("port", &self.port),
-                ("hash", &self.ca_hash()),
-                ("addr", &CP_ADDR),
-                ("ip", &ip),
-            ],
-        );
-        let w = Scratch::new(&config);
+    /// kubestrap join of a new node `name` at `addr(i)` with `config` (a JoinConfiguration
+    /// template: {name} {cri} {ip} {addr} {port} {hash} and `vars`), its host started first so
+    /// the kubelet and static Pods come up as join writes them. Returns the join run; the host
+    /// is added to the cluster.
+    pub fn join(&mut self, name: &str, i: usize, template: &str, flags: &[&str]) -> Run {
+        let w = Scratch::new("");
+        let ip = addr(i);
+        let cri = cri_socket(&w.root(), name);
+        let vars: [(&str, &dyn std::fmt::Display); 6] = [
+            ("name", &name),
+            ("cri", &cri),
+            ("ip", &ip),
+            ("addr", &CP_ADDR),
+            ("port", &self.port),
+            ("hash", &self.ca_hash()),
+        ];
+        std::fs::write(w.config(), fill(template, &vars)).expect("write join config");
+        let logs = self.logs.with_file_name(name);
+        std::fs::create_dir_all(&logs).expect("logs dir");
         let (c, r) = (w.config(), w.root_str());
-        let run = run_in(&self.netns, &["join", "--config", &c, "--root", &r]);
-        assert_eq!(run.code(), 0, "join failed:\n{}\n{}", run.stdout(), run.stderr());
-        let node = Node::start(&self.netns, name, &w.root(), &dir, &self.logs);
-        (w, run, node)
+        let root = w.root();
+        let netns = self.lan.host(name, &ip);
+        let host = Host::start(name, &ip, netns, &root, &logs, Some(w));
+        let mut args = vec!["join", "--config", c.as_str(), "--root", r.as_str()];
+        args.extend_from_slice(flags);
+        let run = run_watched(&host.netns, &args, &logs, &|| self.health().and_then(|_| host.health()));
+        self.hosts.push(host);
+        run
     }
 }
 
-/// kubestrap in the test's network namespace; its logs must hold no secret.
+/// The CRI socket of a node's containerd (beside its root).
+pub fn cri_socket(root: &Path, name: &str) -> String {
+    format!("unix://{}", root.with_file_name(format!("{name}-containerd")).join("containerd.sock").display())
+}
+
+/// kubestrap in a node's network namespace; its logs must hold no secret.
 pub fn run_in(netns: &Netns, args: &[&str]) -> Run {
     let run = Run { out: netns.command(BIN).args(args).env_remove("JOURNAL_STREAM").output().expect("run kubestrap") };
+    check_secrets(args, &run);
+    run
+}
+
+fn check_secrets(args: &[&str], run: &Run) {
     for out in [run.stderr(), run.stdout()] {
         assert!(!out.contains("PRIVATE KEY-----"), "kubestrap {args:?} printed a private key");
     }
     assert!(!run.stderr().contains(SECRET), "kubestrap {args:?} logged the token secret:\n{}", run.stderr());
-    run
 }
 
-/// [`run_in`], failing at once with the logs when one of `procs` dies meanwhile (a kubelet
-/// that refuses its flags would otherwise show only as init's timeout).
-pub fn run_watched(netns: &Netns, args: &[&str], logs: &Path, procs: &mut [&mut Proc]) -> Run {
+/// [`run_in`], failing at once with the logs when `health` fails meanwhile (a kubelet that
+/// refuses its flags would otherwise show only as init's timeout).
+pub fn run_watched(netns: &Netns, args: &[&str], logs: &Path, health: &dyn Fn() -> Result<(), String>) -> Run {
     let (out_path, err_path) = (logs.join("kubestrap.out"), logs.join("kubestrap.err"));
     let mut child = netns
         .command(BIN)
@@ -191,7 +215,7 @@ pub fn run_watched(netns: &Netns, args: &[&str], logs: &Path, procs: &mut [&mut 
         .stderr(std::fs::File::create(&err_path).expect("stderr file"))
         .spawn()
         .expect("spawn kubestrap");
-    let status = wait_for(&format!("kubestrap {args:?}"), Duration::from_secs(600), procs, || {
+    let status = wait_for(&format!("kubestrap {args:?}"), Duration::from_secs(600), health, || {
         child.try_wait().expect("wait kubestrap")
     });
     let out = std::process::Output {
@@ -200,7 +224,7 @@ pub fn run_watched(netns: &Netns, args: &[&str], logs: &Path, procs: &mut [&mut 
         stderr: std::fs::read(&err_path).expect("stderr"),
     };
     let run = Run { out };
-    assert!(!run.stderr().contains(SECRET), "kubestrap {args:?} logged the token secret:\n{}", run.stderr());
+    check_secrets(args, &run);
     run
 }
 

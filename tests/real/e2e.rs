@@ -9,6 +9,8 @@ use crate::common::*;
 fn init_and_join_bring_up_real_ready_nodes() {
     let mut c = Cluster::init("24h");
     let root = c.root();
+    // Every probe in kubestrap's manifests answers on the real components.
+    c.wait_probes(0);
 
     // The control plane's kubelet talks to its own API server (kubeadm 1.35+).
     let kubelet_conf = std::fs::read_to_string(at(&root, "/etc/kubernetes/kubelet.conf")).unwrap();
@@ -35,9 +37,9 @@ fn init_and_join_bring_up_real_ready_nodes() {
     });
 
     // A worker joins through the real bootstrap signer, approver and signer.
-    let (w, run, mut worker) = c.join_worker("worker-1", WORKER_ADDRS[0], 10350, 10358);
-    assert!(!run.stderr().contains(SECRET), "token secret in join's log");
-    c.wait_ready("worker-1", Some(&mut worker.proc));
+    let run = c.join("worker-1", 21, fixture!("real/join.yaml"), &[]);
+    assert_eq!(run.code(), 0, "join failed:\n{}\n{}", run.stdout(), run.stderr());
+    c.wait_ready("worker-1");
     let csrs = c.get(&["csr"]);
     let mine: Vec<_> = csrs["items"]
         .as_array()
@@ -46,6 +48,6 @@ fn init_and_join_bring_up_real_ready_nodes() {
         .filter(|r| r["spec"]["username"].as_str().is_some_and(|u| u.starts_with("system:bootstrap:")))
         .collect();
     assert_eq!(mine.len(), 1, "one CSR for the worker: {csrs}");
-    let flags = std::fs::read_to_string(at(&w.root(), "/var/lib/kubelet/kubeadm-flags.env")).unwrap();
+    let flags = std::fs::read_to_string(at(&c.hosts[1].root, "/var/lib/kubelet/kubeadm-flags.env")).unwrap();
     assert!(!flags.contains("--pod-infra-container-image"), "{flags}");
 }

@@ -5,7 +5,8 @@
 use std::path::{Path, PathBuf};
 
 use super::bins;
-use super::proc::{Netns, Proc};
+use super::net::Netns;
+use super::proc::Proc;
 use crate::common::{fill, fixture_path};
 
 /// systemd's expansion of the drop-in's ExecStart: `Environment=` and `EnvironmentFile=`

@@ -8,48 +8,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use super::net::Netns;
+
 /// Binds each `(source, target)`, then execs the rest of the arguments.
 const BIND_THEN_EXEC: &str = r#"set -e
 while [ "$1" != -- ]; do mkdir -p "$2"; mount --bind "$1" "$2"; shift 2; done
 shift; exec "$@""#;
-
-/// A network namespace of the test's own, with only its loopback interface, which also holds
-/// the test nodes' addresses (from 192.0.2.0/24, TEST-NET-1): the API server refuses an
-/// advertise address in 127.0.0.0/8, and nothing sent here can leave the namespace.
-pub struct Netns {
-    pub name: String,
-}
-
-impl Netns {
-    pub fn new(addrs: &[&str]) -> Netns {
-        let name = format!("ks-real-{}", std::process::id());
-        let n = Netns { name };
-        let mut script = format!("ip netns add {0} && ip -n {0} link set lo up", n.name);
-        for a in addrs {
-            script += &format!(" && ip -n {} addr add {a}/32 dev lo", n.name);
-        }
-        let (code, out, err) = crate::common::sh(&script);
-        assert_eq!(code, 0, "network namespace: {out}{err}");
-        n
-    }
-
-    /// A command run inside the namespace (nsenter, not `ip netns exec`, which remounts /sys
-    /// and so hides the cgroup mounts the kubelet needs).
-    pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
-        let mut cmd = Command::new("nsenter");
-        cmd.arg(format!("--net=/run/netns/{}", self.name)).arg("--").arg(program);
-        for v in crate::common::PROXY_VARS {
-            cmd.env_remove(v);
-        }
-        cmd
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "delete", &self.name]).status();
-    }
-}
 
 pub struct Proc {
     pub name: String,
@@ -88,11 +52,9 @@ impl Proc {
         tail(&self.log, 40)
     }
 
-    /// Fails the test with the log when the process has exited.
-    pub fn assert_running(&mut self) {
-        if let Ok(Some(status)) = self.child.try_wait() {
-            panic!("{} exited ({status}):\n{}", self.name, self.tail());
-        }
+    /// Has it exited? Then its status.
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().ok().flatten()
     }
 
     /// Kills the whole process group (containerd's shims and the like go with it).
@@ -122,21 +84,31 @@ pub fn tail(path: &Path, lines: usize) -> String {
     )
 }
 
-/// Polls `check` every 200 ms until it returns Some or `timeout` passes; `what` names it in the
-/// panic, `procs` are checked for early exits on every round.
-pub fn wait_for<T>(what: &str, timeout: Duration, procs: &mut [&mut Proc], mut check: impl FnMut() -> Option<T>) -> T {
+/// Polls `check` every 200 ms until it returns Some or `timeout` passes; `health` is asked on
+/// every round and fails the wait at once with its message (a component that died).
+pub fn wait_for<T>(
+    what: &str,
+    timeout: Duration,
+    health: &dyn Fn() -> Result<(), String>,
+    mut check: impl FnMut() -> Option<T>,
+) -> T {
     let deadline = Instant::now() + timeout;
     loop {
         if let Some(v) = check() {
             return v;
         }
-        for p in procs.iter_mut() {
-            p.assert_running();
+        if let Err(e) = health() {
+            panic!("while waiting for {what}: {e}");
         }
         if Instant::now() > deadline {
-            let logs: Vec<String> = procs.iter().map(|p| format!("--- {}:\n{}", p.name, p.tail())).collect();
-            panic!("timed out after {timeout:?} waiting for {what}\n{}", logs.join("\n"));
+            let state = health().err().unwrap_or_default();
+            panic!("timed out after {timeout:?} waiting for {what}\n{state}");
         }
         std::thread::sleep(Duration::from_millis(200));
     }
+}
+
+/// No health to watch.
+pub fn healthy() -> Result<(), String> {
+    Ok(())
 }

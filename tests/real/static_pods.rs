@@ -3,13 +3,12 @@
 //! /var/lib/etcd over the host paths, every hostPath volume checked as the kubelet checks it,
 //! and the manifest's own probes asked once the process is up.
 
-use std::path::{Path, PathBuf};
-use std::time::Duration;
-
 use serde_yaml::Value;
+use std::path::{Path, PathBuf};
 
 use super::bins;
-use super::proc::{Netns, Proc, wait_for};
+use super::net::Netns;
+use super::proc::Proc;
 
 pub struct StaticPod {
     pub file: PathBuf,
@@ -54,7 +53,8 @@ impl StaticPod {
     /// Checks what the kubelet would refuse or break on: every volumeMount names a hostPath
     /// volume; a `Directory`/`File` source exists (`...OrCreate` ones are created); every
     /// absolute path in the command lies under a mount, as it must to be seen in the container.
-    pub fn check_volumes(&self, root: &Path) {
+    pub fn check_volumes(&self, root: &Path) -> Result<(), String> {
+        let f = self.file.display();
         let volumes = Self::str_list(&self.doc["spec"]["volumes"]);
         let mut mounts = Vec::new();
         for m in Self::str_list(&self.container()["volumeMounts"]) {
@@ -62,30 +62,30 @@ impl StaticPod {
             let vol = volumes
                 .iter()
                 .find(|v| v["name"].as_str() == Some(name))
-                .unwrap_or_else(|| panic!("{}: volumeMount {name} has no volume", self.file.display()));
+                .ok_or_else(|| format!("{f}: volumeMount {name} has no volume"))?;
             let host = vol["hostPath"]["path"].as_str().expect("hostPath.path");
             let source = node_path(root, host);
-            match vol["hostPath"]["type"].as_str().unwrap_or("") {
-                "Directory" => assert!(source.is_dir(), "{}: hostPath {host} is not a directory", self.file.display()),
-                "File" => assert!(source.is_file(), "{}: hostPath {host} is not a file", self.file.display()),
-                "DirectoryOrCreate" => std::fs::create_dir_all(&source).expect("DirectoryOrCreate"),
-                "FileOrCreate" if !source.exists() => drop(std::fs::File::create(&source).expect("FileOrCreate")),
-                "FileOrCreate" => assert!(source.is_file(), "{}: hostPath {host} is not a file", self.file.display()),
-                t => panic!("{}: unexpected hostPath type {t:?}", self.file.display()),
+            let ok = match vol["hostPath"]["type"].as_str().unwrap_or("") {
+                "Directory" => source.is_dir(),
+                "File" => source.is_file(),
+                "DirectoryOrCreate" => std::fs::create_dir_all(&source).is_ok(),
+                "FileOrCreate" if !source.exists() => std::fs::File::create(&source).is_ok(),
+                "FileOrCreate" => source.is_file(),
+                t => return Err(format!("{f}: unexpected hostPath type {t:?}")),
+            };
+            if !ok {
+                return Err(format!("{f}: hostPath {host} ({:?}) is missing", vol["hostPath"]["type"]));
             }
             mounts.push(m["mountPath"].as_str().expect("mountPath").to_string());
         }
         for arg in self.argv() {
             for part in arg.split(['=', ',']) {
-                if part.starts_with('/') {
-                    assert!(
-                        mounts.iter().any(|m| Path::new(part).starts_with(m)),
-                        "{}: {part} (in {arg}) is under no volumeMount",
-                        self.file.display()
-                    );
+                if part.starts_with('/') && !mounts.iter().any(|m| Path::new(part).starts_with(m)) {
+                    return Err(format!("{f}: {part} (in {arg}) is under no volumeMount"));
                 }
             }
         }
+        Ok(())
     }
 
     /// The probes, with a named port looked up in the container's ports.
@@ -117,12 +117,12 @@ impl StaticPod {
     }
 
     /// Starts the real binary the manifest names, with its exact arguments.
-    pub fn start(&self, netns: &Netns, root: &Path, logs: &Path) -> Proc {
-        self.check_volumes(root);
+    pub fn start(&self, netns: &Netns, root: &Path, logs: &Path) -> Result<Proc, String> {
+        self.check_volumes(root)?;
         let mut argv = self.argv();
         argv[0] = bins::bin(&argv[0]).display().to_string();
         let name = self.doc["metadata"]["name"].as_str().expect("name").to_string();
-        Proc::start(netns, &name, &node_binds(root), &argv, &[], &logs.join(format!("{name}.log")))
+        Ok(Proc::start(netns, &name, &node_binds(root), &argv, &[], &logs.join(format!("{name}.log"))))
     }
 }
 
@@ -142,21 +142,22 @@ pub fn node_binds(root: &Path) -> Vec<(PathBuf, PathBuf)> {
 }
 
 /// Every probe of the pod answers 200, asked the way the kubelet asks (no client certificate,
-/// the server's certificate not verified).
-pub fn wait_probes(netns: &Netns, pod: &StaticPod, proc: &mut Proc, timeout: Duration) {
-    for probe in pod.probes() {
-        wait_for(&format!("{} {} {}", proc.name, probe.kind, probe.url), timeout, &mut [&mut *proc], || {
-            let (code, out, _) = crate::common::capture(netns.command("curl").args([
-                "-sk",
-                "-o",
-                "/dev/null",
-                "-w",
-                "%{http_code}",
-                "--max-time",
-                "2",
-                &probe.url,
-            ]));
-            (code == 0 && out == "200").then_some(())
-        });
+/// the server's certificate not verified); Err names the first that does not.
+pub fn probe(netns: &Netns, pod: &StaticPod) -> Result<(), String> {
+    for p in pod.probes() {
+        let (code, out, _) = crate::common::capture(netns.command("curl").args([
+            "-sk",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            "--max-time",
+            "2",
+            &p.url,
+        ]));
+        if code != 0 || out != "200" {
+            return Err(format!("{} {} {}: curl {code}, HTTP {out}", pod.file.display(), p.kind, p.url));
+        }
     }
+    Ok(())
 }

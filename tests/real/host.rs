@@ -1,0 +1,162 @@
+//! One test node: its network namespace, and a thread that plays systemd and the kubelet's
+//! static-Pod runner. It starts the real node (containerd + kubelet) once kubestrap has written
+//! the kubelet's files, and runs each manifest in /etc/kubernetes/manifests as a process,
+//! restarting it when it exits or its manifest changes, as the kubelet restarts a static Pod.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime};
+
+use super::net::Netns;
+use super::node::Node;
+use super::proc::Proc;
+use super::static_pods::StaticPod;
+use crate::common::Scratch;
+
+pub struct Host {
+    pub name: String,
+    pub addr: String,
+    pub root: PathBuf,
+    pub logs: PathBuf,
+    failure: Arc<Mutex<Option<String>>>,
+    status: Arc<Mutex<String>>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+    /// Kept until the processes are gone.
+    _scratch: Option<Scratch>,
+    pub netns: Arc<Netns>,
+}
+
+struct Running {
+    proc: Proc,
+    mtime: SystemTime,
+    started: Instant,
+    restarts: u32,
+}
+
+impl Host {
+    /// Starts supervising the node rooted at `root`; `state` holds its containerd.
+    pub fn start(name: &str, addr: &str, netns: Netns, root: &Path, logs: &Path, scratch: Option<Scratch>) -> Host {
+        let netns = Arc::new(netns);
+        let (failure, status, stop) = Default::default();
+        let mut host = Host {
+            name: name.to_string(),
+            addr: addr.to_string(),
+            root: root.to_path_buf(),
+            logs: logs.to_path_buf(),
+            failure,
+            status,
+            stop,
+            thread: None,
+            _scratch: scratch,
+            netns,
+        };
+        let (n, ns, r, l) = (name.to_string(), host.netns.clone(), root.to_path_buf(), logs.to_path_buf());
+        let (failure, status, stop) = (host.failure.clone(), host.status.clone(), host.stop.clone());
+        host.thread = Some(std::thread::spawn(move || supervise(&n, &ns, &r, &l, &failure, &status, &stop)));
+        host
+    }
+
+    /// Err when something on the node failed for good (the kubelet exited, a manifest the
+    /// runner refuses), with the logs.
+    pub fn health(&self) -> Result<(), String> {
+        match self.failure.lock().expect("failure").as_ref() {
+            Some(f) => Err(format!("node {}: {f}\n{}", self.name, self.status())),
+            None => Ok(()),
+        }
+    }
+
+    /// What runs on the node, with restarts, and the last log lines of each.
+    pub fn status(&self) -> String {
+        self.status.lock().expect("status").clone()
+    }
+
+    pub fn pod(&self, name: &str) -> StaticPod {
+        StaticPod::read(&self.root, name)
+    }
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn kubelet_files_ready(root: &Path) -> bool {
+    ["var/lib/kubelet/config.yaml", "var/lib/kubelet/kubeadm-flags.env", "etc/kubernetes/kubelet.conf"]
+        .iter()
+        .all(|p| root.join(p).exists())
+}
+
+fn supervise(
+    name: &str,
+    netns: &Netns,
+    root: &Path,
+    logs: &Path,
+    failure: &Mutex<Option<String>>,
+    status: &Mutex<String>,
+    stop: &AtomicBool,
+) {
+    let fail = |msg: String| {
+        let mut f = failure.lock().expect("failure");
+        if f.is_none() {
+            *f = Some(msg);
+        }
+    };
+    let mut node: Option<Node> = None;
+    let mut pods: HashMap<String, Running> = HashMap::new();
+    let manifests = root.join("etc/kubernetes/manifests");
+    while !stop.load(Ordering::SeqCst) {
+        if node.is_none() && kubelet_files_ready(root) {
+            node = Some(Node::start(netns, name, root, &root.with_file_name(format!("{name}-containerd")), logs));
+        }
+        if let Some(n) = node.as_mut() {
+            if let Some(s) = n.proc.exited() {
+                fail(format!("the kubelet exited ({s})"));
+            }
+        }
+        let mut seen = Vec::new();
+        for entry in std::fs::read_dir(&manifests).into_iter().flatten().flatten() {
+            let path = entry.path();
+            let Some(pod_name) = path.file_stem().and_then(|s| s.to_str()).map(str::to_string) else { continue };
+            if path.extension().is_none_or(|e| e != "yaml") {
+                continue;
+            }
+            seen.push(pod_name.clone());
+            let mtime = entry.metadata().and_then(|m| m.modified()).unwrap_or(SystemTime::UNIX_EPOCH);
+            let restart = match pods.get_mut(&pod_name) {
+                None => true,
+                Some(r) if r.mtime != mtime => true,
+                // CrashLoopBackOff, shortened: one second between starts.
+                Some(r) => r.proc.exited().is_some() && r.started.elapsed() > Duration::from_secs(1),
+            };
+            if !restart {
+                continue;
+            }
+            let restarts = pods.remove(&pod_name).map_or(0, |r| r.restarts + 1);
+            match StaticPod::read(root, &pod_name).start(netns, root, logs) {
+                Ok(proc) => {
+                    pods.insert(pod_name, Running { proc, mtime, started: Instant::now(), restarts });
+                }
+                Err(e) => fail(e),
+            }
+        }
+        pods.retain(|k, _| seen.contains(k));
+        let mut s = String::new();
+        for (k, r) in pods.iter_mut() {
+            let state = if r.proc.exited().is_some() { "exited" } else { "running" };
+            s += &format!("--- {k}: {state}, {} restarts\n{}\n", r.restarts, r.proc.tail());
+        }
+        if let Some(n) = node.as_ref() {
+            s += &format!("--- kubelet:\n{}\n", n.proc.tail());
+        }
+        *status.lock().expect("status") = s;
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}

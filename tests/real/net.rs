@@ -1,0 +1,68 @@
+//! The test's own network: a "LAN" namespace holding a bridge, and one namespace per node joined
+//! to it by a veth pair, so each node has its own 127.0.0.1 and kubeadm's fixed ports (etcd
+//! 2379/2381, controller-manager 10257, scheduler 10259, kubelet 10250/10248), as on real
+//! machines. Node addresses come from 192.0.2.0/24 (TEST-NET-1); the API server refuses an
+//! advertise address in 127.0.0.0/8, and nothing sent here can leave these namespaces.
+
+use std::process::Command;
+
+use crate::common::sh;
+
+pub struct Lan {
+    pub name: String,
+}
+
+impl Lan {
+    pub fn new() -> Lan {
+        let name = format!("ks{}-lan", std::process::id());
+        let (code, out, err) = sh(&format!(
+            "ip netns add {name} && ip -n {name} link add br0 type bridge && ip -n {name} link set br0 up"
+        ));
+        assert_eq!(code, 0, "LAN namespace: {out}{err}");
+        Lan { name }
+    }
+
+    /// A node's namespace on the LAN with `addr`/24 on its eth0.
+    pub fn host(&self, node: &str, addr: &str) -> Netns {
+        let name = format!("ks{}-{node}", std::process::id());
+        let port = format!("v-{node}");
+        let lan = &self.name;
+        let (code, out, err) = sh(&format!(
+            "ip netns add {name} && ip -n {name} link set lo up && \
+             ip link add eth0 netns {name} type veth peer name {port} netns {lan} && \
+             ip -n {name} addr add {addr}/24 dev eth0 && ip -n {name} link set eth0 up && \
+             ip -n {lan} link set {port} master br0 && ip -n {lan} link set {port} up"
+        ));
+        assert_eq!(code, 0, "node namespace {name}: {out}{err}");
+        Netns { name }
+    }
+}
+
+impl Drop for Lan {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "delete", &self.name]).status();
+    }
+}
+
+pub struct Netns {
+    pub name: String,
+}
+
+impl Netns {
+    /// A command run inside the namespace (nsenter, not `ip netns exec`, which remounts /sys
+    /// and so hides the cgroup mounts the kubelet needs).
+    pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
+        let mut cmd = Command::new("nsenter");
+        cmd.arg(format!("--net=/run/netns/{}", self.name)).arg("--").arg(program);
+        for v in crate::common::PROXY_VARS {
+            cmd.env_remove(v);
+        }
+        cmd
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "delete", &self.name]).status();
+    }
+}
