@@ -27,7 +27,6 @@ pub fn addr(i: usize) -> String {
 }
 
 pub struct Cluster {
-    _lock: MutexGuard<'static, ()>,
     pub scratch: Scratch,
     pub port: u16,
     pub logs: PathBuf,
@@ -36,8 +35,10 @@ pub struct Cluster {
     pub hosts: Vec<Host>,
     /// cp-1's namespace: kubestrap, kubectl and curl run here.
     pub netns: Arc<Netns>,
-    /// Last: every namespace above is gone before the LAN is.
+    /// Every namespace above is gone before the LAN is.
     pub lan: Lan,
+    /// Released last, once everything of this cluster is gone.
+    _lock: MutexGuard<'static, ()>,
 }
 
 impl Cluster {

@@ -5,26 +5,32 @@
 //! advertise address in 127.0.0.0/8, and nothing sent here can leave these namespaces.
 
 use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::common::sh;
 
+/// Names are per process and per LAN, so a leftover namespace never collides.
+static LANS: AtomicU32 = AtomicU32::new(0);
+
 pub struct Lan {
     pub name: String,
+    prefix: String,
 }
 
 impl Lan {
     pub fn new() -> Lan {
-        let name = format!("ks{}-lan", std::process::id());
+        let prefix = format!("ks{}-{}", std::process::id(), LANS.fetch_add(1, Ordering::SeqCst));
+        let name = format!("{prefix}-lan");
         let (code, out, err) = sh(&format!(
             "ip netns add {name} && ip -n {name} link add br0 type bridge && ip -n {name} link set br0 up"
         ));
         assert_eq!(code, 0, "LAN namespace: {out}{err}");
-        Lan { name }
+        Lan { name, prefix }
     }
 
     /// A node's namespace on the LAN with `addr`/24 on its eth0.
     pub fn host(&self, node: &str, addr: &str) -> Netns {
-        let name = format!("ks{}-{node}", std::process::id());
+        let name = format!("{}-{node}", self.prefix);
         let port = format!("v-{node}");
         let lan = &self.name;
         let (code, out, err) = sh(&format!(
