@@ -72,7 +72,7 @@ impl Cluster {
         let netns = lan.host("cp-1", CP_ADDR);
         let (config, root_arg) = (scratch.config(), scratch.root_str());
         run_in(&netns, &["init", "--on-disk-only", "--config", &config, "--root", &root_arg]).ok();
-        let host = Host::start("cp-1", CP_ADDR, netns, &root, &logs, None);
+        let host = Host::start("cp-1", netns, &root, &logs, None);
         let netns = host.netns.clone();
         let mut args = vec!["init", "--config", config.as_str(), "--root", root_arg.as_str()];
         args.extend_from_slice(flags);
@@ -176,7 +176,7 @@ impl Cluster {
         let (c, r) = (w.config(), w.root_str());
         let root = w.root();
         let netns = self.lan.host(name, &ip);
-        let host = Host::start(name, &ip, netns, &root, &logs, Some(w));
+        let host = Host::start(name, netns, &root, &logs, Some(w));
         let mut args = vec!["join", "--config", c.as_str(), "--root", r.as_str()];
         args.extend_from_slice(flags);
         let run = run_watched(&host.netns, &args, &logs, &|| self.health().and_then(|_| host.health()));

@@ -18,9 +18,7 @@ use crate::common::Scratch;
 
 pub struct Host {
     pub name: String,
-    pub addr: String,
     pub root: PathBuf,
-    pub logs: PathBuf,
     failure: Arc<Mutex<Option<String>>>,
     status: Arc<Mutex<String>>,
     stop: Arc<AtomicBool>,
@@ -39,14 +37,12 @@ struct Running {
 
 impl Host {
     /// Starts supervising the node rooted at `root`; `state` holds its containerd.
-    pub fn start(name: &str, addr: &str, netns: Netns, root: &Path, logs: &Path, scratch: Option<Scratch>) -> Host {
+    pub fn start(name: &str, netns: Netns, root: &Path, logs: &Path, scratch: Option<Scratch>) -> Host {
         let netns = Arc::new(netns);
         let (failure, status, stop) = Default::default();
         let mut host = Host {
             name: name.to_string(),
-            addr: addr.to_string(),
             root: root.to_path_buf(),
-            logs: logs.to_path_buf(),
             failure,
             status,
             stop,
@@ -116,10 +112,8 @@ fn supervise(
         if node.is_none() && kubelet_files_ready(root) {
             node = Some(Node::start(netns, name, root, &root.with_file_name(format!("{name}-containerd")), logs));
         }
-        if let Some(n) = node.as_mut() {
-            if let Some(s) = n.proc.exited() {
-                fail(format!("the kubelet exited ({s})"));
-            }
+        if let Some(s) = node.as_mut().and_then(|n| n.proc.exited()) {
+            fail(format!("the kubelet exited ({s})"));
         }
         let mut seen = Vec::new();
         for entry in std::fs::read_dir(&manifests).into_iter().flatten().flatten() {

@@ -13,4 +13,5 @@ mod host;
 mod net;
 mod node;
 mod proc;
+mod rotation;
 mod static_pods;

@@ -76,19 +76,15 @@ fn make_cgroup_root(name: &str) {
         let dir = h.join(format!("kubestrap-{name}"));
         std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
         for f in ["cpuset.cpus", "cpuset.mems"] {
-            if let Ok(v) = std::fs::read_to_string(h.join(f)) {
-                if std::fs::read_to_string(dir.join(f)).is_ok_and(|cur| cur.trim().is_empty()) {
-                    std::fs::write(dir.join(f), v.trim()).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-                }
+            let empty = std::fs::read_to_string(dir.join(f)).is_ok_and(|cur| cur.trim().is_empty());
+            if let (true, Ok(v)) = (empty, std::fs::read_to_string(h.join(f))) {
+                std::fs::write(dir.join(f), v.trim()).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
             }
         }
     }
 }
 
 pub struct Node {
-    pub name: String,
-    pub root: PathBuf,
-    pub state: PathBuf,
     pub proc: Proc,
 }
 
@@ -133,10 +129,6 @@ impl Node {
             ],
             &logs.join(format!("kubelet-{name}.log")),
         );
-        Node { name: name.to_string(), root: root.to_path_buf(), state: state.to_path_buf(), proc }
-    }
-
-    pub fn cri_socket(state: &Path) -> String {
-        format!("unix://{}", state.join("containerd.sock").display())
+        Node { proc }
     }
 }

@@ -49,7 +49,7 @@ impl Proc {
 
     /// The last lines of the log, for failure messages.
     pub fn tail(&self) -> String {
-        tail(&self.log, 40)
+        format!("[{}] {}", self.name, tail(&self.log, 40))
     }
 
     /// Has it exited? Then its status.
@@ -106,9 +106,4 @@ pub fn wait_for<T>(
         }
         std::thread::sleep(Duration::from_millis(200));
     }
-}
-
-/// No health to watch.
-pub fn healthy() -> Result<(), String> {
-    Ok(())
 }
