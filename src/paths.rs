@@ -108,7 +108,14 @@ pub fn cert(certs_dir: &str, name: &str) -> File {
 pub fn key(certs_dir: &str, name: &str) -> File {
     File::at(format!("{certs_dir}/{name}.key"), PRIVATE)
 }
+/// The service-account public key as the `certs` phase writes it: kubeadm's `WritePublicKey`
+/// goes through keyutil.WriteKey, so 0600 like a key.
 pub fn sa_pub(certs_dir: &str) -> File {
+    File::at(format!("{certs_dir}/sa.pub"), PRIVATE)
+}
+/// sa.pub as `download-certs` writes it: kubeadm's writeCertOrKey writes any non-private-key
+/// PEM with certutil.WriteCert, so 0644.
+pub fn sa_pub_downloaded(certs_dir: &str) -> File {
     File::at(format!("{certs_dir}/sa.pub"), READABLE)
 }
 /// A CA certificate at a configured path (JoinConfiguration.caCertPath).
@@ -182,6 +189,8 @@ mod tests {
         }
         assert_eq!(key("/x", "ca").mode, 0o600);
         assert_eq!(cert("/x", "ca").mode, 0o644);
+        assert_eq!(sa_pub("/x").mode, 0o600, "init's certs phase: keyutil.WriteKey");
+        assert_eq!(sa_pub_downloaded("/x").mode, 0o644, "download-certs: certutil.WriteCert");
         assert_eq!(kubeconfig("scheduler.conf"), File::at("/etc/kubernetes/scheduler.conf".into(), 0o600));
         assert_eq!(dir_mode("/var/lib/kubelet"), 0o700);
         assert_eq!(dir_mode("/var/lib/kubelet/"), 0o700);

@@ -364,11 +364,18 @@ pub fn resolve_init(source: &str, docs: Documents, host: &HostFacts) -> Result<I
 
     let etcd = &mut cluster.etcd;
     let mut etcd_image_tag = String::new();
-    match (&mut etcd.local, &etcd.external) {
+    match (&mut etcd.local, &mut etcd.external) {
         (Some(_), Some(_)) => {
             return Err(cc.err("etcd", "set either local or external, not both".into()));
         }
-        (_, Some(ext)) => check_external_etcd(&cc, ext, &mut warnings)?,
+        (_, Some(ext)) => {
+            // v1beta4 SetDefaults_ExternalEtcd: HTTP traffic (health, metrics) goes to the gRPC
+            // endpoints unless httpEndpoints says otherwise; the uploaded config carries the copy.
+            if ext.http_endpoints.is_empty() {
+                ext.http_endpoints = ext.endpoints.clone();
+            }
+            check_external_etcd(&cc, ext, &mut warnings)?
+        }
         (local, None) => {
             let l = local.get_or_insert_with(LocalEtcd::default);
             if l.data_dir.is_empty() {

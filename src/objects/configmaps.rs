@@ -136,6 +136,30 @@ mod tests {
     }
 
     #[test]
+    fn external_etcd_http_endpoints_default_to_endpoints() {
+        // v1beta4 SetDefaults_ExternalEtcd: the uploaded config carries httpEndpoints = endpoints.
+        let eps = "etcd:\n  external:\n    endpoints: [https://10.0.0.50:2379, https://10.0.0.51:2379]\n";
+        let tls = "    caFile: /etc/etcd/ca.crt\n    certFile: /etc/etcd/c.crt\n    keyFile: /etc/etcd/c.key\n";
+        let c = cfg(&format!("{eps}{tls}"));
+        let text = cluster_configuration_yaml(&c).unwrap();
+        let y: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+        let ext = &y["etcd"]["external"];
+        assert_eq!(ext["httpEndpoints"], ext["endpoints"], "{text}");
+        assert_eq!(ext["httpEndpoints"][1], "https://10.0.0.51:2379", "{text}");
+        // Given ones are kept.
+        let c = cfg(&format!("{eps}    httpEndpoints: [http://10.0.0.50:2381]\n{tls}"));
+        let text = cluster_configuration_yaml(&c).unwrap();
+        let y: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+        assert_eq!(
+            y["etcd"]["external"]["httpEndpoints"],
+            serde_yaml::from_str::<serde_yaml::Value>("[http://10.0.0.50:2381]").unwrap()
+        );
+        // Local etcd: no external section at all.
+        let text = cluster_configuration_yaml(&cfg("")).unwrap();
+        assert!(!text.contains("httpEndpoints"), "{text}");
+    }
+
+    #[test]
     fn kubelet_config_map_signed_only_when_generated() {
         let c = cfg("");
         let cm = kubelet_config_map(&c).unwrap();

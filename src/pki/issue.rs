@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use rcgen::{
-    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
-    KeyUsagePurpose, SanType, SerialNumber,
+    BasicConstraints, CertificateParams, CustomExtension, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
+    Issuer, KeyPair, KeyUsagePurpose, SanType, SerialNumber,
 };
 use ring::rand::{SecureRandom, SystemRandom};
 use time::OffsetDateTime;
@@ -70,10 +70,25 @@ fn params(req: &Request) -> Result<CertificateParams> {
         }
     }
     if req.usage != Usage::Ca {
-        p.is_ca = IsCa::ExplicitNoCa;
+        // kubeadm's NewSignedCert sets BasicConstraintsValid with IsCA false and no SubjectKeyId, so Go
+        // writes a critical, empty basicConstraints, no subjectKeyIdentifier (Go only makes one up for
+        // CAs), and an authorityKeyIdentifier copied from the CA's subjectKeyIdentifier. rcgen's
+        // `ExplicitNoCa` would add a subjectKeyIdentifier, so write basicConstraints ourselves.
+        p.is_ca = IsCa::NoCa;
+        p.custom_extensions.push(basic_constraints_not_ca());
         p.use_authority_key_identifier_extension = true;
     }
     Ok(p)
+}
+
+/// OID 2.5.29.19, basicConstraints.
+const OID_BASIC_CONSTRAINTS: &[u64] = &[2, 5, 29, 19];
+
+/// A critical basicConstraints with cA absent (false): an empty SEQUENCE, as Go marshals it.
+fn basic_constraints_not_ca() -> CustomExtension {
+    let mut ext = CustomExtension::from_oid_content(OID_BASIC_CONSTRAINTS, vec![0x30, 0x00]);
+    ext.set_criticality(true);
+    ext
 }
 
 /// A self-signed CA certificate (PEM) for `key`.
@@ -85,4 +100,72 @@ pub fn self_signed(req: &Request, key: &KeyPair) -> Result<String> {
 pub fn signed(req: &Request, key: &KeyPair, ca_pem: &str, ca_key: &KeyPair) -> Result<String> {
     let issuer = Issuer::from_ca_cert_pem(ca_pem, ca_key).ctx("reading the CA certificate")?;
     Ok(params(req)?.signed_by(key, &issuer).ctx(format_args!("signing {}", req.cn))?.pem())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use x509_parser::extensions::ParsedExtension;
+    use x509_parser::oid_registry::{
+        OID_X509_EXT_AUTHORITY_KEY_IDENTIFIER, OID_X509_EXT_BASIC_CONSTRAINTS, OID_X509_EXT_SUBJECT_KEY_IDENTIFIER,
+    };
+
+    fn req(cn: &str, usage: Usage) -> Request {
+        Request {
+            cn: cn.into(),
+            orgs: vec![],
+            usage,
+            sans: SanList::default(),
+            validity: Duration::from_secs(3600),
+            start: OffsetDateTime::now_utc(),
+        }
+    }
+
+    fn der(pem: &str) -> Vec<u8> {
+        x509_parser::pem::parse_x509_pem(pem.as_bytes()).unwrap().1.contents
+    }
+
+    /// (SKI, AKI key id, basicConstraints (critical, cA)) as Go's x509 would write them.
+    #[allow(clippy::type_complexity)]
+    fn ids(der: &[u8]) -> (Option<Vec<u8>>, Option<Vec<u8>>, Option<(bool, bool)>) {
+        let (_, c) = x509_parser::parse_x509_certificate(der).unwrap();
+        let mut out = (None, None, None);
+        for e in c.extensions() {
+            match e.parsed_extension() {
+                ParsedExtension::SubjectKeyIdentifier(k) => out.0 = Some(k.0.to_vec()),
+                ParsedExtension::AuthorityKeyIdentifier(a) => {
+                    out.1 = Some(a.key_identifier.as_ref().unwrap().0.to_vec())
+                }
+                ParsedExtension::BasicConstraints(b) => out.2 = Some((e.critical, b.ca)),
+                _ => {}
+            }
+        }
+        let count = |oid| c.extensions().iter().filter(|e| e.oid == oid).count();
+        assert!(count(OID_X509_EXT_SUBJECT_KEY_IDENTIFIER) <= 1);
+        assert!(count(OID_X509_EXT_AUTHORITY_KEY_IDENTIFIER) <= 1);
+        assert_eq!(count(OID_X509_EXT_BASIC_CONSTRAINTS), 1);
+        out
+    }
+
+    /// kubeadm's NewSelfSignedCACert / NewSignedCert through Go's x509.CreateCertificate: the CA
+    /// has a subjectKeyIdentifier and no authorityKeyIdentifier (self-signed); a leaf has no
+    /// subjectKeyIdentifier, an authorityKeyIdentifier equal to its CA's SKI, and a critical
+    /// basicConstraints with cA false.
+    #[test]
+    fn extensions_match_go_for_cas_and_leaves() {
+        let ca_key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+        let ca = self_signed(&req("kubernetes", Usage::Ca), &ca_key).unwrap();
+        let (ca_ski, ca_aki, ca_bc) = ids(&der(&ca));
+        let ca_ski = ca_ski.expect("a CA has a subjectKeyIdentifier");
+        assert_eq!(ca_aki, None);
+        assert_eq!(ca_bc, Some((true, true)));
+        for usage in [Usage::Server, Usage::Client, Usage::ServerAndClient] {
+            let key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+            let leaf = signed(&req("leaf", usage), &key, &ca, &ca_key).unwrap();
+            let (ski, aki, bc) = ids(&der(&leaf));
+            assert_eq!(ski, None, "{usage:?}: kubeadm's leaves have no subjectKeyIdentifier");
+            assert_eq!(aki.as_ref(), Some(&ca_ski), "{usage:?}");
+            assert_eq!(bc, Some((true, false)), "{usage:?}");
+        }
+    }
 }

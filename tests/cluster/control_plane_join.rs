@@ -96,6 +96,7 @@ fn a_second_control_plane_joins_with_the_certificate_key() {
     for f in SHARED {
         let ours = std::fs::read(c.scratch.pki(f)).unwrap();
         assert_eq!(std::fs::read(at(&format!("/etc/kubernetes/pki/{f}"))).unwrap(), ours, "{f} is shared");
+        // download-certs: kubeadm writes every non-private-key PEM (sa.pub too) with WriteCert, 0644.
         let want = if f.ends_with(".key") { 0o600 } else { 0o644 };
         assert_eq!(mode(&at(&format!("/etc/kubernetes/pki/{f}"))), want, "{f}");
     }

@@ -225,10 +225,16 @@ struct Ext {
     value: String,
 }
 
-/// The four extensions kubeadm sets, keyed by openssl's name ("Key Usage", ...). Absent ones
-/// are missing from the map.
+/// The extensions kubeadm's certificates carry, keyed by openssl's name ("Key Usage", ...).
+/// Absent ones are missing from the map.
 fn extensions(path: &Path) -> BTreeMap<String, Ext> {
-    let text = x509(path, &["-ext", "subjectAltName,keyUsage,extendedKeyUsage,basicConstraints"]);
+    let text = x509(
+        path,
+        &[
+            "-ext",
+            "subjectAltName,keyUsage,extendedKeyUsage,basicConstraints,subjectKeyIdentifier,authorityKeyIdentifier",
+        ],
+    );
     let mut map = BTreeMap::new();
     let mut current: Option<String> = None;
     for line in text.lines() {
@@ -387,6 +393,8 @@ fn check_cert(s: &Scratch, r: &Row, alg: Alg, ran: &Window, apiserver_sans: &San
     assert_eq!(bc.value, if is_ca { "CA:TRUE" } else { "CA:FALSE" }, "{what}: Basic Constraints");
     assert!(bc.critical, "{what}: Basic Constraints must be critical");
 
+    check_key_ids(&what, &ext, r.ca.map(|ca| crt(s, ca)).as_deref());
+
     let eku: Vec<String> =
         ext.get("Extended Key Usage").map(|e| e.value.split(", ").map(str::to_string).collect()).unwrap_or_default();
     assert_eq!(eku, r.eku.names(), "{what}: Extended Key Usage");
@@ -406,6 +414,26 @@ fn check_cert(s: &Scratch, r: &Row, alg: Alg, ran: &Window, apiserver_sans: &San
     assert_eq!(key_pubkey(&key_file), cert_pubkey(&cert), "{what}: the private key does not match the certificate");
     assert_eq!(mode(&key_file), 0o600, "{}: mode", key_file.display());
     assert_eq!(mode(&cert), 0o644, "{what}: mode");
+}
+
+/// Go's x509.CreateCertificate, as kubeadm calls it: a CA gets a subjectKeyIdentifier and, being
+/// self-signed, no authorityKeyIdentifier; a leaf (no SubjectKeyId in kubeadm's template, not a CA)
+/// gets no subjectKeyIdentifier and an authorityKeyIdentifier equal to its CA's SKI.
+fn check_key_ids(what: &str, ext: &BTreeMap<String, Ext>, ca: Option<&Path>) {
+    let ski = ext.get("Subject Key Identifier");
+    let aki = ext.get("Authority Key Identifier").map(|e| e.value.trim_start_matches("keyid:").to_string());
+    match ca {
+        None => {
+            assert!(ski.is_some_and(|e| !e.value.is_empty() && !e.critical), "{what}: a CA has a subjectKeyIdentifier");
+            assert_eq!(aki, None, "{what}: a self-signed CA has no authorityKeyIdentifier");
+        }
+        Some(ca) => {
+            assert!(ski.is_none(), "{what}: kubeadm's leaves have no subjectKeyIdentifier");
+            let ca_ski = extensions(ca).get("Subject Key Identifier").map(|e| e.value.clone());
+            assert!(ca_ski.is_some(), "{}: no subjectKeyIdentifier", ca.display());
+            assert_eq!(aki, ca_ski, "{what}: authorityKeyIdentifier is not the CA's subjectKeyIdentifier");
+        }
+    }
 }
 
 /// The table rows, the etcd ones only with local etcd; with external etcd they must be absent.
@@ -433,7 +461,8 @@ fn check_sa(s: &Scratch, alg: Alg) {
         assert!(text.contains(&want), "sa.pub: expected {want:?} in:\n{text}");
     }
     assert_eq!(mode(&sa_key), 0o600, "sa.key mode");
-    assert_eq!(mode(&sa_pub), 0o644, "sa.pub mode");
+    // kubeadm writes sa.pub with keyutil.WriteKey: 0600, like the key.
+    assert_eq!(mode(&sa_pub), 0o600, "sa.pub mode");
 }
 
 fn yaml_str<'a>(v: &'a serde_yaml::Value, path: &[&str], file: &str) -> &'a str {
@@ -484,6 +513,7 @@ fn check_kubeconfigs(s: &Scratch, alg: Alg, ran: &Window) {
             .unwrap_or_else(|e| panic!("{file}: client cert does not verify against ca.crt: {e}"));
         assert_eq!(subject(&cert), expected_subject(cn, o), "{file}: subject");
         let ext = extensions(&cert);
+        check_key_ids(file, &ext, Some(&ca));
         assert_eq!(
             ext.get("Extended Key Usage").map(|e| e.value.as_str()),
             Some(CLIENT_AUTH),

@@ -47,7 +47,7 @@ pub(super) fn prepare(
         for rel in SHARED.iter().chain(SHARED_LOCAL_ETCD.iter()) {
             let (base, ext) = rel.rsplit_once('.').unwrap_or((rel, ""));
             let f = if ext == "key" { paths::key(dir, base) } else { paths::cert(dir, base) };
-            let f = if *rel == "sa.pub" { paths::sa_pub(dir) } else { f };
+            let f = if *rel == "sa.pub" { paths::sa_pub_downloaded(dir) } else { f };
             files.push(from_cluster(
                 &f,
                 format!("decrypted from the kubeadm-certs Secret's {} entry", rel.replace('/', "-")),
