@@ -99,30 +99,35 @@ once() {
 median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 col() { awk -v c="$2" '{ print $c }' "$work/$1" | median; }
 
-# The files each side leaves, compared once per key type (the same set is expected).
+# The files each side leaves, compared once per key type (the same set is expected), and the
+# apiserver key's type, which shows each side's key algorithm.
 files() {
   unshare --mount --net --propagation private sh -c \
-    "$1 >/dev/null 2>&1; cd $2 && find etc/kubernetes var/lib/kubelet var/lib/etcd -type f 2>/dev/null | sort"
+    "( $1 ) >/dev/null 2>&1; cd $2 && find etc/kubernetes var/lib/kubelet var/lib/etcd -type f 2>/dev/null | sort &&
+     openssl pkey -in etc/kubernetes/pki/apiserver.key -noout -text | sed -n 's/^Private-Key: /key: /p'"
 }
 check_files() {
   local a b
   mkdir -p "$work/root"
   a=$(files "$(cmd ks "$1")" "$work/root")
   b=$(files "$(cmd kadm-1 "$1")" /)
-  if [[ $a != "$b" ]]; then
+  if [[ $(grep -v '^key:' <<<"$a") != "$(grep -v '^key:' <<<"$b")" ]]; then
     echo "note: the file sets differ (< kubestrap, > kubeadm):" >&2
     diff <(echo "$a") <(echo "$b") >&2 || true
   fi
+  echo "$(basename "$1"): $(grep -vc "^key:" <<<"$a") files; kubestrap apiserver.key $(grep '^key:' <<<"$a" | cut -c6-)," \
+    "kubeadm $(grep '^key:' <<<"$b" | cut -c6-) ($(grep -vc '^key:' <<<"$b") files)"
 }
 
 echo "kubestrap: $bin ($(git rev-parse --short HEAD))"
 echo "kubeadm:   $kubeadm ($("$kubeadm" version -o short))"
 echo "runs: $runs each, interleaved, after one warm-up; $(nproc) cores; $(date -u +%FT%TZ)"
+check_files "$work/default.yaml"
+check_files "$work/rsa.yaml"
 echo
-printf '%-34s %-7s %10s %10s %9s %9s\n' "key type" tool "wall ms" "cpu s" "rss MB" "kubeadm/ks"
+printf '%-40s %-7s %10s %10s %9s %9s\n' "key type" tool "wall ms" "cpu s" "rss MB" "kubeadm/ks"
 for case in "default:default.yaml:kubestrap ECDSA-P256 / kubeadm RSA-2048" "rsa:rsa.yaml:RSA-2048 both"; do
   IFS=: read -r tag file label <<<"$case"
-  check_files "$work/$file"
   for kind in ks kadm-1 kadm-5; do once "$kind" "$work/$file" warmup; done
   for ((i = 0; i < runs; i++)); do
     for kind in ks kadm-1 kadm-5; do once "$kind" "$work/$file" "$tag-$kind"; done
@@ -132,7 +137,7 @@ for case in "default:default.yaml:kubestrap ECDSA-P256 / kubeadm RSA-2048" "rsa:
     wall=$(col "$tag-$kind" 1)
     ratio=$(awk -v a="$wall" -v b="$ks" 'BEGIN { printf "%.1fx", a / b }')
     [[ $kind == ks ]] && ratio=""
-    printf '%-34s %-7s %10s %10s %9s %9s\n' "$label" "$kind" "$wall" "$(col "$tag-$kind" 2)" \
+    printf '%-40s %-7s %10s %10s %9s %9s\n' "$label" "$kind" "$wall" "$(col "$tag-$kind" 2)" \
       "$(awk -v k="$(col "$tag-$kind" 3)" 'BEGIN { printf "%.1f", k / 1024 }')" "$ratio"
   done
 done
