@@ -153,10 +153,49 @@ fn join_storm() {
 
     // Requests the API server counted during the storm; every component's are in them, the
     // joins' (anonymous + system:bootstrappers) are the global-default flow schema's.
-    let delta = |k: &String| after[k] - before.get(k).copied().unwrap_or(0.0);
+    report("the storm", n, &before, &after);
+
+    // One join alone, then one real kubeadm join (all but kubelet-wait-bootstrap: no kubelet
+    // here to do the TLS bootstrap), each counted the same way.
+    let solo = Scratch::new("");
+    let before = counters(&c);
+    let run = run_in(
+        netns,
+        &[
+            "join",
+            &endpoint,
+            "--token",
+            TOKEN,
+            "--discovery-token-ca-cert-hash",
+            &hash,
+            "--node-name",
+            "solo",
+            "--root",
+            &solo.root_str(),
+        ],
+    );
+    assert_eq!(run.code(), 0, "solo join:\n{}", run.stderr());
+    report("one kubestrap join", 1, &before, &counters(&c));
+
+    let kubeadm = super::bins::bin("kubeadm");
+    let script = format!(
+        "mount -t tmpfs none /etc/kubernetes && mount -t tmpfs none /var/lib/kubelet && exec {} join {endpoint} \
+         --token {TOKEN} --discovery-token-ca-cert-hash {hash} --node-name kubeadm-1 \
+         --cri-socket unix:///run/containerd/containerd.sock --skip-phases preflight,kubelet-wait-bootstrap",
+        kubeadm.display()
+    );
+    let before = counters(&c);
+    let (code, out, err) =
+        capture(netns.command("unshare").args(["--mount", "--propagation", "private", "sh", "-c", &script]));
+    assert_eq!(code, 0, "kubeadm join:\n{out}\n{err}");
+    report("one kubeadm join without kubelet-wait-bootstrap", 1, &before, &counters(&c));
+}
+
+/// The counters' growth from `before` to `after`, in all and per join.
+fn report(what: &str, n: usize, before: &BTreeMap<String, f64>, after: &BTreeMap<String, f64>) {
     let (mut total, mut by_schema, mut by_call) = (0.0, BTreeMap::new(), BTreeMap::new());
-    for k in after.keys() {
-        let d = delta(k);
+    for (k, v) in after {
+        let d = v - before.get(k).copied().unwrap_or(0.0);
         if d <= 0.0 {
             continue;
         }
@@ -168,12 +207,13 @@ fn join_storm() {
             *by_schema.entry(label(k, "flow_schema").to_string()).or_insert(0.0) += d;
         }
     }
-    println!("apiserver_request_total during the storm: {total} in all ({:.1} per join, every client)", total / n as f64);
+    let per = |d: f64| d / n as f64;
+    println!("{what}: apiserver_request_total +{total} ({:.2} per join; every client's)", per(total));
     for (call, d) in &by_call {
-        println!("  {call:<50} {d:>6} ({:.2} per join)", d / n as f64);
+        println!("  {call:<50} {d:>6} ({:.2} per join)", per(*d));
     }
-    println!("apiserver_flowcontrol_dispatched_requests_total by flow schema:");
+    println!("{what}: apiserver_flowcontrol_dispatched_requests_total by flow schema:");
     for (schema, d) in &by_schema {
-        println!("  {schema:<50} {d:>6} ({:.2} per join)", d / n as f64);
+        println!("  {schema:<50} {d:>6} ({:.2} per join)", per(*d));
     }
 }
