@@ -16,5 +16,5 @@ if ! cargo test --release --test real storm -- --nocapture --test-threads 1 >"$l
   cat "$log" >&2
   exit 1
 fi
-# The test's own figures, and its verdict.
-sed -n '/^join storm:/,/^test /p' "$log"
+# The test's own figures (after libtest's "test storm::join_storm ... "), and its verdict.
+sed -n '/join storm:/,/^test result/{s/^test [^ ]* \.\.\. //;p;}' "$log"
