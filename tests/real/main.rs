@@ -15,3 +15,4 @@ mod node;
 mod proc;
 mod rotation;
 mod static_pods;
+mod storm;
