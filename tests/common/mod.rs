@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod etcd;
+pub mod real_bins;
 
 use std::fmt::Display;
 use std::os::unix::fs::PermissionsExt;

@@ -8,7 +8,7 @@ mod common;
 
 mod allow;
 mod api;
-mod bins;
+use common::real_bins as bins;
 mod diff;
 mod facts;
 mod kubeadm;

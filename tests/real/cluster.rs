@@ -126,6 +126,15 @@ impl Cluster {
         wait_for(what, Duration::from_secs(180), &|| self.health(), check)
     }
 
+    /// Waits for the controller-manager's bootstrap signer to sign cluster-info for the test
+    /// token (join's discovery needs the signature).
+    pub fn wait_cluster_info_signed(&self) {
+        self.wait("cluster-info signed", || {
+            let info = self.get(&["-n", "kube-public", "configmap", "cluster-info"]);
+            info["data"].as_object()?.keys().any(|k| k == "jws-kubeconfig-abcdef").then_some(())
+        });
+    }
+
     /// Waits for the Node's Ready condition to be True.
     pub fn wait_ready(&self, node: &str) {
         self.wait(&format!("Node {node} Ready"), || {

@@ -31,10 +31,7 @@ fn init_and_join_bring_up_real_ready_nodes() {
         c.get(&["-n", "kube-system", "configmap", cm]);
     }
     // The controller-manager's bootstrap signer signs cluster-info for the token (join needs it).
-    c.wait("cluster-info signed", || {
-        let info = c.get(&["-n", "kube-public", "configmap", "cluster-info"]);
-        info["data"].as_object()?.keys().any(|k| k == "jws-kubeconfig-abcdef").then_some(())
-    });
+    c.wait_cluster_info_signed();
 
     // A worker joins through the real bootstrap signer, approver and signer.
     let run = c.join("worker-1", 21, fixture!("real/join.yaml"), &[]);

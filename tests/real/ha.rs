@@ -39,10 +39,7 @@ fn three_control_planes_join_with_real_etcd_learners() {
         .nth(1)
         .unwrap_or_else(|| panic!("no certificate key in init's output:\n{out}"))
         .to_string();
-    c.wait("cluster-info signed", || {
-        let info = c.get(&["-n", "kube-public", "configmap", "cluster-info"]);
-        info["data"].as_object()?.keys().any(|k| k == "jws-kubeconfig-abcdef").then_some(())
-    });
+    c.wait_cluster_info_signed();
 
     let template = fixture!("real/join-control-plane.yaml").replace("{key}", &key);
     for (i, name) in [(1, "cp-2"), (2, "cp-3")] {

@@ -5,7 +5,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
-mod bins;
+use common::real_bins as bins;
 mod cluster;
 mod e2e;
 mod ha;

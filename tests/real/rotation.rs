@@ -13,10 +13,7 @@ fn the_real_kubelet_rotates_the_certificate_join_obtained() {
     // NotBefore is backdated 5 minutes, so a 3-minute certificate is due for renewal 0.6-2.2
     // minutes after it is issued (70-90% of its lifetime).
     let mut c = Cluster::init("3m");
-    c.wait("cluster-info signed", || {
-        let info = c.get(&["-n", "kube-public", "configmap", "cluster-info"]);
-        info["data"].as_object()?.keys().any(|k| k == "jws-kubeconfig-abcdef").then_some(())
-    });
+    c.wait_cluster_info_signed();
     let run = c.join("worker-1", 21, fixture!("real/join.yaml"), &[]);
     assert_eq!(run.code(), 0, "join failed:\n{}\n{}", run.stdout(), run.stderr());
     c.wait_ready("worker-1");

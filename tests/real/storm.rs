@@ -47,6 +47,12 @@ fn resolve(root: &Path, link: &Path) -> PathBuf {
     }
 }
 
+/// kubestrap join of one worker with the test token, no kubelet.
+fn join_run(netns: &super::net::Netns, endpoint: &str, hash: &str, name: &str, root: &str) -> Run {
+    let args = ["join", endpoint, "--token", TOKEN, "--discovery-token-ca-cert-hash", hash, "--node-name", name];
+    run_in(netns, &[&args[..], &["--root", root]].concat())
+}
+
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1]
 }
@@ -57,10 +63,7 @@ fn join_storm() {
     let parallel = env_usize("KUBESTRAP_STORM_PARALLEL", 10).min(n);
     let c = Cluster::init("24h");
     // Join needs cluster-info signed for the token.
-    c.wait("cluster-info signed", || {
-        let info = c.get(&["-n", "kube-public", "configmap", "cluster-info"]);
-        info["data"].as_object()?.keys().any(|k| k == "jws-kubeconfig-abcdef").then_some(())
-    });
+    c.wait_cluster_info_signed();
     let (endpoint, hash) = (format!("{CP_ADDR}:{}", c.port), c.ca_hash());
     let roots: Vec<Scratch> = (0..n).map(|_| Scratch::new("")).collect();
 
@@ -79,21 +82,7 @@ fn join_storm() {
                     }
                     let (name, root) = (format!("worker-{i}"), roots[i].root_str());
                     let t = Instant::now();
-                    let run = run_in(
-                        netns,
-                        &[
-                            "join",
-                            &endpoint,
-                            "--token",
-                            TOKEN,
-                            "--discovery-token-ca-cert-hash",
-                            &hash,
-                            "--node-name",
-                            &name,
-                            "--root",
-                            &root,
-                        ],
-                    );
+                    let run = join_run(netns, &endpoint, &hash, &name, &root);
                     let took = t.elapsed();
                     results.lock().unwrap().push((i, took, run));
                 }
@@ -159,21 +148,7 @@ fn join_storm() {
     // here to do the TLS bootstrap), each counted the same way.
     let solo = Scratch::new("");
     let before = counters(&c);
-    let run = run_in(
-        netns,
-        &[
-            "join",
-            &endpoint,
-            "--token",
-            TOKEN,
-            "--discovery-token-ca-cert-hash",
-            &hash,
-            "--node-name",
-            "solo",
-            "--root",
-            &solo.root_str(),
-        ],
-    );
+    let run = join_run(netns, &endpoint, &hash, "solo", &solo.root_str());
     assert_eq!(run.code(), 0, "solo join:\n{}", run.stderr());
     report("one kubestrap join", 1, &before, &counters(&c));
 
