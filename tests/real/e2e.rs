@@ -45,6 +45,43 @@ fn init_and_join_bring_up_real_ready_nodes() {
         .filter(|r| r["spec"]["username"].as_str().is_some_and(|u| u.starts_with("system:bootstrap:")))
         .collect();
     assert_eq!(mine.len(), 1, "one CSR for the worker: {csrs}");
-    let flags = std::fs::read_to_string(at(&c.hosts[1].root, "/var/lib/kubelet/kubeadm-flags.env")).unwrap();
-    assert!(!flags.contains("--pod-infra-container-image"), "{flags}");
+    check_worker_files(&c, &c.hosts[1].root);
+}
+
+/// The worker's files, as kubeadm 1.37 and the kubelet lay them out (the kubelet going Ready
+/// on them proves they work; this pins the layout).
+fn check_worker_files(c: &Cluster, root: &std::path::Path) {
+    assert!(!at(root, "/etc/kubernetes/bootstrap-kubelet.conf").exists(), "bootstrap-kubelet.conf must be deleted");
+    assert!(!at(root, "/var/lib/kubelet/pki/kubelet-client.key.tmp").exists());
+    let target = std::fs::read_link(at(root, "/var/lib/kubelet/pki/kubelet-client-current.pem")).expect("symlink");
+    assert!(target.to_string_lossy().starts_with("/var/lib/kubelet/pki/kubelet-client-"), "{target:?}");
+    let real = at(root, target.to_str().unwrap());
+    assert_eq!(mode(&real), 0o600);
+    let (code, out, err) = sh(&format!(
+        "openssl verify -CAfile {ca} {crt} && openssl x509 -in {crt} -noout -subject -ext extendedKeyUsage -nameopt RFC2253",
+        ca = c.scratch.pki("ca.crt").display(),
+        crt = real.display()
+    ));
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("CN=system:node:worker-1,O=system:nodes"), "{out}");
+    assert!(out.contains("TLS Web Client Authentication"), "{out}");
+    assert_eq!(
+        std::fs::read(at(root, "/etc/kubernetes/pki/ca.crt")).unwrap(),
+        std::fs::read(c.scratch.pki("ca.crt")).unwrap()
+    );
+    assert_eq!(mode(&at(root, "/etc/kubernetes/kubelet.conf")), 0o600);
+    // config.yaml is the cluster's KubeletConfiguration with instance-config.yaml merged in.
+    let instance = std::fs::read_to_string(at(root, "/var/lib/kubelet/instance-config.yaml")).unwrap();
+    let socket = instance.trim().strip_prefix("containerRuntimeEndpoint: ").expect("one line").trim_matches('"');
+    let cm = c.get(&["-n", "kube-system", "configmap", "kubelet-config"]);
+    let mut want: serde_yaml::Mapping = serde_yaml::from_str(cm["data"]["kubelet"].as_str().unwrap()).unwrap();
+    want.insert("containerRuntimeEndpoint".into(), socket.into());
+    let config: serde_yaml::Mapping =
+        serde_yaml::from_str(&std::fs::read_to_string(at(root, "/var/lib/kubelet/config.yaml")).unwrap()).unwrap();
+    assert_eq!(config, want);
+    let flags = std::fs::read_to_string(at(root, "/var/lib/kubelet/kubeadm-flags.env")).unwrap();
+    assert!(
+        !flags.contains("--container-runtime-endpoint") && !flags.contains("--pod-infra-container-image"),
+        "{flags}"
+    );
 }
