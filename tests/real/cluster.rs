@@ -65,20 +65,51 @@ impl Cluster {
             ("cluster_extra", &cluster_extra),
         ];
         std::fs::write(scratch.config(), fill(fixture!("real/init.yaml"), &vars)).expect("write config");
+        let (config, root_arg) = (scratch.config(), scratch.root_str());
+        let mut init = vec!["init", "--config", config.as_str(), "--root", root_arg.as_str()];
+        init.extend_from_slice(flags);
+        let on_disk = ["init", "--on-disk-only", "--config", &config, "--root", &root_arg];
+        Cluster::bring_up(lock, lan, port, scratch, &on_disk, &init)
+    }
+
+    /// A control plane from `kubestrap boot` alone: `user_data` (`{port}`, `{cri}`, `{addr}`
+    /// filled in) as the NoCloud seed, the pre-kubelet stage, the node's kubelet and static
+    /// Pods, then the post-kubelet stage.
+    pub fn boot(user_data: &str) -> Cluster {
+        let lock = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+        let lan = Lan::new();
+        let port = free_port();
+        let scratch = Scratch::new("");
+        let cri = cri_socket(&scratch.root(), "cp-1");
+        let vars: [(&str, &dyn std::fmt::Display); 3] = [("cri", &cri), ("port", &port), ("addr", &CP_ADDR)];
+        seed(&scratch.root(), &fill(user_data, &vars), "cp-1");
+        let root_arg = scratch.root_str();
+        let stage = |s: &'static str| boot_args(s, &root_arg);
+        Cluster::bring_up(lock, lan, port, scratch, &stage("pre-kubelet"), &stage("post-kubelet"))
+    }
+
+    /// Runs `first` (the on-disk part) in cp-1's namespace, starts cp-1's host, runs `second`
+    /// (the API part) while watching it, and waits for cp-1 to be Ready.
+    fn bring_up(
+        lock: MutexGuard<'static, ()>,
+        lan: Lan,
+        port: u16,
+        scratch: Scratch,
+        first: &[&str],
+        second: &[&str],
+    ) -> Cluster {
         // Outside the scratch dir, so they outlive a failed test.
         let logs = std::env::temp_dir().join(format!("kubestrap-real-logs-{}", std::process::id())).join("cp-1");
         std::fs::create_dir_all(&logs).expect("logs dir");
         let root = scratch.root();
         let netns = lan.host("cp-1", CP_ADDR);
-        let (config, root_arg) = (scratch.config(), scratch.root_str());
-        run_in(&netns, &["init", "--on-disk-only", "--config", &config, "--root", &root_arg]).ok();
+        let pre = run_in(&netns, first);
+        assert_eq!(pre.code(), 0, "{first:?} failed:\n{}\n{}", pre.stdout(), pre.stderr());
         let host = Host::start("cp-1", netns, &root, &logs, None);
         let netns = host.netns.clone();
-        let mut args = vec!["init", "--config", config.as_str(), "--root", root_arg.as_str()];
-        args.extend_from_slice(flags);
-        let init = run_watched(&netns, &args, &logs, &|| host.health());
+        let init = run_watched(&netns, second, &logs, &|| host.health());
         let c = Cluster { _lock: lock, scratch, port, logs, init, hosts: vec![host], netns, lan };
-        assert_eq!(c.init.code(), 0, "init failed:\n{}\n{}\n{}", c.init.stdout(), c.init.stderr(), c.status());
+        assert_eq!(c.init.code(), 0, "{second:?} failed:\n{}\n{}\n{}", c.init.stdout(), c.init.stderr(), c.status());
         c.wait_ready("cp-1");
         c
     }
@@ -168,6 +199,41 @@ impl Cluster {
     /// the kubelet and static Pods come up as join writes them. Returns the join run; the host
     /// is added to the cluster.
     pub fn join(&mut self, name: &str, i: usize, template: &str, flags: &[&str]) -> Run {
+        let write = |w: &Scratch, text: String| std::fs::write(w.config(), text).expect("write join config");
+        let mut runs = self.add_node(name, i, template, write, |w| {
+            let mut args = vec!["join".to_string(), "--config".into(), w.config(), "--root".into(), w.root_str()];
+            args.extend(flags.iter().map(|f| f.to_string()));
+            vec![args]
+        });
+        runs.remove(0)
+    }
+
+    /// A node from `kubestrap boot` alone: `user_data` as its NoCloud seed (the same
+    /// placeholders as [`Cluster::join`]), `token` as the `kubestrap.token` credential; returns
+    /// the pre-kubelet and post-kubelet runs (the second only when the first succeeded).
+    pub fn boot_node(&mut self, name: &str, i: usize, user_data: &str, token: &str) -> Vec<Run> {
+        let write = |w: &Scratch, text: String| {
+            seed(&w.root(), &text, name);
+            write_file(&w.root().join("run/credentials/@system/kubestrap.token"), token);
+        };
+        self.add_node(name, i, user_data, write, |w| {
+            let r = w.root_str();
+            ["pre-kubelet", "post-kubelet"].iter().map(|s| boot_args(s, &r).map(str::to_string).to_vec()).collect()
+        })
+    }
+
+    /// A new node `name` at `addr(i)`: `template` filled ({name} {cri} {ip} {addr} {port}
+    /// {hash}) and written by `write`, its host started so the kubelet and static Pods come up
+    /// as kubestrap writes them, then each command of `commands` in its namespace, in turn,
+    /// while a failing one stops the rest. The host joins the cluster.
+    fn add_node(
+        &mut self,
+        name: &str,
+        i: usize,
+        template: &str,
+        write: impl FnOnce(&Scratch, String),
+        commands: impl FnOnce(&Scratch) -> Vec<Vec<String>>,
+    ) -> Vec<Run> {
         let w = Scratch::new("");
         let ip = addr(i);
         let cri = cri_socket(&w.root(), name);
@@ -179,19 +245,39 @@ impl Cluster {
             ("port", &self.port),
             ("hash", &self.ca_hash()),
         ];
-        std::fs::write(w.config(), fill(template, &vars)).expect("write join config");
+        write(&w, fill(template, &vars));
+        let cmds = commands(&w);
         let logs = self.logs.with_file_name(name);
         std::fs::create_dir_all(&logs).expect("logs dir");
-        let (c, r) = (w.config(), w.root_str());
         let root = w.root();
         let netns = self.lan.host(name, &ip);
         let host = Host::start(name, netns, &root, &logs, Some(w));
-        let mut args = vec!["join", "--config", c.as_str(), "--root", r.as_str()];
-        args.extend_from_slice(flags);
-        let run = run_watched(&host.netns, &args, &logs, &|| self.health().and_then(|_| host.health()));
+        let mut runs = Vec::new();
+        for cmd in &cmds {
+            let args: Vec<&str> = cmd.iter().map(String::as_str).collect();
+            let run = run_watched(&host.netns, &args, &logs, &|| self.health().and_then(|_| host.health()));
+            let ok = run.code() == 0;
+            runs.push(run);
+            if !ok {
+                break;
+            }
+        }
         self.hosts.push(host);
-        run
+        runs
     }
+}
+
+/// A NoCloud seed under a node root, and nothing else to probe (never a metadata server).
+pub fn seed(root: &Path, user_data: &str, hostname: &str) {
+    let d = root.join("var/lib/cloud/seed/nocloud");
+    write_file(&d.join("user-data"), user_data);
+    write_file(&d.join("meta-data"), format!("instance-id: i-{hostname}\nlocal-hostname: {hostname}\n"));
+    write_file(&root.join("etc/kubestrap/datasource"), "kubestrap.ds=nocloud\n");
+}
+
+/// `kubestrap boot --stage STAGE --root ROOT`.
+pub fn boot_args<'a>(stage: &'a str, root: &'a str) -> [&'a str; 7] {
+    ["boot", "--stage", stage, "--root", root, "--datasource-timeout", "3s"]
 }
 
 /// The CRI socket of a node's containerd (beside its root).

@@ -6,6 +6,8 @@
 mod common;
 
 use common::real_bins as bins;
+
+mod boot;
 mod cluster;
 mod e2e;
 mod ha;

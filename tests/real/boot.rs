@@ -1,0 +1,46 @@
+//! The product path on the real components: `kubestrap boot` from user-data alone, its two
+//! stages around the real kubelet, a control plane then a worker whose token comes only as a
+//! systemd credential; both Nodes Ready, the token scrubbed, a second boot a no-op.
+
+use super::cluster::*;
+use crate::common::*;
+
+fn events(r: &Run) -> Vec<serde_json::Value> {
+    r.stdout()
+        .lines()
+        .filter_map(|l| l.strip_prefix("KUBESTRAP-EVENT "))
+        .map(|j| serde_json::from_str(j).expect("event is JSON"))
+        .collect()
+}
+
+fn status(root: &std::path::Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(root.join("run/kubestrap/status.json")).expect("status.json")).unwrap()
+}
+
+#[test]
+fn control_plane_then_worker_from_user_data_alone() {
+    let mut c = Cluster::boot(fixture!("real/boot-control-plane.user-data"));
+    let root = c.root();
+    assert!(c.init.stdout().contains(&format!("kubestrap join {CP_ADDR}:{}", c.port)), "{}", c.init.stdout());
+    assert_eq!(events(&c.init).last().unwrap()["event"], "done");
+    let st = status(&root);
+    assert_eq!((st["state"].as_str(), st["role"].as_str()), (Some("done"), Some("control-plane")), "{st}");
+    let plan = std::fs::read_to_string(root.join("var/lib/kubestrap/plan.yaml")).unwrap();
+    assert!(!plan.contains(TOKEN), "the token is scrubbed once the node is bootstrapped:\n{plan}");
+    // A second boot is a no-op.
+    let again = run_in(&c.netns, &boot_args("pre-kubelet", &c.scratch.root_str()));
+    assert_eq!(events(&again).last().unwrap()["event"], "skipped", "{}", again.stdout());
+
+    c.wait_cluster_info_signed();
+    let runs = c.boot_node("worker-1", 21, fixture!("real/boot-worker.user-data"), TOKEN);
+    for r in &runs {
+        assert_eq!(r.code(), 0, "worker boot failed:\n{}\n{}", r.stdout(), r.stderr());
+    }
+    assert_eq!(runs.len(), 2);
+    assert!(runs[0].stderr().contains("packages"), "ignored cloud-config keys are reported:\n{}", runs[0].stderr());
+    c.wait_ready("worker-1");
+    let w = &c.hosts[1].root;
+    assert_eq!(status(w)["role"], "worker");
+    let kept = std::fs::read_to_string(w.join("var/lib/kubestrap/plan.yaml")).unwrap();
+    assert!(kept.starts_with("node: !Join") && !kept.contains(TOKEN), "scrubbed after the join:\n{kept}");
+}
