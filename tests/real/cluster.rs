@@ -122,13 +122,15 @@ impl Cluster {
         self.scratch.path("/etc/kubernetes/admin.conf")
     }
 
-    /// The real kubectl v1.37.2 as admin: (code, stdout, stderr).
+    /// The real kubectl v1.37.2 as admin, at cp-1's own API server (admin.conf may name a
+    /// controlPlaneEndpoint that is not up): (code, stdout, stderr).
     pub fn kubectl(&self, args: &[&str]) -> (i32, String, String) {
         capture(
             self.netns
                 .command(bins::bin("kubectl"))
                 .arg("--kubeconfig")
                 .arg(self.admin_conf())
+                .arg(format!("--server=https://{CP_ADDR}:{}", self.port))
                 .args(args)
                 .env_remove("KUBECONFIG"),
         )

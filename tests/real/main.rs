@@ -12,6 +12,7 @@ mod cluster;
 mod e2e;
 mod ha;
 mod host;
+mod local_api;
 mod net;
 mod node;
 mod proc;

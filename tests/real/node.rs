@@ -1,6 +1,6 @@
 //! A real node: containerd v2 and the kubelet v1.37.2 in one private mount namespace, started
 //! from exactly what kubestrap wrote, through the kubeadm drop-in's command line
-//! (units/kubelet.service.d/10-kubeadm.conf) with its environment files read from the node root.
+//! (units/kubelet-dropin/10-kubeadm.conf) with its environment files read from the node root.
 
 use std::path::{Path, PathBuf};
 
@@ -105,7 +105,7 @@ impl Node {
         std::fs::copy(fixture_path("real/net.conflist"), state.join("net.d/10-test.conflist")).expect("conflist");
 
         let dropin = std::fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("units/kubelet.service.d/10-kubeadm.conf"),
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("units/kubelet-dropin/10-kubeadm.conf"),
         )
         .expect("drop-in");
         let mut argv = kubelet_argv(root, &dropin);
