@@ -5,7 +5,6 @@
 #[path = "../common/mod.rs"]
 mod common;
 
-mod addon_phases;
 mod boot;
 mod boot_ha;
 mod cluster_e2e;
@@ -15,6 +14,5 @@ mod ha_etcd;
 mod ha_etcd_rerun;
 mod join_phases;
 mod jws_interop;
-mod local_api;
 mod upload_certs;
 mod userdata_kubeadm;

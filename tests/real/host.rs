@@ -59,15 +59,19 @@ impl Host {
     /// Err when something on the node failed for good (the kubelet exited, a manifest the
     /// runner refuses), with the logs.
     pub fn health(&self) -> Result<(), String> {
-        match self.failure.lock().expect("failure").as_ref() {
-            Some(f) => Err(format!("node {}: {f}\n{}", self.name, self.status())),
-            None => Ok(()),
+        if let Some(f) = self.failure.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+            return Err(format!("node {}: {f}\n{}", self.name, self.status()));
         }
+        // The supervisor ends only when told to; ended early, it panicked (printed above).
+        if self.thread.as_ref().is_some_and(|t| t.is_finished()) && !self.stop.load(Ordering::SeqCst) {
+            return Err(format!("node {}: its supervisor thread panicked (see above)", self.name));
+        }
+        Ok(())
     }
 
     /// What runs on the node, with restarts, and the last log lines of each.
     pub fn status(&self) -> String {
-        self.status.lock().expect("status").clone()
+        self.status.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     pub fn pod(&self, name: &str) -> StaticPod {

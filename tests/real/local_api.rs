@@ -4,6 +4,24 @@
 use super::cluster::*;
 use crate::common::*;
 
+const PROXY: &[(&str, &str, &str)] = &[
+    ("kube-system", "configmap", "kube-proxy"),
+    ("kube-system", "serviceaccount", "kube-proxy"),
+    ("", "clusterrolebinding", "kubeadm:node-proxier"),
+    ("kube-system", "role", "kube-proxy"),
+    ("kube-system", "rolebinding", "kube-proxy"),
+    ("kube-system", "daemonset", "kube-proxy"),
+];
+
+const DNS: &[(&str, &str, &str)] = &[
+    ("kube-system", "configmap", "coredns"),
+    ("kube-system", "serviceaccount", "coredns"),
+    ("", "clusterrole", "system:coredns"),
+    ("", "clusterrolebinding", "system:coredns"),
+    ("kube-system", "deployment", "coredns"),
+    ("kube-system", "service", "kube-dns"),
+];
+
 #[test]
 fn init_needs_no_load_balancer_and_skips_kube_proxy_alone() {
     // 192.0.2.99 is on the LAN, but nobody has it: every connection to it fails.
@@ -14,15 +32,25 @@ fn init_needs_no_load_balancer_and_skips_kube_proxy_alone() {
         "admin.conf keeps the endpoint:\n{admin}"
     );
 
-    let exists = |args: &[&str]| c.kubectl(&[&["get"], args].concat()).0 == 0;
-    assert!(exists(&["-n", "kube-system", "deployment", "coredns"]));
-    assert!(exists(&["-n", "kube-system", "service", "kube-dns"]));
-    assert!(!exists(&["-n", "kube-system", "daemonset", "kube-proxy"]), "kube-proxy was skipped");
-    assert!(!exists(&["-n", "kube-system", "configmap", "kube-proxy"]), "kube-proxy was skipped");
+    let exists = |(ns, kind, name): &(&str, &str, &str)| {
+        c.kubectl(&["get", "-n", if ns.is_empty() { "default" } else { ns }, kind, name]).0 == 0
+    };
+    for o in DNS {
+        assert!(exists(o), "{o:?} was not created");
+    }
+    for o in PROXY {
+        assert!(!exists(o), "{o:?} was created although addon/kube-proxy was skipped");
+    }
 
     // kubeadm's two-word spelling runs the sub-phase alone, still without the load balancer.
     let (config, root) = (c.scratch.config(), c.scratch.root_str());
     run_in(&c.netns, &["init", "phase", "addon", "kube-proxy", "--config", &config, "--root", &root]).ok();
-    assert!(exists(&["-n", "kube-system", "daemonset", "kube-proxy"]));
-    assert!(exists(&["-n", "kube-system", "configmap", "kube-proxy"]));
+    for o in PROXY {
+        assert!(exists(o), "{o:?} was not created by `init phase addon kube-proxy`");
+    }
+    // A sub-phase kubeadm does not have is a usage error naming the phases.
+    let r = run_in(&c.netns, &["init", "phase", "addon", "kube-dns", "--config", &config, "--root", &root]);
+    assert_eq!(r.code(), 2, "{}", r.stderr());
+    assert!(r.stderr().contains("unknown init phase \"addon/kube-dns\""), "{}", r.stderr());
+    assert!(r.stderr().contains("addon/coredns, addon/kube-proxy"), "{}", r.stderr());
 }

@@ -104,10 +104,9 @@ impl Node {
         std::fs::copy(fixture_path("real/hosts.toml"), state.join("certs.d/_default/hosts.toml")).expect("hosts.toml");
         std::fs::copy(fixture_path("real/net.conflist"), state.join("net.d/10-test.conflist")).expect("conflist");
 
-        let dropin = std::fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("units/kubelet-dropin/10-kubeadm.conf"),
-        )
-        .expect("drop-in");
+        let dropin =
+            std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("units/kubelet-dropin/10-kubeadm.conf"))
+                .expect("drop-in");
         let mut argv = kubelet_argv(root, &dropin);
         argv[0] = bins::bin("kubelet").display().to_string();
         let mut full =
