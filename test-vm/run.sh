@@ -102,7 +102,7 @@ seed_iso() {       # seed_iso: $WORK/seed/{user-data,meta-data} -> $WORK/seed.is
 
 # ---- control plane ------------------------------------------------------------------------
 check_cp_boot() {  # check_cp_boot LOG RC [pre-skipped]: a control-plane init that went all the way
-    local log=$1 rc=$2 st p phases=(wait-control-plane upload-config mark-control-plane bootstrap-token addon)
+    local log=$1 rc=$2 st p phases=(wait-control-plane upload-config mark-control-plane bootstrap-token addon/coredns addon/kube-proxy)
     expect_rc "$rc" 1 "the report unit saw both kubestrap units succeed"
     if [ "${3:-}" = pre-skipped ]; then
         expect_event "$log" skipped pre-kubelet
