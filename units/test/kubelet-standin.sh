@@ -8,8 +8,8 @@
 #    on this node's PKI (API on :6443, kubelet /healthz on 127.0.0.1:10248), registering this
 #    node and mirroring its static Pods (the etcd Pod's advertise-client-urls annotation is what
 #    a joining control plane's etcd-join reads).
-#  - when kubelet.conf points at an API server on another machine (a joining control plane:
-#    the cluster's API is the init node's kube-double), registers this node there with the
+#  - when admin.conf points at an API server on another machine (a joining control plane: the
+#    cluster's API is the init node's kube-double), registers this node there with the
 #    kubelet's client certificate, so that mark-control-plane finds its Node.
 # The node name is the kubelet's: --hostname-override from kubeadm-flags.env, else the hostname.
 set -eu
@@ -43,11 +43,14 @@ run_etcd() {
 kubeconfig_field() { sed -n "s/^ *$2: *//p" "$1" | head -n1; }
 
 register_remote() {
-    conf=/etc/kubernetes/kubelet.conf node=$1
-    while [ ! -f "$conf" ]; do
+    # The kubelet's credentials, at the cluster's API as admin.conf names it: since kubeadm 1.35
+    # kubelet.conf points at this node's own API server, which on a joining control plane is a
+    # kube-double of its own here (not sharing the init node's state, as real API servers would).
+    conf=/etc/kubernetes/kubelet.conf admin=/etc/kubernetes/admin.conf node=$1
+    while [ ! -f "$conf" ] || [ ! -f "$admin" ]; do
         sleep 0.5
     done
-    server=$(kubeconfig_field "$conf" server)
+    server=$(kubeconfig_field "$admin" server)
     hostport=${server#https://}
     host=${hostport%:*}
     if ip -o addr show | grep -q " inet $host/"; then
