@@ -15,7 +15,6 @@ pub struct Cluster {
     pub scratch: Scratch,
     pub double: kube_double::Handle,
     pub port: u16,
-    pub init: Run,
 }
 
 /// Runs `kubestrap init` while a thread plays the kubelet: once the API server manifest appears
@@ -55,7 +54,7 @@ pub fn init_cluster_flags(
     let init = scratch.init_full(flags);
     let double = rx.recv_timeout(Duration::from_secs(60)).expect("double started");
     assert_eq!(init.code(), 0, "init failed:\n{}\n{}", init.stdout(), init.stderr());
-    Cluster { scratch, double, port, init }
+    Cluster { scratch, double, port }
 }
 
 impl Cluster {

@@ -2,7 +2,6 @@
 //! server), with kube-proxy skipped for a kube-proxy-free CNI, then added by its phase alone.
 
 use super::cluster::*;
-use crate::common::*;
 
 const PROXY: &[(&str, &str, &str)] = &[
     ("kube-system", "configmap", "kube-proxy"),
