@@ -22,14 +22,6 @@ fn boot(root: &Path, stage: &str) -> Run {
     kubestrap(&["boot", "--stage", stage, "--root", &root, "--datasource-timeout", "3s"])
 }
 
-fn events(r: &Run) -> Vec<serde_json::Value> {
-    r.stdout()
-        .lines()
-        .filter_map(|l| l.strip_prefix("KUBESTRAP-EVENT "))
-        .map(|j| serde_json::from_str(j).expect("event is JSON"))
-        .collect()
-}
-
 fn status(root: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(root.join("run/kubestrap/status.json")).expect("status.json")).unwrap()
 }
@@ -40,7 +32,7 @@ fn broken_user_data_fails_with_the_reason_and_writes_nothing() {
     seed(r0.path(), fixture!("boot-broken/user-data"), "cp-1");
     let r = boot(r0.path(), "pre-kubelet");
     assert_eq!(r.code(), 2, "{}", r.stderr());
-    let last = events(&r).last().cloned().unwrap();
+    let last = r.events().last().cloned().unwrap();
     assert_eq!(last["event"], "error");
     assert!(last["message"].as_str().unwrap().contains("localAPIEndpoint.bindPort"), "{last}");
     assert!(!r0.path().join("etc/kubernetes").exists(), "nothing may be written");

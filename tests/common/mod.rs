@@ -107,6 +107,17 @@ fn assert_no_secrets(args: &[&str], run: &Run) {
     }
 }
 
+impl Run {
+    /// The `KUBESTRAP-EVENT` JSON lines `boot` prints on stdout.
+    pub fn events(&self) -> Vec<serde_json::Value> {
+        self.stdout()
+            .lines()
+            .filter_map(|l| l.strip_prefix("KUBESTRAP-EVENT "))
+            .map(|j| serde_json::from_str(j).expect("event is JSON"))
+            .collect()
+    }
+}
+
 /// `kubestrap certs ca-hash` of a CA certificate file.
 pub fn ca_hash(ca_crt: &Path) -> String {
     kubestrap(&["certs", "ca-hash", ca_crt.to_str().expect("utf-8 path")]).ok().stdout().trim().to_string()

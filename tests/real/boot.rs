@@ -5,14 +5,6 @@
 use super::cluster::*;
 use crate::common::*;
 
-fn events(r: &Run) -> Vec<serde_json::Value> {
-    r.stdout()
-        .lines()
-        .filter_map(|l| l.strip_prefix("KUBESTRAP-EVENT "))
-        .map(|j| serde_json::from_str(j).expect("event is JSON"))
-        .collect()
-}
-
 fn status(root: &std::path::Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(root.join("run/kubestrap/status.json")).expect("status.json")).unwrap()
 }
@@ -22,14 +14,14 @@ fn control_plane_then_worker_from_user_data_alone() {
     let mut c = Cluster::boot(fixture!("real/boot-control-plane.user-data"));
     let root = c.root();
     assert!(c.init.stdout().contains(&format!("kubestrap join {CP_ADDR}:{}", c.port)), "{}", c.init.stdout());
-    assert_eq!(events(&c.init).last().unwrap()["event"], "done");
+    assert_eq!(c.init.events().last().unwrap()["event"], "done");
     let st = status(&root);
     assert_eq!((st["state"].as_str(), st["role"].as_str()), (Some("done"), Some("control-plane")), "{st}");
     let plan = std::fs::read_to_string(root.join("var/lib/kubestrap/plan.yaml")).unwrap();
     assert!(!plan.contains(TOKEN), "the token is scrubbed once the node is bootstrapped:\n{plan}");
     // A second boot is a no-op.
     let again = run_in(&c.netns, &boot_args("pre-kubelet", &c.scratch.root_str()));
-    assert_eq!(events(&again).last().unwrap()["event"], "skipped", "{}", again.stdout());
+    assert_eq!(again.events().last().unwrap()["event"], "skipped", "{}", again.stdout());
 
     c.wait_cluster_info_signed();
     let runs = c.boot_node("worker-1", 21, fixture!("real/boot-worker.user-data"), TOKEN);
