@@ -61,4 +61,10 @@ mod tests {
         assert!(text.contains("a: \"2\"") && text.contains("- \"true\"") && text.contains("d: \"\""), "{text}");
         assert_eq!(serde_yaml::from_str::<serde_json::Value>(&text).unwrap(), pod);
     }
+
+    #[test]
+    fn go_quotes_double_quote_what_serde_yaml_single_quotes() {
+        let text = "a: ''\nb:\n  c: '0'\nd:\n- 'true'\ne: 'it''s'\nf: plain\n";
+        assert_eq!(go_quotes(text), "a: \"\"\nb:\n  c: \"0\"\nd:\n- \"true\"\ne: 'it''s'\nf: plain\n");
+    }
 }

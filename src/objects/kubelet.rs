@@ -60,19 +60,18 @@ pub fn kubelet_configuration_with(cfg: &InitConfig, systemd_resolved: bool) -> M
 
 /// /var/lib/kubelet/config.yaml; also the `kubelet` key of the kubelet-config ConfigMap.
 pub fn config_yaml(cfg: &InitConfig) -> Result<String, RenderError> {
-    mapping_yaml(&kubelet_configuration(cfg)).map(|t| zero::go_quotes(&t))
+    mapping_yaml(&kubelet_configuration(cfg))
 }
 
 /// Init's /var/lib/kubelet/config.yaml: [`config_yaml`] with the node's instance-config.yaml
 /// (its CRI socket) merged in.
 pub fn init_node_config_yaml(cfg: &InitConfig) -> Result<String, RenderError> {
     mapping_yaml(&with_instance_config(kubelet_configuration(cfg), &cfg.init.node_registration.cri_socket))
-        .map(|t| zero::go_quotes(&t))
 }
 
 /// Like [`config_yaml`], for a node where systemd-resolved may be active.
 pub fn config_yaml_with(cfg: &InitConfig, systemd_resolved: bool) -> Result<String, RenderError> {
-    mapping_yaml(&kubelet_configuration_with(cfg, systemd_resolved)).map(|t| zero::go_quotes(&t))
+    mapping_yaml(&kubelet_configuration_with(cfg, systemd_resolved))
 }
 
 /// `<imageRepository>/pause:<PauseVersion>` (kubeadm's GetPauseImage), for image lists.
@@ -99,7 +98,7 @@ pub fn with_instance_config(mut m: Mapping, cri_socket: &str) -> Mapping {
 pub fn node_config_yaml(cluster_yaml: &str, cri_socket: &str) -> Result<String, RenderError> {
     let m: Mapping = serde_yaml::from_str(cluster_yaml)
         .map_err(|e| RenderError { what: "the KubeletConfiguration".into(), detail: e.to_string() })?;
-    mapping_yaml(&with_instance_config(m, cri_socket)).map(|t| zero::go_quotes(&t))
+    mapping_yaml(&with_instance_config(m, cri_socket))
 }
 
 /// core/v1 Taint.ToString: `key[=value]:effect`.

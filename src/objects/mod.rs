@@ -142,12 +142,13 @@ fn yaml_key_text(k: &serde_yaml::Value) -> String {
     }
 }
 
-/// Renders a mapping (a component config) as YAML with sorted keys.
+/// Renders a mapping (a component config) as kubeadm writes it: sorted keys, Go's quoting.
 pub(crate) fn mapping_yaml(m: &serde_yaml::Mapping) -> Result<String, RenderError> {
-    serde_yaml::to_string(&sort_yaml(serde_yaml::Value::Mapping(m.clone()))).map_err(|e| RenderError {
+    let text = serde_yaml::to_string(&sort_yaml(serde_yaml::Value::Mapping(m.clone()))).map_err(|e| RenderError {
         what: format!("the {}", m.get("kind").and_then(serde_yaml::Value::as_str).unwrap_or("component configuration")),
         detail: e.to_string(),
-    })
+    })?;
+    Ok(goyaml::go_quotes(&text))
 }
 
 /// Sets `path` in a YAML mapping to `value` unless the user already gave a non-empty value there

@@ -70,7 +70,7 @@ pub fn in_cluster_kubeconfig(server: &str) -> String {
 /// template does. Signed (component-config hash) only when the user gave no
 /// KubeProxyConfiguration, as kubeadm does.
 pub fn kube_proxy_config_map(cfg: &InitConfig) -> Result<Value, RenderError> {
-    let conf = super::goyaml::go_quotes(&mapping_yaml(&kube_proxy_configuration(cfg))?);
+    let conf = mapping_yaml(&kube_proxy_configuration(cfg))?;
     let kubeconfig = in_cluster_kubeconfig(&cfg.endpoint.url());
     let mut cm = config_map(
         NAME,

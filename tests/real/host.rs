@@ -12,7 +12,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use super::net::Netns;
 use super::node::Node;
-use super::proc::Proc;
+use super::proc::{Proc, tail};
 use super::static_pods::StaticPod;
 use crate::common::Scratch;
 
@@ -20,7 +20,9 @@ pub struct Host {
     pub name: String,
     pub root: PathBuf,
     failure: Arc<Mutex<Option<String>>>,
-    status: Arc<Mutex<String>>,
+    /// What runs, in a line each (name, state, restarts) with its log; logs are read only
+    /// when a status is asked for, never on the supervisor's 200 ms round.
+    status: Arc<Mutex<Vec<(String, PathBuf)>>>,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
     /// Kept until the processes are gone.
@@ -71,7 +73,8 @@ impl Host {
 
     /// What runs on the node, with restarts, and the last log lines of each.
     pub fn status(&self) -> String {
-        self.status.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        let lines = self.status.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        lines.iter().map(|(what, log)| format!("--- {what}\n{}\n", tail(log, 40))).collect()
     }
 
     pub fn pod(&self, name: &str) -> StaticPod {
@@ -100,7 +103,7 @@ fn supervise(
     root: &Path,
     logs: &Path,
     failure: &Mutex<Option<String>>,
-    status: &Mutex<String>,
+    status: &Mutex<Vec<(String, PathBuf)>>,
     stop: &AtomicBool,
 ) {
     let fail = |msg: String| {
@@ -146,13 +149,13 @@ fn supervise(
             }
         }
         pods.retain(|k, _| seen.contains(k));
-        let mut s = String::new();
+        let mut s = Vec::new();
         for (k, r) in pods.iter_mut() {
             let state = if r.proc.exited().is_some() { "exited" } else { "running" };
-            s += &format!("--- {k}: {state}, {} restarts\n{}\n", r.restarts, r.proc.tail());
+            s.push((format!("{k}: {state}, {} restarts", r.restarts), r.proc.log.clone()));
         }
         if let Some(n) = node.as_ref() {
-            s += &format!("--- kubelet:\n{}\n", n.proc.tail());
+            s.push(("kubelet:".to_string(), n.proc.log.clone()));
         }
         *status.lock().expect("status") = s;
         std::thread::sleep(Duration::from_millis(200));

@@ -16,7 +16,6 @@ while [ "$1" != -- ]; do mkdir -p "$2"; mount --bind "$1" "$2"; shift 2; done
 shift; exec "$@""#;
 
 pub struct Proc {
-    pub name: String,
     pub log: PathBuf,
     child: Child,
 }
@@ -44,12 +43,7 @@ impl Proc {
         cmd.stdin(Stdio::null()).stdout(out.try_clone().expect("dup log")).stderr(out);
         cmd.process_group(0);
         let child = cmd.spawn().unwrap_or_else(|e| panic!("start {name}: {e}"));
-        Proc { name: name.to_string(), log: log.to_path_buf(), child }
-    }
-
-    /// The last lines of the log, for failure messages.
-    pub fn tail(&self) -> String {
-        format!("[{}] {}", self.name, tail(&self.log, 40))
+        Proc { log: log.to_path_buf(), child }
     }
 
     /// Has it exited? Then its status.

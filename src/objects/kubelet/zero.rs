@@ -2,7 +2,7 @@
 //! kubelet-config ConfigMap by marshalling the v1beta1 struct, and encoding/json never omits a
 //! struct-typed field (metav1.Duration, the logging and memorySwap structs), `omitempty` or not;
 //! `containerRuntimeEndpoint` has no `omitempty` at all. What kubeadm v1.37.2 writes for an
-//! empty KubeletConfiguration (tests/parity compares it with the real one); and its quoting.
+//! empty KubeletConfiguration (tests/parity compares it with the real one).
 
 use serde_yaml::{Mapping, Value as Y};
 
@@ -60,32 +60,6 @@ pub fn fill(m: &mut Mapping) {
     }
 }
 
-/// serde_yaml single-quotes a string that would read as another type ('' or '0'); Go's YAML
-/// writer double-quotes it. Rewrites such scalars (those with no quote or backslash inside, whose
-/// meaning is then the same) so the text, and the kubelet-config hash, are kubeadm's.
-pub fn go_quotes(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for line in text.lines() {
-        let split = line.find(": '").map(|i| i + 2).or_else(|| {
-            let indent = line.len() - line.trim_start().len();
-            line[indent..].starts_with("- '").then_some(indent + 2)
-        });
-        match split {
-            Some(at) if line.len() >= at + 2 && line.ends_with('\'') => {
-                let inner = &line[at + 1..line.len() - 1];
-                if inner.contains(['\'', '"', '\\']) {
-                    out.push_str(line);
-                } else {
-                    out.push_str(&format!("{}\"{inner}\"", &line[..at]));
-                }
-            }
-            _ => out.push_str(line),
-        }
-        out.push('\n');
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -100,11 +74,5 @@ mod tests {
         assert_eq!(m["logging"]["options"]["json"]["infoBufferSize"], "0", "a Quantity: a string");
         assert_eq!(m["containerRuntimeEndpoint"], "");
         assert_eq!(m["memorySwap"], Y::Mapping(Mapping::new()));
-    }
-
-    #[test]
-    fn go_quotes_double_quote_what_serde_yaml_single_quotes() {
-        let text = "a: ''\nb:\n  c: '0'\nd:\n- 'true'\ne: 'it''s'\nf: plain\n";
-        assert_eq!(go_quotes(text), "a: \"\"\nb:\n  c: \"0\"\nd:\n- \"true\"\ne: 'it''s'\nf: plain\n");
     }
 }
