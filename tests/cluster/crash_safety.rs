@@ -8,15 +8,6 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// A small, fast PRNG for kill delays (deterministic per seed, so a failure can be replayed).
-struct Lcg(u64);
-impl Lcg {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        self.0 >> 33
-    }
-}
-
 fn spawn_init(s: &Scratch, full: bool) -> std::process::Child {
     let config = s.config();
     let root = s.root_str();

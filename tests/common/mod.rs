@@ -285,3 +285,13 @@ pub fn openssl_verify(ca: &Path, leaf: &Path) -> Result<(), String> {
     let (code, out, err) = sh(&format!("openssl verify -CAfile '{}' '{}'", ca.display(), leaf.display()));
     if code == 0 { Ok(()) } else { Err(format!("{out}{err}")) }
 }
+
+/// A small, fast PRNG for kill delays (deterministic per seed, so a failure can be replayed).
+pub struct Lcg(pub u64);
+
+impl Lcg {
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0 >> 33
+    }
+}

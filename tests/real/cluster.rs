@@ -30,6 +30,8 @@ pub struct Cluster {
     pub scratch: Scratch,
     pub port: u16,
     pub logs: PathBuf,
+    /// The on-disk (or pre-kubelet) run, then the API (post-kubelet) one.
+    pub first: Run,
     pub init: Run,
     /// cp-1 first, then every node that joined.
     pub hosts: Vec<Host>,
@@ -55,7 +57,7 @@ impl Cluster {
         let lan = Lan::new();
         let port = free_port();
         let scratch = Scratch::new("");
-        let cri = cri_socket(&scratch.root(), "cp-1");
+        let cri = lan.cri_socket("cp-1", &scratch.root());
         let cluster_extra = cluster_extra.replace("{port}", &port.to_string());
         let vars: [(&str, &dyn std::fmt::Display); 5] = [
             ("cri", &cri),
@@ -76,13 +78,21 @@ impl Cluster {
     /// filled in) as the NoCloud seed, the pre-kubelet stage, the node's kubelet and static
     /// Pods, then the post-kubelet stage.
     pub fn boot(user_data: &str) -> Cluster {
+        Cluster::boot_with(|lan, root, port| {
+            let cri = lan.cri_socket("cp-1", root);
+            let vars: [(&str, &dyn std::fmt::Display); 3] = [("cri", &cri), ("port", &port), ("addr", &CP_ADDR)];
+            seed(root, &fill(user_data, &vars), "cp-1");
+        })
+    }
+
+    /// [`Cluster::boot`] of cp-1 at [`CP_ADDR`] whose root `prepare` seeds (given the LAN, the
+    /// root and the API server's port).
+    pub fn boot_with(prepare: impl FnOnce(&Lan, &Path, u16)) -> Cluster {
         let lock = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
         let lan = Lan::new();
         let port = free_port();
         let scratch = Scratch::new("");
-        let cri = cri_socket(&scratch.root(), "cp-1");
-        let vars: [(&str, &dyn std::fmt::Display); 3] = [("cri", &cri), ("port", &port), ("addr", &CP_ADDR)];
-        seed(&scratch.root(), &fill(user_data, &vars), "cp-1");
+        prepare(&lan, &scratch.root(), port);
         let root_arg = scratch.root_str();
         let stage = |s: &'static str| boot_args(s, &root_arg);
         Cluster::bring_up(lock, lan, port, scratch, &stage("pre-kubelet"), &stage("post-kubelet"))
@@ -108,7 +118,7 @@ impl Cluster {
         let host = Host::start("cp-1", netns, &root, &logs, None);
         let netns = host.netns.clone();
         let init = run_watched(&netns, second, &logs, &|| host.health());
-        let c = Cluster { _lock: lock, scratch, port, logs, init, hosts: vec![host], netns, lan };
+        let c = Cluster { _lock: lock, scratch, port, logs, first: pre, init, hosts: vec![host], netns, lan };
         assert_eq!(c.init.code(), 0, "{second:?} failed:\n{}\n{}\n{}", c.init.stdout(), c.init.stderr(), c.status());
         c.wait_ready("cp-1");
         c
@@ -196,76 +206,82 @@ impl Cluster {
         ca_hash(&self.scratch.pki("ca.crt"))
     }
 
-    /// kubestrap join of a new node `name` at `addr(i)` with `config` (a JoinConfiguration
-    /// template: {name} {cri} {ip} {addr} {port} {hash} and `vars`), its host started first so
-    /// the kubelet and static Pods come up as join writes them. Returns the join run; the host
-    /// is added to the cluster.
-    pub fn join(&mut self, name: &str, i: usize, template: &str, flags: &[&str]) -> Run {
-        let write = |w: &Scratch, text: String| std::fs::write(w.config(), text).expect("write join config");
-        let mut runs = self.add_node(name, i, template, write, |w| {
-            let mut args = vec!["join".to_string(), "--config".into(), w.config(), "--root".into(), w.root_str()];
-            args.extend(flags.iter().map(|f| f.to_string()));
-            vec![args]
-        });
-        runs.remove(0)
+    /// The placeholders of node templates for node `name` at `addr(i)` rooted at `root`:
+    /// {name} {cri} {ip} {addr} {port} {hash}.
+    pub fn fill_node(&self, template: &str, name: &str, i: usize, root: &Path) -> String {
+        let (ip, cri, hash) = (addr(i), self.lan.cri_socket(name, root), self.ca_hash());
+        let vars: [(&str, &dyn std::fmt::Display); 6] =
+            [("name", &name), ("cri", &cri), ("ip", &ip), ("addr", &CP_ADDR), ("port", &self.port), ("hash", &hash)];
+        fill(template, &vars)
     }
 
-    /// A node from `kubestrap boot` alone: `user_data` as its NoCloud seed (the same
-    /// placeholders as [`Cluster::join`]), `token` as the `kubestrap.token` credential; returns
-    /// the pre-kubelet and post-kubelet runs (the second only when the first succeeded).
+    /// kubestrap join of a new node `name` at `addr(i)` with `config` (a JoinConfiguration
+    /// template, see [`Cluster::fill_node`]), its host started first so the kubelet and static
+    /// Pods come up as join writes them. Returns the join run; the host is added to the cluster.
+    pub fn join(&mut self, name: &str, i: usize, template: &str, flags: &[&str]) -> Run {
+        let w = Scratch::new("");
+        std::fs::write(w.config(), self.fill_node(template, name, i, &w.root())).expect("write join config");
+        let mut args = vec!["join".to_string(), "--config".into(), w.config(), "--root".into(), w.root_str()];
+        args.extend(flags.iter().map(|f| f.to_string()));
+        self.node(name, i, w, &[args]).remove(0)
+    }
+
+    /// A node from `kubestrap boot` alone: `user_data` as its NoCloud seed (the placeholders of
+    /// [`Cluster::fill_node`]), `token` as the `kubestrap.token` credential; returns the
+    /// pre-kubelet and post-kubelet runs (the second only when the first succeeded).
     pub fn boot_node(&mut self, name: &str, i: usize, user_data: &str, token: &str) -> Vec<Run> {
-        let write = |w: &Scratch, text: String| {
-            seed(&w.root(), &text, name);
-            write_file(&w.root().join("run/credentials/@system/kubestrap.token"), token);
-        };
-        self.add_node(name, i, user_data, write, |w| {
-            let r = w.root_str();
-            ["pre-kubelet", "post-kubelet"].iter().map(|s| boot_args(s, &r).map(str::to_string).to_vec()).collect()
+        let w = Scratch::new("");
+        let root = w.root();
+        seed(&root, &self.fill_node(user_data, name, i, &root), name);
+        write_file(&root.join("run/credentials/@system/kubestrap.token"), token);
+        self.boot_node_in(name, i, w)
+    }
+
+    /// [`Cluster::boot_node`] of a node whose root the caller seeded.
+    pub fn boot_node_in(&mut self, name: &str, i: usize, w: Scratch) -> Vec<Run> {
+        let r = w.root_str();
+        let cmds: Vec<Vec<String>> =
+            ["pre-kubelet", "post-kubelet"].iter().map(|s| boot_args(s, &r).map(str::to_string).to_vec()).collect();
+        self.node(name, i, w, &cmds)
+    }
+
+    /// A node's namespace at `addr(i)` on the cluster's LAN with no host (no kubelet, no static
+    /// Pods): for kubestrap runs whose node never needs to run.
+    pub fn bare_node(&self, name: &str, i: usize) -> Netns {
+        self.lan.host(name, &addr(i))
+    }
+
+    /// A new node `name` at `addr(i)` rooted in `w`: its host starts so the kubelet and static
+    /// Pods come up as kubestrap writes them, then each of `commands` runs in its namespace, in
+    /// turn, while a failing one stops the rest. The host joins the cluster.
+    pub fn node(&mut self, name: &str, i: usize, w: Scratch, commands: &[Vec<String>]) -> Vec<Run> {
+        self.node_then(name, i, w, |c, host, logs| {
+            let mut runs = Vec::new();
+            for cmd in commands {
+                let args: Vec<&str> = cmd.iter().map(String::as_str).collect();
+                let run = run_watched(&host.netns, &args, logs, &|| c.health().and_then(|_| host.health()));
+                let ok = run.code() == 0;
+                runs.push(run);
+                if !ok {
+                    break;
+                }
+            }
+            runs
         })
     }
 
-    /// A new node `name` at `addr(i)`: `template` filled ({name} {cri} {ip} {addr} {port}
-    /// {hash}) and written by `write`, its host started so the kubelet and static Pods come up
-    /// as kubestrap writes them, then each command of `commands` in its namespace, in turn,
-    /// while a failing one stops the rest. The host joins the cluster.
-    fn add_node(
-        &mut self,
-        name: &str,
-        i: usize,
-        template: &str,
-        write: impl FnOnce(&Scratch, String),
-        commands: impl FnOnce(&Scratch) -> Vec<Vec<String>>,
-    ) -> Vec<Run> {
-        let w = Scratch::new("");
-        let ip = addr(i);
-        let cri = cri_socket(&w.root(), name);
-        let vars: [(&str, &dyn std::fmt::Display); 6] = [
-            ("name", &name),
-            ("cri", &cri),
-            ("ip", &ip),
-            ("addr", &CP_ADDR),
-            ("port", &self.port),
-            ("hash", &self.ca_hash()),
-        ];
-        write(&w, fill(template, &vars));
-        let cmds = commands(&w);
+    /// A new node `name` at `addr(i)` rooted in `w` whose host runs while `f` (given the
+    /// cluster, the host and its log directory) does what it will; the host then joins the
+    /// cluster.
+    pub fn node_then<T>(&mut self, name: &str, i: usize, w: Scratch, f: impl FnOnce(&Cluster, &Host, &Path) -> T) -> T {
         let logs = self.logs.with_file_name(name);
         std::fs::create_dir_all(&logs).expect("logs dir");
         let root = w.root();
-        let netns = self.lan.host(name, &ip);
+        let netns = self.lan.host(name, &addr(i));
         let host = Host::start(name, netns, &root, &logs, Some(w));
-        let mut runs = Vec::new();
-        for cmd in &cmds {
-            let args: Vec<&str> = cmd.iter().map(String::as_str).collect();
-            let run = run_watched(&host.netns, &args, &logs, &|| self.health().and_then(|_| host.health()));
-            let ok = run.code() == 0;
-            runs.push(run);
-            if !ok {
-                break;
-            }
-        }
+        let out = f(self, &host, &logs);
         self.hosts.push(host);
-        runs
+        out
     }
 }
 
@@ -280,11 +296,6 @@ pub fn seed(root: &Path, user_data: &str, hostname: &str) {
 /// `kubestrap boot --stage STAGE --root ROOT`.
 pub fn boot_args<'a>(stage: &'a str, root: &'a str) -> [&'a str; 7] {
     ["boot", "--stage", stage, "--root", root, "--datasource-timeout", "3s"]
-}
-
-/// The CRI socket of a node's containerd (beside its root).
-pub fn cri_socket(root: &Path, name: &str) -> String {
-    format!("unix://{}", root.with_file_name(format!("{name}-containerd")).join("containerd.sock").display())
 }
 
 /// kubestrap in a node's network namespace; its logs must hold no secret.

@@ -1,10 +1,79 @@
-//! Three real control planes: init --upload-certs, then two kubestrap join --control-plane on
-//! their own nodes, each adding a real etcd learner that is promoted, and its own real API
-//! server, controller-manager, scheduler and kubelet.
+//! Three real control planes: init --upload-certs (the kubeadm-certs Secret as kubeadm writes
+//! it, opened by Python's AES-GCM too), then two kubestrap join --control-plane on their own
+//! nodes, each adding a real etcd learner that is promoted, and its own real API server,
+//! controller-manager, scheduler and kubelet; cp-3's join is SIGKILLed once its learner is in
+//! the member list, and its rerun reuses that member.
+
+use std::time::Duration;
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
 
 use super::bins;
 use super::cluster::*;
+use super::proc::wait_for;
 use crate::common::*;
+
+/// kubeadm-certs' entries and the files they hold.
+const ENTRIES: [(&str, &str); 8] = [
+    ("ca.crt", "ca.crt"),
+    ("ca.key", "ca.key"),
+    ("front-proxy-ca.crt", "front-proxy-ca.crt"),
+    ("front-proxy-ca.key", "front-proxy-ca.key"),
+    ("sa.pub", "sa.pub"),
+    ("sa.key", "sa.key"),
+    ("etcd-ca.crt", "etcd/ca.crt"),
+    ("etcd-ca.key", "etcd/ca.key"),
+];
+
+/// AES-256-GCM in Python's `cryptography`: `HEXKEY B64BLOB` prints the plaintext as base64.
+const OPEN: &str = r#"
+import base64, sys
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+key, data = bytes.fromhex(sys.argv[1]), base64.b64decode(sys.argv[2])
+print(base64.b64encode(AESGCM(key).decrypt(data[:12], data[12:], None)).decode())
+"#;
+
+/// kubeadm-certs as uploaded: eight entries our key and Python's AES-GCM open to the files on
+/// disk, owned by a proxy token with no usages that lives two hours, readable by the bootstrap
+/// token (its Role) while the proxy token is not.
+fn check_uploaded_certs(c: &Cluster, hex: &str) {
+    let secret = c.get(&["-n", "kube-system", "secret", "kubeadm-certs"]);
+    assert_eq!(secret["type"], "Opaque");
+    let data = secret["data"].as_object().expect("data");
+    assert_eq!(data.len(), ENTRIES.len(), "{:?}", data.keys().collect::<Vec<_>>());
+    let key = kubestrap::pki::copycerts::CertificateKey::parse(hex).expect("key");
+    for (k, file) in ENTRIES {
+        let on_disk = std::fs::read(c.scratch.pki(file)).unwrap();
+        let blob = data[k].as_str().unwrap();
+        assert_eq!(key.open(&STANDARD.decode(blob).unwrap(), k).unwrap(), on_disk, "{k}");
+        let (code, out, err) = capture(std::process::Command::new("python3").args(["-c", OPEN, hex, blob]));
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(STANDARD.decode(out.trim()).unwrap(), on_disk, "{k} opened by Python");
+    }
+    let owner = secret["metadata"]["ownerReferences"][0]["name"].as_str().expect("owner").to_string();
+    let token = c.get(&["-n", "kube-system", "secret", &owner]);
+    let info = kubestrap::objects::tokens::parse_token_secret(&token).expect("proxy token");
+    assert!(info.usages.is_empty() && info.groups.is_empty(), "{:?} {:?}", info.usages, info.groups);
+    assert_eq!(info.description, "Proxy for managing TTL for the kubeadm-certs secret");
+    let left = info.expiration.expect("expiration") - time::OffsetDateTime::now_utc();
+    assert!(left > time::Duration::minutes(110) && left <= time::Duration::hours(2), "{left}");
+    // As a joining control plane: the bootstrap token reads kubeadm-certs and nothing else.
+    let as_joiner = |what: &str| {
+        capture(
+            c.netns
+                .command(bins::bin("kubectl"))
+                .args(["--kubeconfig", "/dev/null", "--token", TOKEN, "--certificate-authority"])
+                .arg(c.scratch.pki("ca.crt"))
+                .arg(format!("--server=https://{CP_ADDR}:{}", c.port))
+                .args(["-n", "kube-system", "get", "secret", what]),
+        )
+    };
+    let (code, _, err) = as_joiner("kubeadm-certs");
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = as_joiner(&owner);
+    assert!(code != 0 && err.contains("Forbidden"), "{err}");
+}
 
 /// The etcd members as cp-1's etcd reports them: (name, is_learner).
 fn members(c: &Cluster) -> Vec<(String, bool)> {
@@ -41,10 +110,32 @@ fn three_control_planes_join_with_real_etcd_learners() {
         .to_string();
     c.wait_cluster_info_signed();
 
+    check_uploaded_certs(&c, &key);
+
     let template = fixture!("real/join-control-plane.yaml").replace("{key}", &key);
+    let run = c.join("cp-2", 1, &template, &[]);
+    assert_eq!(run.code(), 0, "cp-2 join failed:\n{}\n{}\n{}", run.stdout(), run.stderr(), c.status());
+
+    // cp-3's join, SIGKILLed once its learner is in the member list, then run again.
+    let w = Scratch::new("");
+    std::fs::write(w.config(), c.fill_node(&template, "cp-3", 2, &w.root())).unwrap();
+    let args = ["join", "--config", &w.config(), "--root", &w.root_str()].map(str::to_string);
+    let rerun = c.node_then("cp-3", 2, w, |c, host, logs| {
+        let mut child = ChildGuard(host.netns.command(BIN).args(&args).env_remove("JOURNAL_STREAM").spawn().unwrap());
+        let health = || c.health().and_then(|_| host.health());
+        wait_for("cp-3's learner", Duration::from_secs(180), &health, || {
+            assert!(child.0.try_wait().unwrap().is_none(), "cp-3's join ended before its learner was added");
+            (members(c).len() == 3).then_some(())
+        });
+        child.0.kill().unwrap();
+        child.0.wait().unwrap();
+        assert_eq!(members(c).len(), 3, "the killed join left one member for cp-3");
+        run_watched(&host.netns, &args.each_ref().map(String::as_str), logs, &health)
+    });
+    assert_eq!(rerun.code(), 0, "cp-3 rerun failed:\n{}\n{}\n{}", rerun.stdout(), rerun.stderr(), c.status());
+    assert!(rerun.stderr().contains("already exists"), "the rerun reuses its member:\n{}", rerun.stderr());
+
     for (i, name) in [(1, "cp-2"), (2, "cp-3")] {
-        let run = c.join(name, i, &template, &[]);
-        assert_eq!(run.code(), 0, "{name} join failed:\n{}\n{}\n{}", run.stdout(), run.stderr(), c.status());
         c.wait_ready(name);
         c.wait_probes(i);
         // Its kubelet talks to its own API server (kubeadm 1.35+).

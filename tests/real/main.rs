@@ -8,10 +8,13 @@ mod common;
 use common::real_bins as bins;
 
 mod boot;
+mod boot_ha;
+mod capi;
 mod cluster;
 mod e2e;
 mod ha;
 mod host;
+mod kills;
 mod local_api;
 mod net;
 mod node;
@@ -19,3 +22,4 @@ mod proc;
 mod rotation;
 mod static_pods;
 mod storm;
+mod workers;

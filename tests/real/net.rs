@@ -4,6 +4,7 @@
 //! machines. Node addresses come from 192.0.2.0/24 (TEST-NET-1); the API server refuses an
 //! advertise address in 127.0.0.0/8, and nothing sent here can leave these namespaces.
 
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -15,6 +16,9 @@ static LANS: AtomicU32 = AtomicU32::new(0);
 pub struct Lan {
     pub name: String,
     prefix: String,
+    /// A symlink per node to its containerd's state directory, so every node's CRI socket is
+    /// `unix://<cri_dir>/<node>/containerd.sock`: one string for all nodes' user-data.
+    pub cri_dir: PathBuf,
 }
 
 impl Lan {
@@ -25,10 +29,22 @@ impl Lan {
             "ip netns add {name} && ip -n {name} link add br0 type bridge && ip -n {name} link set br0 up"
         ));
         assert_eq!(code, 0, "LAN namespace: {out}{err}");
-        Lan { name, prefix }
+        let cri_dir = std::env::temp_dir().join(format!("{prefix}-cri"));
+        std::fs::create_dir_all(&cri_dir).expect("cri dir");
+        Lan { name, prefix, cri_dir }
     }
 
-    /// A node's namespace on the LAN with `addr`/24 on its eth0.
+    /// The CRI socket of node `name` whose root is `root` (its containerd keeps its state beside
+    /// the root).
+    pub fn cri_socket(&self, name: &str, root: &Path) -> String {
+        let link = self.cri_dir.join(name);
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(root.with_file_name(format!("{name}-containerd")), &link).expect("cri link");
+        format!("unix://{}/containerd.sock", link.display())
+    }
+
+    /// A node's namespace on the LAN with `addr`/24 on its eth0, which also carries the default
+    /// route (as on a machine: kubeadm and kubestrap take the advertise address from it).
     pub fn host(&self, node: &str, addr: &str) -> Netns {
         let name = format!("{}-{node}", self.prefix);
         let port = format!("v-{node}");
@@ -37,6 +53,7 @@ impl Lan {
             "ip netns add {name} && ip -n {name} link set lo up && \
              ip link add eth0 netns {name} type veth peer name {port} netns {lan} && \
              ip -n {name} addr add {addr}/24 dev eth0 && ip -n {name} link set eth0 up && \
+             ip -n {name} route add default dev eth0 && \
              ip -n {lan} link set {port} master br0 && ip -n {lan} link set {port} up"
         ));
         assert_eq!(code, 0, "node namespace {name}: {out}{err}");
@@ -46,6 +63,7 @@ impl Lan {
 
 impl Drop for Lan {
     fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.cri_dir);
         let _ = Command::new("ip").args(["netns", "delete", &self.name]).status();
     }
 }
