@@ -237,8 +237,14 @@ impl Client {
     /// Create, or replace what is there (kubeadm's CreateOrUpdate): POST, and on 409 PUT with
     /// the current resourceVersion, retrying if someone else wrote in between.
     pub fn apply(&self, obj: &Value) -> Result<(), ApiError> {
-        if let Created::New(_) = self.create(obj)? {
-            return Ok(());
+        match self.create(obj) {
+            Ok(Created::New(_)) => return Ok(()),
+            Ok(Created::Exists) => {}
+            // A Service with a fixed clusterIP that exists already is refused as Invalid ("provided
+            // IP is already allocated") before the name is checked; kubeadm's DNS addon tolerates
+            // that and updates, and so do we.
+            Err(e) if e.code() == Some(422) && obj["kind"] == "Service" => {}
+            Err(e) => return Err(e),
         }
         let path = paths::object(obj)?;
         for _ in 0..5 {

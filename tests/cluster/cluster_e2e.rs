@@ -237,92 +237,12 @@ fn join_fails_closed_when_another_ca_serves_or_the_csr_is_denied() {
     assert_no_credentials(w.path());
 }
 
-#[test]
-fn token_commands_create_list_and_delete() {
-    let c = init_cluster(|_| {});
-    let root = c.scratch.root_str();
-    let created = kubestrap(&["token", "create", "--root", &root, "--description", "for workers", "--ttl", "2h"]).ok();
-    let tok = created.stdout().trim().to_string();
-    assert!(kubestrap::token::is_valid_token(&tok), "{tok}");
-    let listed = kubestrap(&["token", "list", "--root", &root]).ok().stdout();
-    let id = &tok[..6];
-    assert!(listed.contains(id) && listed.contains("for workers") && listed.contains("abcdef"), "{listed}");
-    assert!(!listed.contains(&tok[7..]), "list must never show a secret:\n{listed}");
-    assert!(listed.contains("authentication,signing"), "usages are listed sorted, as kubeadm decodes them:\n{listed}");
-    kubestrap(&["token", "delete", "--root", &root, id]).ok();
-    assert!(c.double.object(&format!("/api/v1/namespaces/kube-system/secrets/bootstrap-token-{id}")).is_none());
-    assert_eq!(kubestrap(&["token", "delete", "--root", &root, id]).code(), 2);
-}
-
 /// Copies one direction of a proxied connection on its own thread.
 pub fn pipe(mut from: TcpStream, mut to: TcpStream) {
     std::thread::spawn(move || {
         let _ = std::io::copy(&mut from, &mut to);
         let _ = to.shutdown(std::net::Shutdown::Write);
     });
-}
-
-#[test]
-fn join_from_a_join_configuration_and_from_a_discovery_file() {
-    let c = init_cluster(|_| {});
-    let hash = c.ca_hash();
-    // A v1beta4 JoinConfiguration instead of flags.
-    let w = tempfile::tempdir().unwrap();
-    let cfg = w.path().join("join.yaml");
-    std::fs::write(&cfg, fill(fixture!("cluster-e2e/join.yaml"), &[("port", &c.port), ("hash", &hash)])).unwrap();
-    let root = w.path().join("root");
-    let r = kubestrap(&["join", "--config", cfg.to_str().unwrap(), "--root", root.to_str().unwrap()]);
-    assert_eq!(r.code(), 0, "{}", r.stderr());
-    check_joined_node(&root, &c);
-    let flags = std::fs::read_to_string(root.join("var/lib/kubelet/kubeadm-flags.env")).unwrap();
-    assert!(flags.contains("--node-labels=pool=a"), "{flags}");
-
-    // File discovery: a kubeconfig with the cluster and a bootstrap token.
-    let kc = kubestrap::objects::kubelet::bootstrap_kubelet_conf(
-        &format!("https://127.0.0.1:{}", c.port),
-        &std::fs::read(c.scratch.pki("ca.crt")).unwrap(),
-        TOKEN,
-    );
-    let file = w.path().join("discovery.conf");
-    std::fs::write(&file, kc.to_yaml().unwrap()).unwrap();
-    let root2 = w.path().join("root2");
-    let r = kubestrap(&[
-        "join",
-        "--discovery-file",
-        file.to_str().unwrap(),
-        "--root",
-        root2.to_str().unwrap(),
-        "--node-name",
-        "worker-2",
-    ]);
-    assert_eq!(r.code(), 0, "{}", r.stderr());
-    assert!(std::fs::read_link(root2.join("var/lib/kubelet/pki/kubelet-client-current.pem")).is_ok());
-    assert_no_secret(&r);
-}
-
-#[test]
-fn join_refuses_a_name_that_a_ready_node_has() {
-    let c = init_cluster(|_| {});
-    c.double.register_node("worker-1", &[]).unwrap();
-    let w = tempfile::tempdir().unwrap();
-    let r = join(
-        &format!("127.0.0.1:{}", c.port),
-        w.path(),
-        &["--token", TOKEN, "--discovery-token-ca-cert-hash", &c.ca_hash()],
-    );
-    assert_eq!(r.code(), 2, "{}", r.stderr());
-    assert!(r.stderr().contains("already exists in the cluster and is Ready"), "{}", r.stderr());
-    assert_no_credentials(w.path());
-
-    // The same join run again on a node whose kubelet registered it: the Node is its own.
-    let (ep, hash, root) = (format!("127.0.0.1:{}", c.port), c.ca_hash(), w.path().display().to_string());
-    let args = ["join", &ep, "--token", TOKEN, "--discovery-token-ca-cert-hash", &hash];
-    let args = [&args[..], &["--node-name", "worker-3", "--root", &root]].concat();
-    kubestrap(&args).ok();
-    c.double.register_node("worker-3", &[]).unwrap();
-    let r = kubestrap(&args).ok();
-    assert!(r.stderr().contains("the Node \"worker-3\" is this node's own"), "{}", r.stderr());
-    assert_no_secret(&r);
 }
 
 #[test]

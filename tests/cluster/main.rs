@@ -6,12 +6,8 @@
 mod common;
 
 mod boot;
-mod boot_ha;
 mod cluster_e2e;
-mod control_plane_join;
 mod crash_safety;
-mod ha_etcd;
-mod ha_etcd_rerun;
 mod join_phases;
 mod jws_interop;
 mod upload_certs;

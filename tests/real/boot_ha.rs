@@ -155,10 +155,8 @@ fn one_user_data_for_every_control_plane_and_never_two_clusters() {
     assert!(!at(&foreign.root(), "/etc/kubernetes").exists(), "nothing written");
 
     // No pins, no key: nothing to join with, so it stops rather than make a second cluster.
-    let bare_ud = format!(
-        "#cloud-config\nkubestrap:\n  role: control-plane\n  controlPlaneEndpoint: {CP_ADDR}:{}\n",
-        c.port
-    );
+    let bare_ud =
+        format!("#cloud-config\nkubestrap:\n  role: control-plane\n  controlPlaneEndpoint: {CP_ADDR}:{}\n", c.port);
     let lone = Scratch::new("");
     machine(&lone.root(), &bare_ud, "cp-5", 4);
     let r = run_in(&c.bare_node("cp-5", 4), &boot_args("pre-kubelet", &lone.root_str()));

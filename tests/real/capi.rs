@@ -76,12 +76,19 @@ fn cluster_api_user_data_boots_unchanged_on_the_real_components() {
     assert_eq!(read(&root, "/etc/kubernetes/pki/sa.key"), written_content(ud, "/etc/kubernetes/pki/sa.key"));
     let pki = |f: &str| at(&root, &format!("/etc/kubernetes/pki/{f}"));
     assert_eq!((mode(&pki("ca.key")), mode(&pki("ca.crt"))), (0o600, 0o640));
-    assert_eq!(read(&root, "/etc/kubernetes/audit-policy.yaml"), "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n");
+    assert_eq!(
+        read(&root, "/etc/kubernetes/audit-policy.yaml"),
+        "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n"
+    );
     assert_eq!(read(&root, "/etc/motd"), "Provisioned by Cluster API\n");
     assert_eq!(mode(&at(&root, "/run/kubeadm/kubeadm.yaml")), 0o640);
     assert!(read(&root, "/run/kubeadm/kubeadm.yaml").contains("name: 'cp-1'"), "the Jinja variable is rendered");
     // runcmd: shell lines are not run under a scratch root (and say so); the sentinel once the
     // whole init is over, then the later entries.
+    let pre = format!("{}{}", c.first.stdout(), c.first.stderr());
+    let (swapoff, certs) = (pre.find("runcmd[0]: not run").unwrap(), pre.find("[certs]").unwrap());
+    assert!(swapoff < certs && pre.contains("swapoff -a"), "the lines before kubeadm, first:\n{pre}");
+    assert!(!pre.contains("echo done"), "post-kubeadm commands wait for the whole init:\n{pre}");
     let log = format!("{}{}", c.init.stdout(), c.init.stderr());
     assert_eq!(read(&root, SENTINEL), "success\n");
     assert_eq!(mode(&at(&root, SENTINEL)), 0o644);
@@ -89,6 +96,9 @@ fn cluster_api_user_data_boots_unchanged_on_the_real_components() {
     assert!(sentinel_at < done_at, "the chain's sentinel, then the later runcmd entries:\n{log}");
     let cm = c.get(&["-n", "kube-system", "configmap", "kubeadm-config"]);
     assert!(cm["data"]["ClusterConfiguration"].as_str().unwrap().contains("clusterName: my-cluster"), "{cm}");
+    // A rerun of the finished stage runs nothing again.
+    let again = run_in(&c.netns, &boot_args("post-kubelet", &c.scratch.root_str()));
+    assert!(again.code() == 0 && !again.stderr().contains("runcmd"), "{}", again.stderr());
     let kcm = std::fs::read_to_string(at(&root, "/etc/kubernetes/manifests/kube-controller-manager.yaml")).unwrap();
     assert!(kcm.contains("--cloud-provider=external"), "{kcm}");
 
@@ -114,9 +124,10 @@ fn cluster_api_user_data_boots_unchanged_on_the_real_components() {
     // The second control plane: CAPI's copied CAs (no certificate key), this node's own
     // certificates, a real etcd learner promoted to voter.
     let cp = fixture!("user-data/capi-control-plane-join/user-data");
-    let join = test_host(cp, "{ip}", "{name}")
-        .replace(&zero, "{hash}")
-        .replace("        localAPIEndpoint: {}\n", "        localAPIEndpoint: {advertiseAddress: {ip}, bindPort: {port}}\n");
+    let join = test_host(cp, "{ip}", "{name}").replace(&zero, "{hash}").replace(
+        "        localAPIEndpoint: {}\n",
+        "        localAPIEndpoint: {advertiseAddress: {ip}, bindPort: {port}}\n",
+    );
     let (_, j) = boot(&mut c, "cp-2", 1, &join);
     for shared in ["ca.key", "sa.key", "front-proxy-ca.key", "etcd/ca.key"] {
         let want = written_content(cp, &format!("/etc/kubernetes/pki/{shared}"));
@@ -132,7 +143,8 @@ fn cluster_api_user_data_boots_unchanged_on_the_real_components() {
 
     // Hand-written user-data joins the same cluster (its line skips the CA pin); its node is
     // not run, so the pre-kubelet stage (which ends with the node's identity) is enough.
-    let hud = fixture!("user-data/homelab-crio-worker/user-data").replace("127.0.0.1:6443", &format!("{CP_ADDR}:{}", c.port));
+    let hud =
+        fixture!("user-data/homelab-crio-worker/user-data").replace("127.0.0.1:6443", &format!("{CP_ADDR}:{}", c.port));
     let h = Scratch::new("");
     seed(&h.root(), &hud, "worker-2");
     let r = run_in(&c.bare_node("worker-2", 22), &boot_args("pre-kubelet", &h.root_str()));

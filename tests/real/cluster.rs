@@ -115,7 +115,7 @@ impl Cluster {
         let netns = lan.host("cp-1", CP_ADDR);
         let pre = run_in(&netns, first);
         assert_eq!(pre.code(), 0, "{first:?} failed:\n{}\n{}", pre.stdout(), pre.stderr());
-        let host = Host::start("cp-1", netns, &root, &logs, None);
+        let host = Host::start("cp-1", netns, &root, &logs, None, false);
         let netns = host.netns.clone();
         let init = run_watched(&netns, second, &logs, &|| host.health());
         let c = Cluster { _lock: lock, scratch, port, logs, first: pre, init, hosts: vec![host], netns, lan };
@@ -274,11 +274,24 @@ impl Cluster {
     /// cluster, the host and its log directory) does what it will; the host then joins the
     /// cluster.
     pub fn node_then<T>(&mut self, name: &str, i: usize, w: Scratch, f: impl FnOnce(&Cluster, &Host, &Path) -> T) -> T {
+        self.node_with(name, i, w, false, f)
+    }
+
+    /// [`Cluster::node_then`]; with `bootstraps` the kubelet starts on bootstrap-kubelet.conf
+    /// and makes its identity itself (as after kubeadm join).
+    pub fn node_with<T>(
+        &mut self,
+        name: &str,
+        i: usize,
+        w: Scratch,
+        bootstraps: bool,
+        f: impl FnOnce(&Cluster, &Host, &Path) -> T,
+    ) -> T {
         let logs = self.logs.with_file_name(name);
         std::fs::create_dir_all(&logs).expect("logs dir");
         let root = w.root();
         let netns = self.lan.host(name, &addr(i));
-        let host = Host::start(name, netns, &root, &logs, Some(w));
+        let host = Host::start(name, netns, &root, &logs, Some(w), bootstraps);
         let out = f(self, &host, &logs);
         self.hosts.push(host);
         out

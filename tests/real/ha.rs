@@ -6,74 +6,11 @@
 
 use std::time::Duration;
 
-use base64::Engine;
-use base64::engine::general_purpose::STANDARD;
-
 use super::bins;
 use super::cluster::*;
+use super::ha_checks::*;
 use super::proc::wait_for;
 use crate::common::*;
-
-/// kubeadm-certs' entries and the files they hold.
-const ENTRIES: [(&str, &str); 8] = [
-    ("ca.crt", "ca.crt"),
-    ("ca.key", "ca.key"),
-    ("front-proxy-ca.crt", "front-proxy-ca.crt"),
-    ("front-proxy-ca.key", "front-proxy-ca.key"),
-    ("sa.pub", "sa.pub"),
-    ("sa.key", "sa.key"),
-    ("etcd-ca.crt", "etcd/ca.crt"),
-    ("etcd-ca.key", "etcd/ca.key"),
-];
-
-/// AES-256-GCM in Python's `cryptography`: `HEXKEY B64BLOB` prints the plaintext as base64.
-const OPEN: &str = r#"
-import base64, sys
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-key, data = bytes.fromhex(sys.argv[1]), base64.b64decode(sys.argv[2])
-print(base64.b64encode(AESGCM(key).decrypt(data[:12], data[12:], None)).decode())
-"#;
-
-/// kubeadm-certs as uploaded: eight entries our key and Python's AES-GCM open to the files on
-/// disk, owned by a proxy token with no usages that lives two hours, readable by the bootstrap
-/// token (its Role) while the proxy token is not.
-fn check_uploaded_certs(c: &Cluster, hex: &str) {
-    let secret = c.get(&["-n", "kube-system", "secret", "kubeadm-certs"]);
-    assert_eq!(secret["type"], "Opaque");
-    let data = secret["data"].as_object().expect("data");
-    assert_eq!(data.len(), ENTRIES.len(), "{:?}", data.keys().collect::<Vec<_>>());
-    let key = kubestrap::pki::copycerts::CertificateKey::parse(hex).expect("key");
-    for (k, file) in ENTRIES {
-        let on_disk = std::fs::read(c.scratch.pki(file)).unwrap();
-        let blob = data[k].as_str().unwrap();
-        assert_eq!(key.open(&STANDARD.decode(blob).unwrap(), k).unwrap(), on_disk, "{k}");
-        let (code, out, err) = capture(std::process::Command::new("python3").args(["-c", OPEN, hex, blob]));
-        assert_eq!(code, 0, "{err}");
-        assert_eq!(STANDARD.decode(out.trim()).unwrap(), on_disk, "{k} opened by Python");
-    }
-    let owner = secret["metadata"]["ownerReferences"][0]["name"].as_str().expect("owner").to_string();
-    let token = c.get(&["-n", "kube-system", "secret", &owner]);
-    let info = kubestrap::objects::tokens::parse_token_secret(&token).expect("proxy token");
-    assert!(info.usages.is_empty() && info.groups.is_empty(), "{:?} {:?}", info.usages, info.groups);
-    assert_eq!(info.description, "Proxy for managing TTL for the kubeadm-certs secret");
-    let left = info.expiration.expect("expiration") - time::OffsetDateTime::now_utc();
-    assert!(left > time::Duration::minutes(110) && left <= time::Duration::hours(2), "{left}");
-    // As a joining control plane: the bootstrap token reads kubeadm-certs and nothing else.
-    let as_joiner = |what: &str| {
-        capture(
-            c.netns
-                .command(bins::bin("kubectl"))
-                .args(["--kubeconfig", "/dev/null", "--token", TOKEN, "--certificate-authority"])
-                .arg(c.scratch.pki("ca.crt"))
-                .arg(format!("--server=https://{CP_ADDR}:{}", c.port))
-                .args(["-n", "kube-system", "get", "secret", what]),
-        )
-    };
-    let (code, _, err) = as_joiner("kubeadm-certs");
-    assert_eq!(code, 0, "{err}");
-    let (code, _, err) = as_joiner(&owner);
-    assert!(code != 0 && err.contains("Forbidden"), "{err}");
-}
 
 /// The etcd members as cp-1's etcd reports them: (name, is_learner).
 fn members(c: &Cluster) -> Vec<(String, bool)> {
@@ -111,6 +48,7 @@ fn three_control_planes_join_with_real_etcd_learners() {
     c.wait_cluster_info_signed();
 
     check_uploaded_certs(&c, &key);
+    upload_certs_phase(&c, &key);
 
     let template = fixture!("real/join-control-plane.yaml").replace("{key}", &key);
     let run = c.join("cp-2", 1, &template, &[]);
@@ -134,6 +72,7 @@ fn three_control_planes_join_with_real_etcd_learners() {
     });
     assert_eq!(rerun.code(), 0, "cp-3 rerun failed:\n{}\n{}\n{}", rerun.stdout(), rerun.stderr(), c.status());
     assert!(rerun.stderr().contains("already exists"), "the rerun reuses its member:\n{}", rerun.stderr());
+    check_first_join_log(&run, &key, &addr(1), c.port);
 
     for (i, name) in [(1, "cp-2"), (2, "cp-3")] {
         c.wait_ready(name);
@@ -141,9 +80,9 @@ fn three_control_planes_join_with_real_etcd_learners() {
         // Its kubelet talks to its own API server (kubeadm 1.35+).
         let conf = std::fs::read_to_string(at(&c.hosts[i].root, "/etc/kubernetes/kubelet.conf")).unwrap();
         assert!(conf.contains(&format!("server: https://{}:{}", addr(i), c.port)), "{name} kubelet.conf:\n{conf}");
-        let node = c.get(&["node", name]);
-        assert_eq!(node["metadata"]["labels"]["node-role.kubernetes.io/control-plane"], "", "{name}");
+        check_joined_control_plane(&c, i, name);
     }
+    wrong_key_refused(&c, &template, &key);
 
     // Three voting members, no learner left.
     c.wait("three etcd voters", || {
@@ -154,16 +93,18 @@ fn three_control_planes_join_with_real_etcd_learners() {
     names.sort();
     assert_eq!(names, ["cp-1", "cp-2", "cp-3"]);
 
-    // kubeadm-certs is owned by its proxy token: when that goes, the real garbage collector
-    // removes the uploaded (encrypted) keys.
+    // kubeadm-certs is owned by its proxy token: when that expires, the real tokencleaner
+    // deletes it and the real garbage collector the uploaded (encrypted) keys.
     let certs = c.get(&["-n", "kube-system", "secret", "kubeadm-certs"]);
     let owner = certs["metadata"]["ownerReferences"][0]["name"].as_str().expect("owner").to_string();
     assert!(owner.starts_with("bootstrap-token-"), "{certs}");
-    let (code, _, err) = c.kubectl(&["-n", "kube-system", "delete", "secret", &owner]);
+    let expired = r#"{"stringData":{"expiration":"2001-01-01T00:00:00Z"}}"#;
+    let (code, _, err) = c.kubectl(&["-n", "kube-system", "patch", "secret", &owner, "-p", expired]);
     assert_eq!(code, 0, "{err}");
-    c.wait("the garbage collector to remove kubeadm-certs", || {
+    c.wait("the tokencleaner and garbage collector to remove kubeadm-certs", || {
         (c.kubectl(&["-n", "kube-system", "get", "secret", "kubeadm-certs"]).0 != 0).then_some(())
     });
+    assert_ne!(c.kubectl(&["-n", "kube-system", "get", "secret", &owner]).0, 0, "the expired token is gone");
 
     // Each API server serves on its own address with the cluster's CA.
     for i in 0..3 {

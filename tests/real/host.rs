@@ -38,8 +38,17 @@ struct Running {
 }
 
 impl Host {
-    /// Starts supervising the node rooted at `root`; `state` holds its containerd.
-    pub fn start(name: &str, netns: Netns, root: &Path, logs: &Path, scratch: Option<Scratch>) -> Host {
+    /// Starts supervising the node rooted at `root`; `state` holds its containerd. The kubelet
+    /// starts once kubelet.conf is written, or with `bootstraps` once bootstrap-kubelet.conf is
+    /// (kubeadm's join leaves the TLS bootstrap to the kubelet; kubestrap's does it itself).
+    pub fn start(
+        name: &str,
+        netns: Netns,
+        root: &Path,
+        logs: &Path,
+        scratch: Option<Scratch>,
+        bootstraps: bool,
+    ) -> Host {
         let netns = Arc::new(netns);
         let (failure, status, stop) = Default::default();
         let mut host = Host {
@@ -54,7 +63,8 @@ impl Host {
         };
         let (n, ns, r, l) = (name.to_string(), host.netns.clone(), root.to_path_buf(), logs.to_path_buf());
         let (failure, status, stop) = (host.failure.clone(), host.status.clone(), host.stop.clone());
-        host.thread = Some(std::thread::spawn(move || supervise(&n, &ns, &r, &l, &failure, &status, &stop)));
+        host.thread =
+            Some(std::thread::spawn(move || supervise(&n, &ns, &r, &l, bootstraps, &failure, &status, &stop)));
         host
     }
 
@@ -91,10 +101,12 @@ impl Drop for Host {
     }
 }
 
-fn kubelet_files_ready(root: &Path) -> bool {
-    ["var/lib/kubelet/config.yaml", "var/lib/kubelet/kubeadm-flags.env", "etc/kubernetes/kubelet.conf"]
-        .iter()
-        .all(|p| root.join(p).exists())
+fn kubelet_files_ready(root: &Path, bootstraps: bool) -> bool {
+    let files =
+        ["var/lib/kubelet/config.yaml", "var/lib/kubelet/kubeadm-flags.env"].iter().all(|p| root.join(p).exists());
+    let identity = root.join("etc/kubernetes/kubelet.conf").exists()
+        || (bootstraps && root.join("etc/kubernetes/bootstrap-kubelet.conf").exists());
+    files && identity
 }
 
 fn supervise(
@@ -102,6 +114,7 @@ fn supervise(
     netns: &Netns,
     root: &Path,
     logs: &Path,
+    bootstraps: bool,
     failure: &Mutex<Option<String>>,
     status: &Mutex<Vec<(String, PathBuf)>>,
     stop: &AtomicBool,
@@ -116,7 +129,7 @@ fn supervise(
     let mut pods: HashMap<String, Running> = HashMap::new();
     let manifests = root.join("etc/kubernetes/manifests");
     while !stop.load(Ordering::SeqCst) {
-        if node.is_none() && kubelet_files_ready(root) {
+        if node.is_none() && kubelet_files_ready(root, bootstraps) {
             node = Some(Node::start(netns, name, root, &root.with_file_name(format!("{name}-containerd")), logs));
         }
         if let Some(s) = node.as_mut().and_then(|n| n.proc.exited()) {

@@ -13,7 +13,9 @@ mod capi;
 mod cluster;
 mod e2e;
 mod ha;
+mod ha_checks;
 mod host;
+mod join_parity;
 mod kills;
 mod local_api;
 mod net;
@@ -23,3 +25,14 @@ mod rotation;
 mod static_pods;
 mod storm;
 mod workers;
+
+// The parity facts and allow-list, shared with tests/parity (join parity runs here, on a real
+// cluster).
+#[path = "../parity/allow.rs"]
+mod allow;
+#[path = "../parity/diff.rs"]
+mod diff;
+#[path = "../parity/facts.rs"]
+mod facts;
+#[path = "../parity/pem.rs"]
+mod pem;

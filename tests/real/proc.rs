@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use super::net::Netns;
 
 /// Binds each `(source, target)`, then execs the rest of the arguments.
-const BIND_THEN_EXEC: &str = r#"set -e
+pub const BIND_THEN_EXEC: &str = r#"set -e
 while [ "$1" != -- ]; do mkdir -p "$2"; mount --bind "$1" "$2"; shift 2; done
 shift; exec "$@""#;
 

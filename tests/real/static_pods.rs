@@ -136,9 +136,11 @@ pub fn node_path(root: &Path, path: &str) -> PathBuf {
     }
 }
 
-/// The node root's directories over the paths kubestrap's files name.
+/// The node root's directories over the paths kubestrap's files name; only those that exist, so
+/// binding never creates one (kubestrap makes /var/lib/etcd 0700 before etcd's manifest).
 pub fn node_binds(root: &Path) -> Vec<(PathBuf, PathBuf)> {
-    ["/etc/kubernetes", "/var/lib/etcd"].iter().map(|p| (root.join(&p[1..]), PathBuf::from(p))).collect()
+    let binds = ["/etc/kubernetes", "/var/lib/etcd"].iter().map(|p| (root.join(&p[1..]), PathBuf::from(p)));
+    binds.filter(|(src, _)| src.is_dir()).collect()
 }
 
 /// Every probe of the pod answers 200, asked the way the kubelet asks (no client certificate,

@@ -9,7 +9,10 @@ use crate::common::*;
 fn bootstrap_csrs(c: &Cluster) -> Vec<serde_json::Value> {
     let csrs = c.get(&["csr"]);
     let items = csrs["items"].as_array().expect("items").iter();
-    items.filter(|r| r["spec"]["username"].as_str().is_some_and(|u| u.starts_with("system:bootstrap:"))).cloned().collect()
+    items
+        .filter(|r| r["spec"]["username"].as_str().is_some_and(|u| u.starts_with("system:bootstrap:")))
+        .cloned()
+        .collect()
 }
 
 fn joined(root: &std::path::Path) -> bool {
@@ -29,7 +32,8 @@ fn token_commands_phases_resume_and_discovery_file() {
 
     // token create / list / delete through cp-1's admin.conf, read back with the real kubectl.
     let root = c.scratch.root_str();
-    let created = run_in(&c.netns, &["token", "create", "--root", &root, "--description", "for workers", "--ttl", "2h"]);
+    let created =
+        run_in(&c.netns, &["token", "create", "--root", &root, "--description", "for workers", "--ttl", "2h"]);
     assert_eq!(created.code(), 0, "{}", created.stderr());
     let tok = created.stdout().trim().to_string();
     let id = &tok[..6];
@@ -105,7 +109,8 @@ fn token_commands_phases_resume_and_discovery_file() {
     let key = at(&w3.root(), "/var/lib/kubelet/pki/kubelet-client.key.tmp");
     let pending = c.wait("worker-3's CSR", || {
         let csrs = bootstrap_csrs(&c);
-        (csrs.len() == before + 1 && key.exists()).then(|| csrs[before]["metadata"]["name"].as_str().map(str::to_string))
+        (csrs.len() == before + 1 && key.exists())
+            .then(|| csrs[before]["metadata"]["name"].as_str().map(str::to_string))
     });
     child.0.kill().unwrap();
     child.0.wait().unwrap();

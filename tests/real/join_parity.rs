@@ -1,0 +1,146 @@
+//! Join parity with the real kubeadm v1.37.2, against one real cluster: a worker and a control
+//! plane joined by `kubestrap join`, and a twin of each joined by `kubeadm join` from the same
+//! JoinConfiguration (its fixed paths bound over the node root in a mount namespace of its own;
+//! its kubelet does the TLS bootstrap, as after kubeadm). Every twin's Node goes Ready; then
+//! their files are compared fact by fact (tests/parity/facts.rs) with the twin's name and
+//! address swapped for ours, and their Nodes' labels and taints. A difference not on the
+//! allow-list (tests/parity/allow.rs) fails the test.
+
+use std::path::Path;
+use std::time::Duration;
+
+use super::bins;
+use super::cluster::*;
+use super::proc::{BIND_THEN_EXEC, wait_for};
+use crate::common::*;
+use crate::facts::{self, Facts};
+
+fn now() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock").as_secs() as i64
+}
+
+/// `kubeadm join --config` on a new node `name` at `addr(i)` rooted in a fresh scratch dir.
+fn kubeadm_join(c: &mut Cluster, name: &str, i: usize, template: &str) -> Run {
+    let w = Scratch::new("");
+    std::fs::write(w.config(), c.fill_node(template, name, i, &w.root())).unwrap();
+    let (root, config) = (w.root(), w.config());
+    c.node_with(name, i, w, true, |c, host, logs| {
+        let mut cmd = host.netns.command("unshare");
+        cmd.args(["--mount", "--propagation", "private", "sh", "-c", BIND_THEN_EXEC, "sh"]);
+        for dir in ["etc/kubernetes", "var/lib/kubelet", "var/lib/etcd"] {
+            std::fs::create_dir_all(root.join(dir)).unwrap();
+            cmd.arg(root.join(dir)).arg(Path::new("/").join(dir));
+        }
+        let (out, err) = (logs.join("kubeadm.out"), logs.join("kubeadm.err"));
+        cmd.arg("--").arg(bins::bin("kubeadm")).args(["join", "--config", &config, "--ignore-preflight-errors=all"]);
+        cmd.stdout(std::fs::File::create(&out).unwrap()).stderr(std::fs::File::create(&err).unwrap());
+        let mut child = ChildGuard(cmd.spawn().expect("kubeadm"));
+        let health = || c.health().and_then(|_| host.health());
+        let status = wait_for(&format!("kubeadm join of {name}"), Duration::from_secs(600), &health, || {
+            child.0.try_wait().expect("wait kubeadm")
+        });
+        let read = |p: &Path| std::fs::read(p).unwrap();
+        Run { out: std::process::Output { status, stdout: read(&out), stderr: read(&err) } }
+    })
+}
+
+/// The facts of what a join writes: /etc/kubernetes, the kubelet's files and identity, the etcd
+/// data directory; `name` and `ip` become `ours` and `our_ip`, and the kubelet's dated
+/// certificate file names lose their dates.
+fn join_facts(root: &Path, started: i64, (name, ip): (&str, &str), (ours, our_ip): (&str, &str)) -> Facts {
+    let kept = [
+        "etc/kubernetes/",
+        "var/lib/kubelet/config.yaml",
+        "var/lib/kubelet/kubeadm-flags.env",
+        "var/lib/kubelet/instance-config.yaml",
+        "var/lib/kubelet/pki/",
+        "var/lib/kubestrap/",
+    ];
+    let norm = |s: &str| undated(&s.replace(name, ours).replace(ip, our_ip));
+    facts::node(root, started)
+        .into_iter()
+        .filter(|(k, _)| kept.iter().any(|p| k.starts_with(p)))
+        .map(|(k, v)| (norm(&k), norm(&v)))
+        .collect()
+}
+
+/// `kubelet-client-2026-11-25-18-30-00.pem` as `kubelet-client-DATE.pem`.
+fn undated(s: &str) -> String {
+    let (mut out, mut rest) = (String::new(), s);
+    while let Some(i) = rest.find("kubelet-client-") {
+        let after = &rest[i + "kubelet-client-".len()..];
+        let date = after.get(..19).filter(|d| d.bytes().all(|b| b.is_ascii_digit() || b == b'-'));
+        out.push_str(&rest[..i]);
+        match date.filter(|_| after[19..].starts_with(".pem")) {
+            Some(_) => {
+                out.push_str("kubelet-client-DATE");
+                rest = &after[19..];
+            }
+            None => {
+                out.push_str("kubelet-client-");
+                rest = after;
+            }
+        }
+    }
+    out + rest
+}
+
+/// A Node's labels and taints as facts, with `name` and `ip` swapped for ours.
+fn node_facts(c: &Cluster, node: &str, ours: &str) -> Facts {
+    let n = c.get(&["node", node]);
+    let mut out = Facts::new();
+    facts::flatten(&n["metadata"]["labels"], "api Node labels", 0, &mut out);
+    let taints: Vec<_> = n["spec"]["taints"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|t| t["key"] != "node.kubernetes.io/not-ready")
+        .cloned()
+        .collect();
+    facts::flatten(&serde_json::Value::Array(taints), "api Node taints", 0, &mut out);
+    out.into_iter().map(|(k, v)| (k, v.replace(node, ours))).collect()
+}
+
+/// Compares the twins: ours (kubestrap, `ours` at `addr(a)`) and kubeadm's (`twin` at `addr(b)`).
+fn compare(c: &Cluster, what: &str, (ours, a): (&str, usize), (twin, b): (&str, usize), started: (i64, i64)) {
+    let host = |n: &str| c.hosts.iter().find(|h| h.name == n).expect("host");
+    let (ip_a, ip_b) = (addr(a), addr(b));
+    let mut theirs = join_facts(&host(twin).root, started.1, (twin, &ip_b), (ours, &ip_a));
+    let mut mine = join_facts(&host(ours).root, started.0, (ours, &ip_a), (ours, &ip_a));
+    theirs.extend(node_facts(c, twin, ours));
+    mine.extend(node_facts(c, ours, ours));
+    assert!(theirs.keys().any(|k| k.starts_with("var/lib/kubelet/config.yaml")), "kubeadm wrote no config.yaml");
+    let (n, report) = crate::diff::compare(what, &theirs, &mine);
+    println!("{report}");
+    assert_eq!(n, 0, "{report}");
+}
+
+#[test]
+fn kubestrap_join_and_kubeadm_join_make_the_same_nodes() {
+    let mut c = Cluster::init_with("24h", "controlPlaneEndpoint: 192.0.2.10:{port}\n", &["--upload-certs"]);
+    let out = c.init.stdout();
+    let key = out.split_whitespace().skip_while(|w| *w != "--certificate-key").nth(1).expect("key").to_string();
+    c.wait_cluster_info_signed();
+
+    let worker = fixture!("real/join.yaml");
+    let t = (now(), 0);
+    let r = c.join("worker-1", 21, worker, &[]);
+    assert_eq!(r.code(), 0, "{}\n{}", r.stderr(), c.status());
+    let t = (t.0, now());
+    let r = kubeadm_join(&mut c, "worker-2", 22, worker);
+    assert_eq!(r.code(), 0, "kubeadm join:\n{}\n{}\n{}", r.stdout(), r.stderr(), c.status());
+    c.wait_ready("worker-1");
+    c.wait_ready("worker-2");
+    compare(&c, "join-worker", ("worker-1", 21), ("worker-2", 22), t);
+
+    let cp = fixture!("real/join-control-plane.yaml").replace("{key}", &key);
+    let t = (now(), 0);
+    let r = c.join("cp-2", 1, &cp, &[]);
+    assert_eq!(r.code(), 0, "{}\n{}", r.stderr(), c.status());
+    let t = (t.0, now());
+    let r = kubeadm_join(&mut c, "cp-3", 2, &cp);
+    assert_eq!(r.code(), 0, "kubeadm join --control-plane:\n{}\n{}\n{}", r.stdout(), r.stderr(), c.status());
+    c.wait_ready("cp-2");
+    c.wait_ready("cp-3");
+    compare(&c, "join-control-plane", ("cp-2", 1), ("cp-3", 2), t);
+}
