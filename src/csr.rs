@@ -14,10 +14,17 @@ pub const NODES_GROUP: &str = "system:nodes";
 pub const NODE_CN_PREFIX: &str = "system:node:";
 /// The signer that issues kubelet client certificates.
 pub const KUBELET_CLIENT_SIGNER: &str = "kubernetes.io/kube-apiserver-client-kubelet";
-/// The usages we request, in the kubelet's order. All three always: approvers of the v1.24
-/// line accept nothing less (newer kubelets drop "key encipherment" for non-RSA keys, and newer
-/// approvers accept either set).
-pub const KUBELET_CLIENT_USAGES: [&str; 3] = ["digital signature", "key encipherment", "client auth"];
+/// The usages the kubelet requests for an ECDSA (any non-RSA) key, in its order: a real kubelet
+/// v1.37's client certificate has no "key encipherment" (tests/real/join_parity.rs).
+pub const KUBELET_CLIENT_USAGES: [&str; 2] = ["digital signature", "client auth"];
+/// The kubelet's usages for an RSA key.
+pub const KUBELET_CLIENT_USAGES_RSA: [&str; 3] = ["digital signature", "key encipherment", "client auth"];
+
+/// The usages the kubelet would request with `key` (its bootstrap's getUsages).
+pub fn kubelet_client_usages(key: &KeyPair) -> &'static [&'static str] {
+    let rsa = [&rcgen::PKCS_RSA_SHA256, &rcgen::PKCS_RSA_SHA384, &rcgen::PKCS_RSA_SHA512];
+    if rsa.contains(&key.algorithm()) { &KUBELET_CLIENT_USAGES_RSA } else { &KUBELET_CLIENT_USAGES }
+}
 /// Prefix of the CSR object name the kubelet uses.
 pub const NODE_CSR_PREFIX: &str = "node-csr-";
 
@@ -65,7 +72,7 @@ pub fn digested_name(spki_der: &[u8], cn: &str, orgs: &[&str], usages: &[&str]) 
 
 /// A PKCS#10 request with subject `O=system:nodes, CN=system:node:<node_name>` and no SANs or
 /// extensions, signed by `key`, and the CSR object name the kubelet would give it (with
-/// [`KUBELET_CLIENT_USAGES`]). Returns (PEM "CERTIFICATE REQUEST", object name).
+/// [`kubelet_client_usages`]). Returns (PEM "CERTIFICATE REQUEST", object name).
 pub fn node_csr(node_name: &str, key: &KeyPair) -> Result<(String, String), CsrError> {
     if node_name.is_empty() {
         return Err(CsrError::EmptyNodeName);
@@ -88,7 +95,7 @@ pub fn node_csr(node_name: &str, key: &KeyPair) -> Result<(String, String), CsrE
     let (_, parsed) = x509_parser::certification_request::X509CertificationRequest::from_der(csr.der())
         .map_err(|e| failed("re-reading", &e))?;
     let spki = parsed.certification_request_info.subject_pki.raw;
-    let name = digested_name(spki, &cn, &[NODES_GROUP], &KUBELET_CLIENT_USAGES);
+    let name = digested_name(spki, &cn, &[NODES_GROUP], kubelet_client_usages(key));
     Ok((pem, name))
 }
 
@@ -170,12 +177,11 @@ mod tests {
     fn expected_name(spki: &[u8], cn: &str) -> String {
         let e = |b: &[u8]| B64URL.encode(b);
         let stream = format!(
-            "{}|{}|{}|{}|{}|{}|",
+            "{}|{}|{}|{}|{}|",
             e(spki),
             e(cn.as_bytes()),
             e(b"system:nodes"),
             e(b"digital signature"),
-            e(b"key encipherment"),
             e(b"client auth")
         );
         format!("node-csr-{}", B64URL.encode(Sha512_256::digest(stream.as_bytes())))
@@ -241,6 +247,13 @@ mod tests {
     }
 
     #[test]
+    fn rsa_keys_ask_for_key_encipherment_too() {
+        let rsa = crate::pki::keys::generate(crate::config::KeyAlgorithm::Rsa(2048)).unwrap();
+        assert_eq!(kubelet_client_usages(&rsa), KUBELET_CLIENT_USAGES_RSA);
+        assert_eq!(kubelet_client_usages(&KeyPair::generate().unwrap()), KUBELET_CLIENT_USAGES);
+    }
+
+    #[test]
     fn csr_object_shape() {
         let key = KeyPair::generate().unwrap();
         let (pem, name) = node_csr("n1", &key).unwrap();
@@ -249,7 +262,7 @@ mod tests {
         assert_eq!(o["kind"], "CertificateSigningRequest");
         assert_eq!(o["metadata"]["name"], name.as_str());
         assert_eq!(o["spec"]["signerName"], "kubernetes.io/kube-apiserver-client-kubelet");
-        assert_eq!(o["spec"]["usages"], json!(["digital signature", "key encipherment", "client auth"]));
+        assert_eq!(o["spec"]["usages"], json!(["digital signature", "client auth"]));
         assert_eq!(B64.decode(o["spec"]["request"].as_str().unwrap()).unwrap(), pem.as_bytes());
         assert!(o["spec"].get("expirationSeconds").is_none());
     }

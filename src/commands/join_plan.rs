@@ -86,7 +86,7 @@ pub fn run(ctx: &JoinContext, selected: &[&Phase<JoinFn>]) -> Result<()> {
         // A throwaway key: the real run makes its own, so only the name differs.
         let key = crate::pki::keys::generate(KeyAlgorithm::EcdsaP256)?;
         let (pem, csr_name) = crate::csr::node_csr(name, &key)?;
-        let csr = crate::csr::csr_object(&csr_name, &pem, &crate::csr::KUBELET_CLIENT_USAGES);
+        let csr = crate::csr::csr_object(&csr_name, &pem, crate::csr::kubelet_client_usages(&key));
         requests.push(Request {
             verb: "create",
             kind: "CertificateSigningRequest",

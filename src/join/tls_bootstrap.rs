@@ -38,7 +38,7 @@ pub fn run(ctx: &JoinContext, client: &Client, found: &Found) -> Result<()> {
         None => new_key(fs)?,
     };
     let (pem, name) = crate::csr::node_csr(node_name, &key)?;
-    let csr = crate::csr::csr_object(&name, &pem, &crate::csr::KUBELET_CLIENT_USAGES);
+    let csr = crate::csr::csr_object(&name, &pem, crate::csr::kubelet_client_usages(&key));
     match client.create(&csr)? {
         Created::New(_) => info!("[kubelet-start] Sent certificate signing request {name} for system:node:{node_name}"),
         Created::Exists => info!("[kubelet-start] Certificate signing request {name} already exists; waiting for it"),

@@ -21,7 +21,7 @@ from cryptography.x509.oid import NameOID
 # Bootstrap-token secrets are 16 bytes; go-jose zero-pads them to 32, jwcrypto refuses them.
 jwcrypto.jwa.default_enforce_hmac_key_length = False
 
-USAGES = ["digital signature", "key encipherment", "client auth"]
+USAGES = ["digital signature", "client auth"]
 
 
 def hmac_key(secret):

@@ -1,7 +1,7 @@
 //! The differences from kubeadm that kubestrap makes on purpose, each with its reason. Keys are
 //! `"<file> <field>"` as facts.rs writes them; `*` matches any run of characters.
 
-/// (config, or "*" for all; key pattern; why kubestrap differs).
+/// (config pattern, "*" for all; key pattern; why kubestrap differs).
 const ALLOWED: &[(&str, &str, &str)] = &[
     ("*", "var/lib/kubestrap/*", "kubestrap's own state (the run lock); kubeadm keeps none"),
     ("*", "var/lib/kubestrap/ <mode>", "kubestrap's own state directory"),
@@ -22,6 +22,16 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "readOnly: false is the default kubeadm leaves out; the same mount",
     ),
     (
+        "join-*",
+        "var/lib/kubelet/pki/kubelet-client-DATE.pem pem[1]",
+        "the client key is PKCS#8 PEM too (README); the real kubelet loads and rotates it (tests/real/rotation.rs)",
+    ),
+    (
+        "join-*",
+        "var/lib/kubelet/pki/kubelet.crt *",
+        "the kubelet's own self-signed serving certificate, named for the second that kubelet started",
+    ),
+    (
         "*",
         "api ClusterRoleBinding /kubeadm:cluster-admins *",
         "kubeadm creates it too, but not in its dry run (init.go: EnsureAdminClusterRoleBinding needs a real client)",
@@ -30,7 +40,7 @@ const ALLOWED: &[(&str, &str, &str)] = &[
 
 /// Why `key` may differ for `config`, if it may.
 pub fn reason(config: &str, key: &str) -> Option<&'static str> {
-    ALLOWED.iter().find(|(c, k, _)| (*c == "*" || *c == config) && glob(k, key)).map(|(_, _, why)| *why)
+    ALLOWED.iter().find(|(c, k, _)| glob(c, config) && glob(k, key)).map(|(_, _, why)| *why)
 }
 
 /// `*`-only glob matching.

@@ -26,10 +26,12 @@ pub fn node(root: &Path, started: i64) -> Facts {
 }
 
 fn walk(root: &Path, dir: &Path, started: i64, facts: &mut Facts) {
-    for e in std::fs::read_dir(dir).expect("read_dir") {
+    // A running node's files (etcd's WAL, the kubelet's state) may go while the walk runs.
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for e in entries {
         let path = e.expect("entry").path();
         let rel = path.strip_prefix(root).expect("under root").display().to_string();
-        let meta = std::fs::symlink_metadata(&path).expect("stat");
+        let Ok(meta) = std::fs::symlink_metadata(&path) else { continue };
         let mode = format!("{:04o}", meta.permissions().mode() & 0o7777);
         if meta.is_dir() {
             facts.insert(format!("{rel}/ <mode>"), mode);
@@ -37,7 +39,25 @@ fn walk(root: &Path, dir: &Path, started: i64, facts: &mut Facts) {
             continue;
         }
         facts.insert(format!("{rel} <mode>"), mode);
-        let text = std::fs::read_to_string(&path).expect("read file");
+        // A link's target is a fact (its file is walked on its own); sockets have no content.
+        if meta.is_symlink() {
+            let target = std::fs::read_link(&path).expect("read_link");
+            facts.insert(format!("{rel} <link>"), target.display().to_string());
+            continue;
+        }
+        if !meta.is_file() {
+            continue;
+        }
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            // etcd's data: its bytes are not a fact.
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                facts.insert(format!("{rel} <text>"), "<binary>".into());
+                continue;
+            }
+            Err(e) => panic!("{}: {e}", path.display()),
+        };
         let mut put = |k: &str, v: String| facts.insert(format!("{rel} {k}"), v);
         if text.starts_with("-----BEGIN") {
             pem::pem(&text, started).into_iter().for_each(|(k, v)| _ = put(&k, v));

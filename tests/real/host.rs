@@ -64,7 +64,7 @@ impl Host {
         let (n, ns, r, l) = (name.to_string(), host.netns.clone(), root.to_path_buf(), logs.to_path_buf());
         let (failure, status, stop) = (host.failure.clone(), host.status.clone(), host.stop.clone());
         host.thread =
-            Some(std::thread::spawn(move || supervise(&n, &ns, &r, &l, bootstraps, &failure, &status, &stop)));
+            Some(std::thread::spawn(move || supervise(&n, &ns, (&r, bootstraps), &l, &failure, &status, &stop)));
         host
     }
 
@@ -109,12 +109,12 @@ fn kubelet_files_ready(root: &Path, bootstraps: bool) -> bool {
     files && identity
 }
 
+/// Runs the node rooted at `root` (`bootstraps`: see [`Host::start`]) until `stop`.
 fn supervise(
     name: &str,
     netns: &Netns,
-    root: &Path,
+    (root, bootstraps): (&Path, bool),
     logs: &Path,
-    bootstraps: bool,
     failure: &Mutex<Option<String>>,
     status: &Mutex<Vec<(String, PathBuf)>>,
     stop: &AtomicBool,

@@ -15,6 +15,15 @@ use super::proc::{BIND_THEN_EXEC, wait_for};
 use crate::common::*;
 use crate::facts::{self, Facts};
 
+/// kubeadm's optional CA bundle directories (as in tests/parity).
+const CA_DIRS: &[&str] = &[
+    "etc/ca-certificates",
+    "etc/pki/ca-trust",
+    "etc/pki/tls/certs",
+    "usr/local/share/ca-certificates",
+    "usr/share/ca-certificates",
+];
+
 fn now() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock").as_secs() as i64
 }
@@ -44,8 +53,9 @@ fn kubeadm_join(c: &mut Cluster, name: &str, i: usize, template: &str) -> Run {
     })
 }
 
-/// The facts of what a join writes: /etc/kubernetes, the kubelet's files and identity, the etcd
-/// data directory; `name` and `ip` become `ours` and `our_ip`, and the kubelet's dated
+/// The facts of what a join writes: /etc/kubernetes, the kubelet's files and identity (not the
+/// etcd data directory: the harness makes kubeadm's to bind it; tests/real/ha.rs checks ours is
+/// 0700, as kubeadm's MkdirAll makes it); `name` and `ip` become `ours` and `our_ip`, and the kubelet's dated
 /// certificate file names lose their dates.
 fn join_facts(root: &Path, started: i64, (name, ip): (&str, &str), (ours, our_ip): (&str, &str)) -> Facts {
     let kept = [
@@ -57,11 +67,35 @@ fn join_facts(root: &Path, started: i64, (name, ip): (&str, &str), (ours, our_ip
         "var/lib/kubestrap/",
     ];
     let norm = |s: &str| undated(&s.replace(name, ours).replace(ip, our_ip));
-    facts::node(root, started)
+    let all: Facts = facts::node(root, started)
         .into_iter()
         .filter(|(k, _)| kept.iter().any(|p| k.starts_with(p)))
         .map(|(k, v)| (norm(&k), norm(&v)))
-        .collect()
+        .collect();
+    expiry_in_hours(all)
+}
+
+/// "XhYm" as minutes.
+fn minutes(s: &str) -> i64 {
+    let (h, m) = s.trim_end_matches('m').split_once('h').expect("XhYm");
+    h.parse::<i64>().expect("hours") * 60 + m.parse::<i64>().expect("minutes")
+}
+
+/// The twins joined a minute apart, and kubeadm backdates a leaf's notBefore to its CA's: a
+/// certificate's validity and notBefore differ by when each node joined. What both must share
+/// is when it expires, counted from the node's own start: that, to the hour, replaces the two.
+fn expiry_in_hours(mut f: Facts) -> Facts {
+    let certs: Vec<String> = f.keys().filter_map(|k| k.strip_suffix(" validity")).map(str::to_string).collect();
+    for c in certs {
+        let (Some(v), Some(nb)) =
+            (f.remove(&format!("{c} validity")), f.remove(&format!("{c} notBefore before start")))
+        else {
+            continue;
+        };
+        let after = minutes(&v) - minutes(&nb);
+        f.insert(format!("{c} notAfter after start"), format!("{}h", (after + 30).div_euclid(60)));
+    }
+    f
 }
 
 /// `kubelet-client-2026-11-25-18-30-00.pem` as `kubelet-client-DATE.pem`.
@@ -109,6 +143,13 @@ fn compare(c: &Cluster, what: &str, (ours, a): (&str, usize), (twin, b): (&str, 
     let mut mine = join_facts(&host(ours).root, started.0, (ours, &ip_a), (ours, &ip_a));
     theirs.extend(node_facts(c, twin, ours));
     mine.extend(node_facts(c, ours, ours));
+    // etcd's --initial-cluster is the members so far, this node last: the twin joined after us.
+    let initial = "etc/kubernetes/manifests/etcd.yaml spec.containers[etcd].command --initial-cluster";
+    if let (Some(t), Some(m)) = (theirs.remove(initial), mine.remove(initial)) {
+        let me = format!("{ours}=https://{ip_a}:2380");
+        assert_eq!(m, format!("cp-1=https://{CP_ADDR}:2380,{me}"));
+        assert_eq!(t, format!("{m},{me}"), "kubeadm's twin: every member, itself (named as ours) last");
+    }
     assert!(theirs.keys().any(|k| k.starts_with("var/lib/kubelet/config.yaml")), "kubeadm wrote no config.yaml");
     let (n, report) = crate::diff::compare(what, &theirs, &mine);
     println!("{report}");
@@ -135,7 +176,14 @@ fn kubestrap_join_and_kubeadm_join_make_the_same_nodes() {
 
     let cp = fixture!("real/join-control-plane.yaml").replace("{key}", &key);
     let t = (now(), 0);
-    let r = c.join("cp-2", 1, &cp, &[]);
+    // kubeadm mounts the host's CA bundle directories that exist; kubestrap looks under --root.
+    let w = Scratch::new("");
+    for d in CA_DIRS.iter().filter(|d| Path::new("/").join(d).is_dir()) {
+        std::fs::create_dir_all(w.root().join(d)).unwrap();
+    }
+    std::fs::write(w.config(), c.fill_node(&cp, "cp-2", 1, &w.root())).unwrap();
+    let args = ["join", "--config", &w.config(), "--root", &w.root_str()].map(str::to_string).to_vec();
+    let r = c.node("cp-2", 1, w, &[args]).remove(0);
     assert_eq!(r.code(), 0, "{}\n{}", r.stderr(), c.status());
     let t = (t.0, now());
     let r = kubeadm_join(&mut c, "cp-3", 2, &cp);
