@@ -4,19 +4,26 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use super::bins;
 use super::host::Host;
 use super::net::{Lan, Netns};
-use super::proc::wait_for;
+use super::proc::{BIND_THEN_EXEC, wait_for};
 use super::static_pods::probe;
 use crate::common::*;
 
 /// Clusters are heavy for two cores, and share the cgroup roots' names: one at a time.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// Who makes a node: kubestrap, or the real kubeadm v1.37.2.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Tool {
+    Kubestrap,
+    Kubeadm,
+}
 
 /// The first control plane's address; joining nodes take theirs from [`addr`].
 pub const CP_ADDR: &str = "192.0.2.10";
@@ -33,6 +40,8 @@ pub struct Cluster {
     /// The on-disk (or pre-kubelet) run, then the API (post-kubelet) one.
     pub first: Run,
     pub init: Run,
+    /// From the first run's start to the init's end.
+    pub wall: Duration,
     /// cp-1 first, then every node that joined.
     pub hosts: Vec<Host>,
     /// cp-1's namespace: kubestrap, kubectl and curl run here.
@@ -53,6 +62,13 @@ impl Cluster {
     /// [`Cluster::init`] with `cluster_extra` lines added to the ClusterConfiguration (`{port}`
     /// is filled in) and extra init flags.
     pub fn init_with(signing: &str, cluster_extra: &str, flags: &[&str]) -> Cluster {
+        Cluster::init_by(Tool::Kubestrap, signing, cluster_extra, flags, &[])
+    }
+
+    /// A control plane from the init fixture made by `tool`: kubestrap's on-disk then API runs,
+    /// or one `kubeadm init` (the real v1.37.2, its paths bound over cp-1's root); `files`
+    /// (node path, content) are written first.
+    pub fn init_by(tool: Tool, signing: &str, cluster_extra: &str, flags: &[&str], files: &[(&str, &str)]) -> Cluster {
         let lock = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
         let lan = Lan::new();
         let port = free_port();
@@ -68,10 +84,23 @@ impl Cluster {
         ];
         std::fs::write(scratch.config(), fill(fixture!("real/init.yaml"), &vars)).expect("write config");
         let (config, root_arg) = (scratch.config(), scratch.root_str());
+        let root = scratch.root();
+        for (path, text) in files {
+            write_file(&at(&root, path), text);
+        }
+        if tool == Tool::Kubeadm {
+            let mut args = vec!["init", "--config", config.as_str(), "--ignore-preflight-errors=all"];
+            args.extend_from_slice(flags);
+            return Cluster::bring_up(lock, lan, port, scratch, &[], &|host, logs| {
+                run_kubeadm(&host.netns, &root, logs, &args, &|| host.health())
+            });
+        }
         let mut init = vec!["init", "--config", config.as_str(), "--root", root_arg.as_str()];
         init.extend_from_slice(flags);
         let on_disk = ["init", "--on-disk-only", "--config", &config, "--root", &root_arg];
-        Cluster::bring_up(lock, lan, port, scratch, &on_disk, &init)
+        Cluster::bring_up(lock, lan, port, scratch, &on_disk, &|host, logs| {
+            run_watched(&host.netns, &init, logs, &|| host.health())
+        })
     }
 
     /// A control plane from `kubestrap boot` alone: `user_data` (`{port}`, `{cri}`, `{addr}`
@@ -95,31 +124,36 @@ impl Cluster {
         prepare(&lan, &scratch.root(), port);
         let root_arg = scratch.root_str();
         let stage = |s: &'static str| boot_args(s, &root_arg);
-        Cluster::bring_up(lock, lan, port, scratch, &stage("pre-kubelet"), &stage("post-kubelet"))
+        let post = stage("post-kubelet");
+        Cluster::bring_up(lock, lan, port, scratch, &stage("pre-kubelet"), &|host, logs| {
+            run_watched(&host.netns, &post, logs, &|| host.health())
+        })
     }
 
-    /// Runs `first` (the on-disk part) in cp-1's namespace, starts cp-1's host, runs `second`
-    /// (the API part) while watching it, and waits for cp-1 to be Ready.
+    /// Runs `first` (the on-disk part, if any) in cp-1's namespace, starts cp-1's host, runs
+    /// `second` (the API part) while watching it, and waits for cp-1 to be Ready.
     fn bring_up(
         lock: MutexGuard<'static, ()>,
         lan: Lan,
         port: u16,
         scratch: Scratch,
         first: &[&str],
-        second: &[&str],
+        second: &dyn Fn(&Host, &Path) -> Run,
     ) -> Cluster {
         // Outside the scratch dir, so they outlive a failed test.
         let logs = std::env::temp_dir().join(format!("kubestrap-real-logs-{}", std::process::id())).join("cp-1");
         std::fs::create_dir_all(&logs).expect("logs dir");
         let root = scratch.root();
         let netns = lan.host("cp-1", CP_ADDR);
-        let pre = run_in(&netns, first);
+        let started = Instant::now();
+        let pre = if first.is_empty() { Run { out: empty_output() } } else { run_in(&netns, first) };
         assert_eq!(pre.code(), 0, "{first:?} failed:\n{}\n{}", pre.stdout(), pre.stderr());
         let host = Host::start("cp-1", netns, &root, &logs, None, false);
+        let init = second(&host, &logs);
+        let wall = started.elapsed();
         let netns = host.netns.clone();
-        let init = run_watched(&netns, second, &logs, &|| host.health());
-        let c = Cluster { _lock: lock, scratch, port, logs, first: pre, init, hosts: vec![host], netns, lan };
-        assert_eq!(c.init.code(), 0, "{second:?} failed:\n{}\n{}\n{}", c.init.stdout(), c.init.stderr(), c.status());
+        let c = Cluster { _lock: lock, scratch, port, logs, first: pre, init, wall, hosts: vec![host], netns, lan };
+        assert_eq!(c.init.code(), 0, "init failed:\n{}\n{}\n{}", c.init.stdout(), c.init.stderr(), c.status());
         c.wait_ready("cp-1");
         c
     }
@@ -353,4 +387,36 @@ pub fn run_watched(netns: &Netns, args: &[&str], logs: &Path, health: &dyn Fn() 
 /// The node root's path of a node file.
 pub fn at(root: &Path, path: &str) -> PathBuf {
     root.join(path.trim_start_matches('/'))
+}
+
+fn empty_output() -> std::process::Output {
+    use std::os::unix::process::ExitStatusExt;
+    std::process::Output { status: std::process::ExitStatus::from_raw(0), stdout: Vec::new(), stderr: Vec::new() }
+}
+
+/// The real kubeadm with `args` in `netns`, in a mount namespace of its own where the node
+/// root's /etc/kubernetes, /var/lib/kubelet and /var/lib/etcd sit over kubeadm's fixed paths;
+/// fails at once when `health` does. Output goes to `logs`/kubeadm.{out,err}.
+pub fn run_kubeadm(
+    netns: &Netns,
+    root: &Path,
+    logs: &Path,
+    args: &[&str],
+    health: &dyn Fn() -> Result<(), String>,
+) -> Run {
+    let mut cmd = netns.command("unshare");
+    cmd.args(["--mount", "--propagation", "private", "sh", "-c", BIND_THEN_EXEC, "sh"]);
+    for dir in ["etc/kubernetes", "var/lib/kubelet", "var/lib/etcd"] {
+        std::fs::create_dir_all(root.join(dir)).expect("mkdir");
+        cmd.arg(root.join(dir)).arg(Path::new("/").join(dir));
+    }
+    let (out, err) = (logs.join("kubeadm.out"), logs.join("kubeadm.err"));
+    cmd.arg("--").arg(bins::bin("kubeadm")).args(args);
+    cmd.stdout(std::fs::File::create(&out).expect("out")).stderr(std::fs::File::create(&err).expect("err"));
+    let mut child = ChildGuard(cmd.spawn().expect("kubeadm"));
+    let status = wait_for(&format!("kubeadm {args:?}"), Duration::from_secs(600), health, || {
+        child.0.try_wait().expect("wait kubeadm")
+    });
+    let read = |p: &Path| std::fs::read(p).expect("kubeadm output");
+    Run { out: std::process::Output { status, stdout: read(&out), stderr: read(&err) } }
 }

@@ -7,11 +7,8 @@
 //! allow-list (tests/parity/allow.rs) fails the test.
 
 use std::path::Path;
-use std::time::Duration;
 
-use super::bins;
 use super::cluster::*;
-use super::proc::{BIND_THEN_EXEC, wait_for};
 use crate::common::*;
 use crate::facts::{self, Facts};
 
@@ -28,28 +25,15 @@ fn now() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock").as_secs() as i64
 }
 
-/// `kubeadm join --config` on a new node `name` at `addr(i)` rooted in a fresh scratch dir.
-fn kubeadm_join(c: &mut Cluster, name: &str, i: usize, template: &str) -> Run {
+/// `kubeadm join --config` on a new node `name` at `addr(i)` rooted in a fresh scratch dir; its
+/// kubelet starts on bootstrap-kubelet.conf and makes its identity itself.
+pub fn kubeadm_join(c: &mut Cluster, name: &str, i: usize, template: &str) -> Run {
     let w = Scratch::new("");
     std::fs::write(w.config(), c.fill_node(template, name, i, &w.root())).unwrap();
     let (root, config) = (w.root(), w.config());
     c.node_with(name, i, w, true, |c, host, logs| {
-        let mut cmd = host.netns.command("unshare");
-        cmd.args(["--mount", "--propagation", "private", "sh", "-c", BIND_THEN_EXEC, "sh"]);
-        for dir in ["etc/kubernetes", "var/lib/kubelet", "var/lib/etcd"] {
-            std::fs::create_dir_all(root.join(dir)).unwrap();
-            cmd.arg(root.join(dir)).arg(Path::new("/").join(dir));
-        }
-        let (out, err) = (logs.join("kubeadm.out"), logs.join("kubeadm.err"));
-        cmd.arg("--").arg(bins::bin("kubeadm")).args(["join", "--config", &config, "--ignore-preflight-errors=all"]);
-        cmd.stdout(std::fs::File::create(&out).unwrap()).stderr(std::fs::File::create(&err).unwrap());
-        let mut child = ChildGuard(cmd.spawn().expect("kubeadm"));
-        let health = || c.health().and_then(|_| host.health());
-        let status = wait_for(&format!("kubeadm join of {name}"), Duration::from_secs(600), &health, || {
-            child.0.try_wait().expect("wait kubeadm")
-        });
-        let read = |p: &Path| std::fs::read(p).unwrap();
-        Run { out: std::process::Output { status, stdout: read(&out), stderr: read(&err) } }
+        let args = ["join", "--config", &config, "--ignore-preflight-errors=all"];
+        run_kubeadm(&host.netns, &root, logs, &args, &|| c.health().and_then(|_| host.health()))
     })
 }
 

@@ -20,6 +20,7 @@ mod kills;
 mod local_api;
 mod net;
 mod node;
+mod peers;
 mod proc;
 mod rotation;
 mod static_pods;
