@@ -38,9 +38,19 @@ fn audit(c: &Cluster) -> Vec<Value> {
     log.lines().map(|l| serde_json::from_str(l).expect("audit event")).collect()
 }
 
-/// Requests whose user agent starts with `agent`.
-fn by_agent(events: &[Value], agent: &str) -> usize {
-    events.iter().filter(|e| e["userAgent"].as_str().is_some_and(|a| a.starts_with(agent))).count()
+/// Requests whose user agent starts with `agent`; their lines (verb, URI, code) are kept in
+/// the cluster's log directory as `requests-<agent>.txt`.
+fn by_agent(c: &Cluster, events: &[Value], agent: &str) -> usize {
+    let mine: Vec<&Value> =
+        events.iter().filter(|e| e["userAgent"].as_str().is_some_and(|a| a.starts_with(agent))).collect();
+    let lines: String = mine
+        .iter()
+        .map(|e| format!("{} {} {}\n", e["verb"], e["requestURI"], e["responseStatus"]["code"]))
+        .collect();
+    let file = c.logs.join(format!("requests-{}.txt", agent.trim_end_matches('/')));
+    std::fs::write(&file, lines).expect("requests file");
+    println!("peers: {agent} requests listed in {}", file.display());
+    mine.len()
 }
 
 /// A joining node's requests: from its address, before it has a node identity (anonymous
@@ -66,7 +76,7 @@ fn secs(d: Duration) -> f64 {
 #[test]
 fn init_and_join_beside_kubeadm() {
     let (mut c, ks_ready) = init(Tool::Kubestrap);
-    let ks_init = (c.wall, by_agent(&audit(&c), "kubestrap/"));
+    let ks_init = (c.wall, by_agent(&c, &audit(&c), "kubestrap/"));
     c.wait_cluster_info_signed();
 
     let t = Instant::now();
@@ -87,7 +97,7 @@ fn init_and_join_beside_kubeadm() {
     drop(c);
 
     let (c, ka_ready) = init(Tool::Kubeadm);
-    let ka_init = (c.wall, by_agent(&audit(&c), "kubeadm/"));
+    let ka_init = (c.wall, by_agent(&c, &audit(&c), "kubeadm/"));
     assert!(c.init.stdout().contains("Your Kubernetes control-plane has initialized successfully"));
     drop(c);
 
