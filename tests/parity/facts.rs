@@ -11,6 +11,16 @@ use std::path::Path;
 
 pub type Facts = BTreeMap<String, String>;
 
+/// kubeadm's optional CA bundle dirs, mounted into the API server and controller-manager when
+/// they exist: kubestrap looks under its --root, so the test mirrors the host's there.
+pub const CA_DIRS: &[&str] = &[
+    "etc/ca-certificates",
+    "etc/pki/ca-trust",
+    "etc/pki/tls/certs",
+    "usr/local/share/ca-certificates",
+    "usr/share/ca-certificates",
+];
+
 /// The trees init writes to (var/lib for kubelet, etcd and kubestrap's own state). Their roots'
 /// modes are not compared: kubeadm's are tmpfs mount points.
 const TREES: &[&str] = &["etc/kubernetes", "var/lib"];

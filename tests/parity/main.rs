@@ -21,16 +21,6 @@ fn now() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock").as_secs() as i64
 }
 
-/// kubeadm's optional CA bundle dirs, mounted into the API server and controller-manager when
-/// they exist: kubestrap looks under its --root, so the test mirrors the host's there.
-const CA_DIRS: &[&str] = &[
-    "etc/ca-certificates",
-    "etc/pki/ca-trust",
-    "etc/pki/tls/certs",
-    "usr/local/share/ca-certificates",
-    "usr/share/ca-certificates",
-];
-
 /// Runs both on `config` and compares their nodes.
 fn parity(name: &str, config: &str) {
     let s = Scratch::new(config);
@@ -45,7 +35,7 @@ fn parity(name: &str, config: &str) {
     ] {
         assert!(theirs.contains_key(&format!("{f} <mode>")), "kubeadm wrote no {f}");
     }
-    for d in CA_DIRS.iter().filter(|d| Path::new("/").join(d).is_dir()) {
+    for d in facts::CA_DIRS.iter().filter(|d| Path::new("/").join(d).is_dir()) {
         std::fs::create_dir_all(s.root().join(d)).expect("mkdir CA dir");
     }
     let started = now();

@@ -12,15 +12,6 @@ use super::cluster::*;
 use crate::common::*;
 use crate::facts::{self, Facts};
 
-/// kubeadm's optional CA bundle directories (as in tests/parity).
-const CA_DIRS: &[&str] = &[
-    "etc/ca-certificates",
-    "etc/pki/ca-trust",
-    "etc/pki/tls/certs",
-    "usr/local/share/ca-certificates",
-    "usr/share/ca-certificates",
-];
-
 fn now() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock").as_secs() as i64
 }
@@ -162,7 +153,7 @@ fn kubestrap_join_and_kubeadm_join_make_the_same_nodes() {
     let t = (now(), 0);
     // kubeadm mounts the host's CA bundle directories that exist; kubestrap looks under --root.
     let w = Scratch::new("");
-    for d in CA_DIRS.iter().filter(|d| Path::new("/").join(d).is_dir()) {
+    for d in facts::CA_DIRS.iter().filter(|d| Path::new("/").join(d).is_dir()) {
         std::fs::create_dir_all(w.root().join(d)).unwrap();
     }
     std::fs::write(w.config(), c.fill_node(&cp, "cp-2", 1, &w.root())).unwrap();

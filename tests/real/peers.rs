@@ -43,10 +43,8 @@ fn audit(c: &Cluster) -> Vec<Value> {
 fn by_agent(c: &Cluster, events: &[Value], agent: &str) -> usize {
     let mine: Vec<&Value> =
         events.iter().filter(|e| e["userAgent"].as_str().is_some_and(|a| a.starts_with(agent))).collect();
-    let lines: String = mine
-        .iter()
-        .map(|e| format!("{} {} {}\n", e["verb"], e["requestURI"], e["responseStatus"]["code"]))
-        .collect();
+    let lines: String =
+        mine.iter().map(|e| format!("{} {} {}\n", e["verb"], e["requestURI"], e["responseStatus"]["code"])).collect();
     let file = c.logs.join(format!("requests-{}.txt", agent.trim_end_matches('/')));
     std::fs::write(&file, lines).expect("requests file");
     println!("peers: {agent} requests listed in {}", file.display());
