@@ -3,9 +3,10 @@
 //!
 //! Each layer has its own typed error that carries the context where the failure happened (the
 //! file, field, URL, socket or object): [`PkiError`], [`KubeconfigError`], [`ApiError`],
-//! [`CsrError`], [`SourceError`], and so on. They become an [`Error`] through the `From` impls
-//! below, which are the one place that decides which [`Kind`] (and so which exit code) each
-//! failure gets; `?` does the conversion.
+//! [`CsrError`], [`SourceError`], [`FsError`], and so on. They become an [`Error`] through the
+//! `From` impls below, which are the one place that decides which [`Kind`] (and so which exit
+//! code) each failure gets; `?` does the conversion. Errors flow one way: lower layers never
+//! name this module, only the drivers that run them (commands, phases, join, boot, status).
 
 use std::fmt;
 
