@@ -466,6 +466,11 @@ pub struct ConfigMigrate {
     pub new_config: Option<PathBuf>,
 }
 
+/// A command line kubestrap cannot run: the parser's words, any token secret redacted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
 /// What a command line asked for.
 #[derive(Debug)]
 pub enum Parsed {
@@ -478,26 +483,25 @@ pub enum Parsed {
 /// every flag, `--switch=true|false`, the last of a repeated single-valued flag winning, klog's
 /// `--v=N` anywhere. `argv[0]` is the program name, as in `std::env::args()`. Errors are usage
 /// errors (exit 2) with any token secret redacted; help comes back as [`Parsed::Help`].
-pub fn parse(argv: &[String]) -> Result<Parsed, crate::error::Error> {
-    use crate::error::Error;
+pub fn parse(argv: &[String]) -> Result<Parsed, UsageError> {
     let program =
         argv.first().and_then(|p| std::path::Path::new(p).file_name()).and_then(|n| n.to_str()).unwrap_or("kubestrap");
     let args = argv.get(1..).unwrap_or_default();
-    let words = crate::argv::rewrite(args).map_err(|m| Error::usage(crate::argv::redact(&m, args)))?;
+    let words = crate::argv::rewrite(args).map_err(|m| UsageError(crate::argv::redact(&m, args)))?;
     let strs: Vec<&str> = words.iter().map(String::as_str).collect();
     match Cli::from_args(&[program], &strs) {
         Ok(cli) => Ok(Parsed::Run(Box::new(cli))),
         Err(exit) if exit.status.is_ok() => Ok(Parsed::Help(exit.output)),
-        Err(exit) => Err(Error::usage(crate::argv::redact(exit.output.trim(), args))),
+        Err(exit) => Err(UsageError(crate::argv::redact(exit.output.trim(), args))),
     }
 }
 
 /// [`parse`] for callers that run what they parse (the CLI, and `kubeadm init|join ...` lines
 /// found in user-data): a request for help is a usage error there.
-pub fn parse_args(argv: &[String]) -> Result<Cli, crate::error::Error> {
+pub fn parse_args(argv: &[String]) -> Result<Cli, UsageError> {
     match parse(argv)? {
         Parsed::Run(cli) => Ok(*cli),
-        Parsed::Help(_) => Err(crate::error::Error::usage("--help asks for help, not for a command to run")),
+        Parsed::Help(_) => Err(UsageError("--help asks for help, not for a command to run".into())),
     }
 }
 
@@ -505,7 +509,7 @@ pub fn parse_args(argv: &[String]) -> Result<Cli, crate::error::Error> {
 mod tests {
     use super::*;
 
-    fn parse_words(s: &str) -> Result<Parsed, crate::error::Error> {
+    fn parse_words(s: &str) -> Result<Parsed, UsageError> {
         let argv: Vec<String> = std::iter::once("kubestrap").chain(s.split_whitespace()).map(str::to_string).collect();
         parse(&argv)
     }
@@ -537,13 +541,12 @@ mod tests {
 
     #[test]
     fn errors_are_usage_errors_without_secrets() {
-        let e = parse_words("join --tokn=abcdef.0123456789abcdef 10.0.0.1:6443").unwrap_err();
-        assert_eq!(e.kind, crate::error::Kind::Usage);
-        assert!(e.message.contains("--tokn") && !e.message.contains("0123456789abcdef"), "{}", e.message);
-        let e = parse_words("init --apiserver-bind-port=abc").unwrap_err();
-        assert!(e.message.contains("--apiserver-bind-port"), "{}", e.message);
-        let e = parse_words("init --dry-run=maybe").unwrap_err();
-        assert_eq!(e.kind, crate::error::Kind::Usage);
+        // The type is the usage error (error.rs gives it exit 2).
+        let UsageError(m) = parse_words("join --tokn=abcdef.0123456789abcdef 10.0.0.1:6443").unwrap_err();
+        assert!(m.contains("--tokn") && !m.contains("0123456789abcdef"), "{m}");
+        let UsageError(m) = parse_words("init --apiserver-bind-port=abc").unwrap_err();
+        assert!(m.contains("--apiserver-bind-port"), "{m}");
+        assert!(parse_words("init --dry-run=maybe").is_err());
     }
 
     #[test]

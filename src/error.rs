@@ -3,18 +3,21 @@
 //!
 //! Each layer has its own typed error that carries the context where the failure happened (the
 //! file, field, URL, socket or object): [`PkiError`], [`KubeconfigError`], [`ApiError`],
-//! [`CsrError`], [`SourceError`], and so on. They become an [`Error`] through the `From` impls
-//! below, which are the one place that decides which [`Kind`] (and so which exit code) each
-//! failure gets; `?` does the conversion.
+//! [`CsrError`], [`SourceError`], [`FsError`], and so on. They become an [`Error`] through the
+//! `From` impls below, which are the one place that decides which [`Kind`] (and so which exit
+//! code) each failure gets; `?` does the conversion. Errors flow one way: lower layers never
+//! name this module, only the drivers that run them (commands, phases, join, boot, status).
 
 use std::fmt;
 
-use crate::config::ConfigError;
+use crate::cli::UsageError;
 use crate::config::values::ValueError;
+use crate::config::{ConfigError, LoadError};
 use crate::csr::CsrError;
 use crate::datasource::SourceError;
 use crate::discovery::{BadToken, DiscoveryProblem, PinError};
 use crate::etcd::EtcdError;
+use crate::fsutil::FsError;
 use crate::host::HostError;
 use crate::kube::ApiError;
 use crate::kube::paths::PathError;
@@ -26,6 +29,8 @@ use crate::pki::copycerts::CopyCertsError;
 use crate::pki::keys::KeyProblem;
 use crate::preflight::PreflightError;
 use crate::preflight::cri::CriError;
+use crate::retry::GaveUp;
+use crate::token::RandomError;
 
 /// What went wrong, coarsely: enough to choose an exit code and a hint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -155,8 +160,17 @@ fn kubeconfig_kind(e: &KubeconfigError) -> Kind {
     }
 }
 
+fn api_kind(e: &ApiError) -> Kind {
+    match e {
+        ApiError::Kubeconfig(k) => kubeconfig_kind(k),
+        _ => Kind::Runtime,
+    }
+}
+
 layer! {
+    UsageError => |_e| Kind::Usage;
     ConfigError => |_e| Kind::Config;
+    LoadError => |_e| Kind::Config;
     ValueError => |_e| Kind::Config;
     PreflightError => |_e| Kind::Preflight;
 
@@ -164,8 +178,20 @@ layer! {
     CertProblem => |_e| Kind::State;
     KeyProblem => |_e| Kind::State;
     PkiError => |e| match e {
-        PkiError::Cert { .. } | PkiError::Key { .. } | PkiError::Rejected { .. } => Kind::State,
-        PkiError::Generate { .. } | PkiError::GeneratorPanicked | PkiError::Random => Kind::Runtime,
+        PkiError::Cert { .. }
+        | PkiError::Key { .. }
+        | PkiError::Rejected { .. }
+        | PkiError::MissingCa { .. }
+        | PkiError::MissingKey { .. }
+        | PkiError::ExternalCaLeaf { .. }
+        | PkiError::PublicWithoutKey { .. }
+        | PkiError::PublicMismatch { .. } => Kind::State,
+        PkiError::Generate { .. }
+        | PkiError::GeneratorPanicked
+        | PkiError::Random
+        | PkiError::Sign { .. }
+        | PkiError::Issued(_)
+        | PkiError::Fs(_) => Kind::Runtime,
     };
 
     // A wrong or malformed certificate key is the operator's input; randomness is the machine's.
@@ -175,10 +201,7 @@ layer! {
     };
 
     KubeconfigError => |e| kubeconfig_kind(e);
-    ApiError => |e| match e {
-        ApiError::Kubeconfig(k) => kubeconfig_kind(k),
-        _ => Kind::Runtime,
-    };
+    ApiError => |e| api_kind(e);
     // An object of ours without a REST path is a bug, not bad input.
     PathError => |_e| Kind::Runtime;
     RenderError => |_e| Kind::Runtime;
@@ -210,10 +233,15 @@ layer! {
         _ => Kind::Runtime,
     };
     HostError => |_e| Kind::Runtime;
+    // The node's disk, the machine's randomness, and a wait that ran out: never the input.
+    FsError => |_e| Kind::Runtime;
+    RandomError => |_e| Kind::Runtime;
+    GaveUp => |_e| Kind::Runtime;
     CriError => |_e| Kind::Runtime;
     // A missing or unreadable etcd client certificate is on-disk state; the rest is runtime.
     EtcdError => |e| match e {
         EtcdError::MissingFile { .. } | EtcdError::BadCredentials { .. } => Kind::State,
+        EtcdError::Api(a) => api_kind(a),
         _ => Kind::Runtime,
     };
 }
@@ -251,6 +279,32 @@ mod tests {
         assert_eq!(e.kind, Kind::Runtime);
         let e: Error = TokenError::TtlTooLong.into();
         assert_eq!(e.kind, Kind::Config);
+    }
+
+    #[test]
+    fn lower_layers_keep_the_exit_codes_they_had() {
+        let code = |e: Error| (e.kind, e.kind.exit_code());
+        assert_eq!(code(UsageError("unknown flag --x".into()).into()), (Kind::Usage, 2));
+        let e = PreflightError { lines: vec!["\t[ERROR Swap]: swap is on".into()], names: vec!["Swap".into()] };
+        assert_eq!(code(e.into()), (Kind::Preflight, 3));
+        assert_eq!(code(ConfigError::file("u", "bad".into()).into()), (Kind::Config, 2));
+        let read = LoadError::Read { path: "/c.yaml".into(), source: std::io::ErrorKind::NotFound.into() };
+        let e = Error::from(read);
+        assert_eq!((e.kind, e.message.as_str()), (Kind::Config, "reading config /c.yaml: entity not found"));
+        let fs = FsError { op: "renaming into", path: "/etc/k".into(), source: std::io::ErrorKind::Other.into() };
+        let e = Error::from(fs);
+        assert_eq!((e.kind, e.message.as_str()), (Kind::Runtime, "renaming into /etc/k: other error"));
+        let e: Error =
+            PkiError::Fs(FsError { op: "reading", path: "/p".into(), source: std::io::ErrorKind::Other.into() }).into();
+        assert_eq!((e.kind, e.message.as_str()), (Kind::Runtime, "reading /p: other error"));
+        assert_eq!(code(PkiError::MissingCa { crt: "/pki/ca.crt".into() }.into()), (Kind::State, 2));
+        assert_eq!(code(RandomError.into()), (Kind::Runtime, 1));
+        let gave_up =
+            GaveUp { what: "w".into(), waited: std::time::Duration::from_secs(3), attempts: 2, reason: "r".into() };
+        let e = Error::from(EtcdError::from(gave_up));
+        assert_eq!((e.kind, e.message.as_str()), (Kind::Runtime, "w: gave up after 3s (2 attempts); last reason: r"));
+        let e = EtcdError::Api(ApiError::Kubeconfig(KubeconfigError::NoContext { name: "x".into() }));
+        assert_eq!(code(e.into()), (Kind::State, 2));
     }
 
     #[test]

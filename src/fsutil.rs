@@ -19,8 +19,26 @@ use std::path::{Component, Path, PathBuf};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::error::{Context, Error, Result};
 use crate::paths::{self, Dir, File as NodeFile};
+
+/// A filesystem call that failed: what was being done, to which path (on this machine's disk),
+/// and the OS error.
+#[derive(Debug, thiserror::Error)]
+#[error("{op} {}: {source}", .path.display())]
+pub struct FsError {
+    /// "reading", "writing", "renaming into", ...: the verb of the message.
+    pub op: &'static str,
+    pub path: PathBuf,
+    pub source: std::io::Error,
+}
+
+type Result<T, E = FsError> = std::result::Result<T, E>;
+
+/// `map_err(at("reading", path))`: an I/O error of `op` on `path`.
+fn at(op: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> FsError {
+    let path = path.to_path_buf();
+    move |source| FsError { op, path, source }
+}
 
 /// One file in the dry-run plan.
 #[derive(Debug, Clone, Serialize)]
@@ -95,7 +113,7 @@ impl NodeFs {
         match fs::read(&real) {
             Ok(b) => Ok(Some(b)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(Error::runtime(format!("reading {}: {e}", real.display()))),
+            Err(e) => Err(at("reading", &real)(e)),
         }
     }
 
@@ -136,7 +154,7 @@ impl NodeFs {
             return Ok(());
         }
         let tmp = temp_name(&real);
-        write_temp(&tmp, data, mode).ctx(format_args!("writing {}", real.display()))?;
+        write_temp(&tmp, data, mode).map_err(at("writing", &real))?;
         self.staged.borrow_mut().push(Staged { tmp, target: real });
         self.overlay.borrow_mut().insert(host_path.to_string(), data.to_vec());
         Ok(())
@@ -174,7 +192,7 @@ impl NodeFs {
         }
         let tmp = temp_name(&real);
         let _ = fs::remove_file(&tmp);
-        std::os::unix::fs::symlink(target, &tmp).ctx(format_args!("linking {}", real.display()))?;
+        std::os::unix::fs::symlink(target, &tmp).map_err(at("linking", &real))?;
         self.staged.borrow_mut().push(Staged { tmp, target: real });
         Ok(())
     }
@@ -190,7 +208,7 @@ impl NodeFs {
         match fs::remove_file(&real) {
             Ok(()) => sync_filesystems(&[real.parent().unwrap_or(Path::new("/"))]),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(Error::runtime(format!("removing {}: {e}", real.display()))),
+            Err(e) => Err(at("removing", &real)(e)),
         }
     }
 
@@ -205,7 +223,7 @@ impl NodeFs {
         let t = std::time::Instant::now();
         let result = sync_filesystems(&dirs).and_then(|()| {
             for s in &staged {
-                fs::rename(&s.tmp, &s.target).ctx(format_args!("renaming into {}", s.target.display()))?;
+                fs::rename(&s.tmp, &s.target).map_err(at("renaming into", &s.target))?;
             }
             sync_filesystems(&dirs)
         });
@@ -240,7 +258,7 @@ impl NodeFs {
     fn make_parents(&self, host_path: &str) -> Result<()> {
         let Some(parent) = Path::new(host_path).parent() else { return Ok(()) };
         if !self.root.is_dir() {
-            fs::create_dir_all(&self.root).ctx(format_args!("creating the node root {}", self.root.display()))?;
+            fs::create_dir_all(&self.root).map_err(at("creating the node root", &self.root))?;
         }
         let mut host = PathBuf::from("/");
         for c in parent.components() {
@@ -306,12 +324,11 @@ impl NodeFs {
             .truncate(false)
             .mode(paths::RUN_LOCK.mode)
             .open(&path)
-            .ctx(format_args!("opening {}", path.display()))?;
+            .map_err(at("opening", &path))?;
         use rustix::fs::{FlockOperation, flock};
         if flock(&f, FlockOperation::NonBlockingLockExclusive).is_err() {
             log::info!("[lock] another kubestrap run holds {}; waiting for it to finish", path.display());
-            flock(&f, FlockOperation::LockExclusive)
-                .map_err(|e| Error::runtime(format!("locking {}: {e}", path.display())))?;
+            flock(&f, FlockOperation::LockExclusive).map_err(|e| at("locking", &path)(e.into()))?;
             log::info!("[lock] the other run finished; continuing from what it left");
         }
         Ok(Some(RunLock { _file: f }))
@@ -326,10 +343,9 @@ pub fn hex(bytes: &[u8]) -> String {
 /// Creates one directory with `mode`; an existing one keeps its mode (as Go's MkdirAll).
 fn create_dir(dir: &Path, mode: u32) -> Result<()> {
     match fs::create_dir(dir) {
-        Ok(()) => fs::set_permissions(dir, fs::Permissions::from_mode(mode))
-            .ctx(format_args!("setting mode of {}", dir.display())),
+        Ok(()) => fs::set_permissions(dir, fs::Permissions::from_mode(mode)).map_err(at("setting mode of", dir)),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        Err(e) => Err(Error::runtime(format!("creating directory {}: {e}", dir.display()))),
+        Err(e) => Err(at("creating directory", dir)(e)),
     }
 }
 
@@ -357,12 +373,11 @@ fn write_temp(tmp: &Path, data: &[u8], mode: u32) -> std::io::Result<()> {
 fn sync_filesystems(dirs: &[&Path]) -> Result<()> {
     let mut seen = Vec::new();
     for d in dirs {
-        let f = File::open(d).ctx(format_args!("opening {}", d.display()))?;
-        let dev = f.metadata().ctx(format_args!("stat {}", d.display()))?.dev();
+        let f = File::open(d).map_err(at("opening", d))?;
+        let dev = f.metadata().map_err(at("stat", d))?.dev();
         if !seen.contains(&dev) {
             seen.push(dev);
-            rustix::fs::syncfs(&f)
-                .map_err(|e| Error::runtime(format!("syncing the filesystem of {}: {e}", d.display())))?;
+            rustix::fs::syncfs(&f).map_err(|e| at("syncing the filesystem of", d)(e.into()))?;
         }
     }
     Ok(())
@@ -391,7 +406,7 @@ fn replace(path: &Path, data: &[u8], mode: u32, durable: bool) -> Result<()> {
     if result.is_err() {
         let _ = fs::remove_file(&tmp);
     }
-    result.ctx(format_args!("writing {}", path.display()))
+    result.map_err(at("writing", path))
 }
 
 /// Is this a temp file left by an interrupted atomic write?

@@ -15,7 +15,7 @@ fn main() {
         }
         Err(e) => {
             kubestrap::logging::init(false);
-            fail(e)
+            fail(e.into())
         }
     };
     kubestrap::logging::init(cli.verbose);

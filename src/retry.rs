@@ -34,13 +34,23 @@ impl Backoff {
     }
 }
 
-/// What one attempt says.
-pub enum Attempt<T> {
+/// What one attempt says; `E` is the caller's error type.
+pub enum Attempt<T, E> {
     Done(T),
     /// Not yet; the reason is logged and the attempt repeated.
     Wait(String),
     /// Give up now.
-    Fail(crate::error::Error),
+    Fail(E),
+}
+
+/// The deadline passed while an attempt still said "not yet".
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{what}: gave up after {:.0?} ({attempts} attempts); last reason: {reason}", .waited)]
+pub struct GaveUp {
+    pub what: String,
+    pub waited: Duration,
+    pub attempts: u32,
+    pub reason: String,
 }
 
 /// How to retry: what is being waited for (for messages), the log tag, the time budget, the
@@ -55,8 +65,9 @@ pub struct Retry<'a> {
 
 impl Retry<'_> {
     /// Repeats `f` until it is done, fails, or the timeout passes (then the last reason is the
-    /// error, with the number of attempts).
-    pub fn run<T>(&self, mut f: impl FnMut() -> Attempt<T>) -> crate::error::Result<T> {
+    /// error, with the number of attempts). Each layer keeps its own error type `E`: it only
+    /// has to hold a [`GaveUp`].
+    pub fn run<T, E: From<GaveUp>>(&self, mut f: impl FnMut() -> Attempt<T, E>) -> Result<T, E> {
         let started = self.clock.now();
         let deadline = started + self.timeout;
         let mut n = 0u32;
@@ -69,12 +80,13 @@ impl Retry<'_> {
                 Attempt::Wait(reason) => {
                     let now = self.clock.now();
                     if now >= deadline {
-                        return Err(crate::error::Error::runtime(format!(
-                            "{}: gave up after {:.0?} ({} attempts); last reason: {reason}",
-                            self.what,
-                            now - started,
-                            n + 1
-                        )));
+                        return Err(GaveUp {
+                            what: self.what.to_string(),
+                            waited: now - started,
+                            attempts: n + 1,
+                            reason,
+                        }
+                        .into());
                     }
                     let repeat = shown.as_ref().is_some_and(|(at, r)| *r == reason && now - *at < REPEAT_INFO_EVERY);
                     if repeat {
@@ -119,9 +131,9 @@ mod tests {
         let clock = FakeClock::new();
         let b = Backoff { initial: Duration::from_secs(1), max: Duration::from_secs(5), hold: 0 };
         let r = Retry { what: "waiting", tag: "test", timeout: Duration::from_secs(60), backoff: &b, clock: &clock };
-        let e = r.run::<()>(|| Attempt::Wait("nope".into())).unwrap_err();
-        assert!(e.message.contains("last reason: nope"), "{}", e.message);
-        assert!(e.message.contains("gave up after 60s"), "{}", e.message);
+        let e = r.run::<(), GaveUp>(|| Attempt::Wait("nope".into())).unwrap_err().to_string();
+        assert!(e.contains("last reason: nope"), "{e}");
+        assert!(e.contains("gave up after 60s"), "{e}");
         assert_eq!(clock.elapsed(), Duration::from_secs(60));
         // Capped at 5 s (+25%): at least 60 / 6.25 waits, every one with the reason.
         let waits = clock.waits();
@@ -129,7 +141,7 @@ mod tests {
         assert!(waits.iter().all(|w| w.why == "nope" && w.duration <= Duration::from_millis(6250)));
         let mut i = 0;
         let v = r
-            .run(|| {
+            .run::<_, GaveUp>(|| {
                 i += 1;
                 if i == 3 { Attempt::Done(i) } else { Attempt::Wait("not yet".into()) }
             })

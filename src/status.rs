@@ -131,7 +131,7 @@ impl<'a> Reporter<'a> {
         // not fsynced (a first boot writes it ~20 times).
         let written = serde_json::to_vec_pretty(&*self.status.borrow())
             .map_err(|e| crate::error::Error::runtime(format!("encoding {}: {e}", paths::STATUS)))
-            .and_then(|json| self.fs.write_unsynced(&paths::STATUS, &json));
+            .and_then(|json| Ok(self.fs.write_unsynced(&paths::STATUS, &json)?));
         if let Err(e) = written {
             log::warn!("[status] {e}");
         }

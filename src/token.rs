@@ -67,10 +67,15 @@ fn random_chars(n: usize) -> Result<String, ring::error::Unspecified> {
     Ok(out)
 }
 
+/// The system random generator failed: no token can be made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the system random generator failed")]
+pub struct RandomError;
+
 /// A fresh token `<id>.<secret>`.
-pub fn generate() -> crate::error::Result<String> {
-    let id = random_chars(6).map_err(|_| crate::error::Error::runtime("the system random generator failed"))?;
-    let secret = random_chars(16).map_err(|_| crate::error::Error::runtime("the system random generator failed"))?;
+pub fn generate() -> Result<String, RandomError> {
+    let id = random_chars(6).map_err(|_| RandomError)?;
+    let secret = random_chars(16).map_err(|_| RandomError)?;
     Ok(format!("{id}.{secret}"))
 }
 

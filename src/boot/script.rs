@@ -95,7 +95,7 @@ impl<'a> Progress<'a> {
         step()?;
         self.done = index + 1;
         self.fs.write(&self.file, self.done.to_string().as_bytes())?;
-        self.fs.commit()
+        Ok(self.fs.commit()?)
     }
 }
 
@@ -118,10 +118,13 @@ pub fn commands(
                     let mut data = if *append { fs.read(path)?.unwrap_or_default() } else { Vec::new() };
                     data.extend_from_slice(text.as_bytes());
                     fs.write(&paths::File::at(path.clone(), REDIRECT_MODE), &data)?;
-                    fs.commit()
+                    Ok(fs.commit()?)
                 }
                 Action::Mkdir(dirs) => {
-                    dirs.iter().try_for_each(|d| fs.mkdir(&paths::Dir { path: d.clone(), mode: paths::DIR_DEFAULT }))
+                    let made = dirs
+                        .iter()
+                        .try_for_each(|d| fs.mkdir(&paths::Dir { path: d.clone(), mode: paths::DIR_DEFAULT }));
+                    Ok(made?)
                 }
             }
             .map_err(|e| e.context(format_args!("{} `{shown}`", c.origin)))

@@ -64,7 +64,7 @@ fn migrate(m: cli::ConfigMigrate) -> Result<()> {
     }
     match m.new_config {
         // 0600, not kubeadm's 0644: the documents may hold a bootstrap token.
-        Some(new) => crate::fsutil::atomic_write(&new, out.as_bytes(), crate::paths::PRIVATE),
+        Some(new) => Ok(crate::fsutil::atomic_write(&new, out.as_bytes(), crate::paths::PRIVATE)?),
         None => write_stdout(&out),
     }
 }

@@ -211,7 +211,7 @@ fn preflight(p: cli::Preflight) -> Result<()> {
     if json {
         print_json(&report)?;
     }
-    crate::preflight::enforce(&report)
+    Ok(crate::preflight::enforce(&report)?)
 }
 
 fn boot(b: cli::Boot) -> Result<()> {

@@ -46,13 +46,23 @@ impl fmt::Display for ConfigError {
     }
 }
 
+impl std::error::Error for ConfigError {}
+
+/// Why an init config file could not be loaded: unreadable, or not a valid config.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("reading config {path}: {source}")]
+    Read { path: String, source: std::io::Error },
+    #[error(transparent)]
+    Invalid(#[from] ConfigError),
+}
+
 /// Reads and resolves an init config file (or the built-in defaults when `path` is None).
-pub fn load_init(path: Option<&std::path::Path>, host: &HostFacts) -> crate::error::Result<InitConfig> {
+pub fn load_init(path: Option<&std::path::Path>, host: &HostFacts) -> Result<InitConfig, LoadError> {
     let docs = match path {
         Some(p) => {
             let source = p.display().to_string();
-            let bytes =
-                std::fs::read(p).map_err(|e| crate::error::Error::config(format!("reading config {source}: {e}")))?;
+            let bytes = std::fs::read(p).map_err(|e| LoadError::Read { path: source.clone(), source: e })?;
             let text = String::from_utf8(bytes).map_err(|e| {
                 ConfigError::file(&source, format!("is not UTF-8 text (byte {})", e.utf8_error().valid_up_to()))
             })?;

@@ -419,7 +419,7 @@ fn validate_token(c: &Ctx, path: &str, t: &mut BootstrapToken) -> Result<(), Con
     // kubeadm's SetBootstrapTokensDynamicDefaults: an entry without a token gets a random one.
     if t.token.is_empty() {
         t.token = crate::token::generate()
-            .map_err(|e| c.err(&format!("{path}.token"), format!("could not generate a token: {}", e.message)))?;
+            .map_err(|e| c.err(&format!("{path}.token"), format!("could not generate a token: {e}")))?;
     }
     // Never echo the value: it carries the token secret.
     if !crate::token::is_valid_token(&t.token) {

@@ -35,8 +35,6 @@ use std::time::Duration;
 
 use crate::clock::Clock;
 
-use crate::error::Error;
-
 /// Default IMDS address (EC2 and the many clouds that copy it).
 pub const DEFAULT_IMDS_BASE: &str = "http://169.254.169.254";
 /// Where read-only datasource filesystems are mounted while they are read.
@@ -216,7 +214,7 @@ pub trait Datasource {
 }
 
 /// The sources in detection order, after applying any override (see the module docs).
-pub fn sources(env: &Env) -> Result<Vec<Box<dyn Datasource>>, Error> {
+pub fn sources(env: &Env) -> Result<Vec<Box<dyn Datasource>>, SourceError> {
     let over = cmdline::Override::from_env(env)?;
     let http_timeout = crate::timeouts::DATASOURCE_HTTP;
     let all = || -> Vec<Box<dyn Datasource>> {
@@ -250,7 +248,7 @@ pub fn sources(env: &Env) -> Result<Vec<Box<dyn Datasource>>, Error> {
 /// Finds the node's datasource, retrying (`timeouts::DATASOURCE_BACKOFF`) until `timeout` has
 /// passed, then reads the `kubestrap.*` credentials into the result. The error lists every
 /// source's last reason.
-pub fn detect(env: &Env, timeout: Duration, clock: &dyn Clock) -> Result<Gathered, Error> {
+pub fn detect(env: &Env, timeout: Duration, clock: &dyn Clock) -> Result<Gathered, SourceError> {
     let start = clock.now();
     let deadline = start + timeout;
     let mut round = 0;
@@ -281,7 +279,7 @@ pub fn detect(env: &Env, timeout: Duration, clock: &dyn Clock) -> Result<Gathere
         }
         let now = clock.now();
         if now >= deadline {
-            return Err(SourceError::NotFound { waited: now.duration_since(start), reasons }.into());
+            return Err(SourceError::NotFound { waited: now.duration_since(start), reasons });
         }
         let why = format!("no datasource yet: {}", reasons.join("; "));
         log::debug!("{why}");

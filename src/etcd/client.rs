@@ -68,7 +68,7 @@ impl Credentials {
             match fs.read(&path) {
                 Ok(Some(b)) => Ok((path, b)),
                 Ok(None) => Err(EtcdError::MissingFile { path }),
-                Err(e) => Err(EtcdError::BadCredentials { path, detail: e.message }),
+                Err(e) => Err(EtcdError::BadCredentials { path, detail: e.to_string() }),
             }
         };
         Ok(Credentials {

@@ -60,7 +60,7 @@ pub fn endpoints_from_pods(pod_list: &Value) -> Result<Vec<String>, EtcdError> {
 
 /// Lists the etcd Pods through the API until every one carries its endpoint (kubeadm: every
 /// 500 ms for up to the 1 m API call timeout).
-pub fn endpoints_from_cluster(api: &kube::Client, clock: &dyn Clock) -> crate::error::Result<Vec<String>> {
+pub fn endpoints_from_cluster(api: &kube::Client, clock: &dyn Clock) -> Result<Vec<String>, EtcdError> {
     let retry = Retry {
         what: "reading the etcd endpoints from the etcd Pods",
         tag: "etcd",
@@ -75,7 +75,7 @@ pub fn endpoints_from_cluster(api: &kube::Client, clock: &dyn Clock) -> crate::e
         },
         Ok(None) => Attempt::Wait(format!("{ETCD_PODS}: not found")),
         Err(e) if e.is_transient() => Attempt::Wait(e.to_string()),
-        Err(e) => Attempt::Fail(e.into()),
+        Err(e) => Attempt::Fail(EtcdError::Api(e)),
     })
 }
 

@@ -1,6 +1,7 @@
 //! What went wrong talking to etcd: which endpoint, which call, and whether waiting can help.
 
 use crate::kube::{ApiError, Transport};
+use crate::retry::GaveUp;
 
 /// gRPC status codes etcd's gateway puts in `"code"` (the ones we act on).
 pub mod grpc {
@@ -46,6 +47,12 @@ pub enum EtcdError {
     /// The etcd Pods of a PodList cannot give endpoints.
     #[error("etcd Pods: {0}")]
     Pods(String),
+    /// The API server refused or failed listing the etcd Pods.
+    #[error(transparent)]
+    Api(ApiError),
+    /// A retried call ran out of time.
+    #[error(transparent)]
+    GaveUp(#[from] GaveUp),
 }
 
 fn why(kind: &Transport) -> &'static str {
@@ -123,12 +130,14 @@ impl EtcdError {
                 grpc::INVALID_ARGUMENT | grpc::PERMISSION_DENIED | grpc::UNIMPLEMENTED | grpc::UNAUTHENTICATED
             ),
             EtcdError::NoEndpoints { .. } | EtcdError::Pods(_) => true,
+            EtcdError::Api(e) => e.is_transient(),
             EtcdError::BadAnswer { .. }
             | EtcdError::MissingFile { .. }
             | EtcdError::BadCredentials { .. }
             | EtcdError::BadPeerUrl { .. }
             | EtcdError::NotAMember { .. }
-            | EtcdError::PeerUrlTaken { .. } => false,
+            | EtcdError::PeerUrlTaken { .. }
+            | EtcdError::GaveUp(_) => false,
         }
     }
 }

@@ -14,7 +14,6 @@ use super::client::{Client, Credentials, Member};
 use super::error::EtcdError;
 use crate::clock::Clock;
 use crate::constants::{ETCD_CLIENT_PORT, ETCD_PEER_PORT};
-use crate::error::Result;
 use crate::retry::{Attempt, Retry};
 use crate::timeouts::{ETCD_API_CALL, ETCD_API_CALL_RETRY, ETCD_WAIT_AVAILABLE, ETCD_WAIT_AVAILABLE_RETRY};
 
@@ -46,7 +45,7 @@ impl NewMember {
         NewMember { name: name.to_string(), peer_url: peer_url(advertise), client_url: client_url(advertise) }
     }
 
-    fn check(&self) -> std::result::Result<(), EtcdError> {
+    fn check(&self) -> Result<(), EtcdError> {
         let bad = |why| Err(EtcdError::BadPeerUrl { url: self.peer_url.clone(), why });
         let Some(rest) = self.peer_url.strip_prefix("https://").or_else(|| self.peer_url.strip_prefix("http://"))
         else {
@@ -110,16 +109,16 @@ fn etcd_retry<'a>(what: &'a str, clock: &'a dyn Clock) -> Retry<'a> {
 }
 
 /// Wait on what time can fix, stop on what it cannot.
-fn wait_or_fail<T>(e: EtcdError) -> Attempt<T> {
-    if e.is_transient() { Attempt::Wait(e.to_string()) } else { Attempt::Fail(e.into()) }
+fn wait_or_fail<T>(e: EtcdError) -> Attempt<T, EtcdError> {
+    if e.is_transient() { Attempt::Wait(e.to_string()) } else { Attempt::Fail(e) }
 }
 
 /// kubeadm's NewFromCluster after the endpoints are known: a client for `endpoints` (from the
 /// etcd Pods' annotations), then the endpoints replaced by the member list's client URLs,
 /// retried every 500 ms for up to 2 m.
-pub fn connect(endpoints: &[String], creds: &Credentials, clock: &dyn Clock) -> Result<Client> {
+pub fn connect(endpoints: &[String], creds: &Credentials, clock: &dyn Clock) -> Result<Client, EtcdError> {
     if endpoints.is_empty() {
-        return Err(EtcdError::NoEndpoints { why: "the etcd Pods gave none".into() }.into());
+        return Err(EtcdError::NoEndpoints { why: "the etcd Pods gave none".into() });
     }
     let client = Client::new(endpoints, creds)?;
     let synced = etcd_retry("syncing the etcd endpoints with the member list", clock).run(|| match client.sync() {
@@ -135,7 +134,7 @@ pub fn connect(endpoints: &[String], creds: &Credentials, clock: &dyn Clock) -> 
 /// 500 ms for up to 2 m: while another node's learner is in the cluster etcd refuses a second
 /// one ("too many learner members"), and a leader election or a member down is waited out.
 /// Our client URL joins the client's endpoints, as kubeadm does.
-pub fn add_as_learner(client: &Client, me: &NewMember, clock: &dyn Clock) -> Result<Announced> {
+pub fn add_as_learner(client: &Client, me: &NewMember, clock: &dyn Clock) -> Result<Announced, EtcdError> {
     me.check()?;
     let (member, members, reused) = etcd_retry("adding this node as an etcd learner", clock).run(|| {
         // Listing first makes a rerun find the member an interrupted run added.
@@ -146,7 +145,7 @@ pub fn add_as_learner(client: &Client, me: &NewMember, clock: &dyn Clock) -> Res
         if let Some(m) = members.iter().find(|m| m.has_peer_url(&me.peer_url)) {
             if m.is_started() && m.name != me.name {
                 let taken = EtcdError::PeerUrlTaken { peer_url: me.peer_url.clone(), name: m.name.clone(), id: m.id };
-                return Attempt::Fail(taken.into());
+                return Attempt::Fail(taken);
             }
             return Attempt::Done((m.clone(), members.clone(), true));
         }
@@ -177,7 +176,7 @@ pub fn add_as_learner(client: &Client, me: &NewMember, clock: &dyn Clock) -> Res
 /// Promotes our learner to a voting member once it is in sync with the leader; does nothing
 /// for a voter. Retried every 500 ms for up to 2 m (etcd refuses to promote a learner that has
 /// not caught up). Returns whether this call promoted it.
-pub fn promote(client: &Client, peer_url: &str, clock: &dyn Clock) -> Result<bool> {
+pub fn promote(client: &Client, peer_url: &str, clock: &dyn Clock) -> Result<bool, EtcdError> {
     let mut promoted = false;
     etcd_retry("promoting this node's etcd learner to a voting member", clock).run(|| {
         let members = match client.member_list() {
@@ -185,7 +184,7 @@ pub fn promote(client: &Client, peer_url: &str, clock: &dyn Clock) -> Result<boo
             Err(e) => return wait_or_fail(e),
         };
         let Some(me) = members.iter().find(|m| m.has_peer_url(peer_url)) else {
-            return Attempt::Fail(EtcdError::NotAMember { peer_url: peer_url.to_string() }.into());
+            return Attempt::Fail(EtcdError::NotAMember { peer_url: peer_url.to_string() });
         };
         if !me.is_learner {
             return Attempt::Done(());
@@ -210,7 +209,7 @@ pub fn promote(client: &Client, peer_url: &str, clock: &dyn Clock) -> Result<boo
 }
 
 /// kubeadm's WaitForClusterAvailable(8, 5s): every endpoint (ours included) answers `Status`.
-pub fn wait_available(client: &Client, clock: &dyn Clock) -> Result<()> {
+pub fn wait_available(client: &Client, clock: &dyn Clock) -> Result<(), EtcdError> {
     info!("[etcd] Waiting for the new etcd member to join the cluster. This can take up to 40s");
     let retry = Retry {
         what: "waiting for every etcd member to be available",

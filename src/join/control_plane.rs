@@ -151,7 +151,7 @@ pub fn certs(ctx: &JoinContext) -> Result<()> {
     let cfg = node_config(ctx, cp)?;
     require_shared(ctx, cfg)?;
     let ictx = init_context(ctx, cfg);
-    crate::pki::ensure_certs(ctx.fs, cfg, time::OffsetDateTime::now_utc(), &ictx.keys)
+    Ok(crate::pki::ensure_certs(ctx.fs, cfg, time::OffsetDateTime::now_utc(), &ictx.keys)?)
 }
 
 /// kubeadm's SharedCertificateExists: a control-plane join never makes its own CAs.
@@ -234,7 +234,7 @@ pub fn etcd_join(ctx: &JoinContext) -> Result<()> {
         crate::systemd::restart_kubelet();
     }
     crate::etcd::promote(&etcd, &me.peer_url, ctx.clock)?;
-    crate::etcd::wait_available(&etcd, ctx.clock)
+    Ok(crate::etcd::wait_available(&etcd, ctx.clock)?)
 }
 
 /// kubeadm's closing words for a control-plane join; the etcd line only when this run added a

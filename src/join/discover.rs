@@ -74,7 +74,7 @@ impl Found {
         if !fs.exists(ca_cert_path) {
             fs.write(&paths::ca_cert_at(ca_cert_path), &self.ca_pem)?;
         }
-        fs.commit()
+        Ok(fs.commit()?)
     }
 }
 
@@ -166,13 +166,13 @@ fn found(server: String, ca_pem: Vec<u8>, tls_token: String) -> Found {
     Found { server, ca_pem, ca_pin, tls_token }
 }
 
-fn client(base: &str, trust: Trust, auth: Auth) -> std::result::Result<Client, Attempt<ClusterInfo>> {
+fn client(base: &str, trust: Trust, auth: Auth) -> std::result::Result<Client, Attempt<ClusterInfo, Error>> {
     Client::new(base, trust, auth, REQUEST_TIMEOUT).map_err(|e| Attempt::Fail(e.into()))
 }
 
 /// One discovery attempt: each way it can fall short becomes a reason to wait, with the words an
 /// operator needs.
-fn token_attempt(base: &str, token: &Token, pins: &[CaPin], skip_ca: bool) -> Attempt<ClusterInfo> {
+fn token_attempt(base: &str, token: &Token, pins: &[CaPin], skip_ca: bool) -> Attempt<ClusterInfo, Error> {
     let insecure = match client(base, Trust::InsecureForDiscovery, Auth::Anonymous) {
         Ok(c) => c,
         Err(a) => return a,
@@ -235,7 +235,7 @@ fn token_verdict(base: &str, token: &Token) -> String {
     }
 }
 
-fn read_location(location: &str) -> Attempt<String> {
+fn read_location(location: &str) -> Attempt<String, Error> {
     let path = location.strip_prefix("file://").unwrap_or(location);
     if let Some(rest) = path.strip_prefix("https://") {
         let (host, p) = rest.split_once('/').map_or((rest, String::new()), |(h, p)| (h, format!("/{p}")));

@@ -114,7 +114,7 @@ pub fn preflight(ctx: &JoinContext) -> Result<()> {
     } else {
         info!("[preflight] Skipped: --root {} is not this machine's root", ctx.fs.root().display());
     }
-    ctx.fs.write(&paths::JOIN_IN_PROGRESS, b"")
+    Ok(ctx.fs.write(&paths::JOIN_IN_PROGRESS, b"")?)
 }
 
 /// The `discovery` phase.

@@ -25,7 +25,7 @@ pub fn run(ctx: &JoinContext, client: &Client, found: &Found) -> Result<()> {
         let kc = crate::objects::kubelet::kubelet_conf_for_rotation(&server, &found.ca_pem);
         fs.write(&KUBELET_CONF, kc.to_yaml()?.as_bytes())?;
         fs.commit()?;
-        return fs.remove(&KEY_TMP);
+        return Ok(fs.remove(&KEY_TMP)?);
     }
     let key = match fs.read(&KEY_TMP)? {
         Some(pem) => match crate::pki::keys::parse_pem(&pem) {

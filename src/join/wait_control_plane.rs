@@ -14,7 +14,7 @@ use crate::clock::Clock;
 use crate::error::Result;
 use crate::kube::{Auth, Client, Trust};
 use crate::paths;
-use crate::retry::{Attempt, Retry};
+use crate::retry::{Attempt, GaveUp, Retry};
 use crate::timeouts::{CONTROL_PLANE_CHECK_RETRY, REQUEST};
 
 /// One endpoint to wait for.
@@ -62,7 +62,7 @@ pub fn wait_all(
             clock,
         };
         let t = clock.now();
-        retry.run(|| match probe(c) {
+        retry.run::<_, GaveUp>(|| match probe(c) {
             Ok(()) => Attempt::Done(()),
             Err(e) => Attempt::Wait(e),
         })?;

@@ -13,7 +13,7 @@ use crate::kube::Client;
 use crate::kubeconfig::Kubeconfig;
 use crate::objects;
 use crate::paths::GENERATED_TOKEN;
-use crate::retry::Attempt;
+use crate::retry::{Attempt, GaveUp};
 use crate::timeouts::{KUBERNETES_API_CALL, REQUEST};
 
 fn client_for(ctx: &InitContext, file: &str) -> Result<Client> {
@@ -99,7 +99,7 @@ pub fn wait_control_plane(ctx: &InitContext) -> Result<()> {
         info!("[wait-control-plane] Waiting for a healthy kubelet at {url}. This can take up to {timeout:?}");
         let t = ctx.clock.now();
         let wait = ctx.poll("waiting for the kubelet", "wait-control-plane", timeout);
-        wait.run(|| match crate::kube::http_ok(&url, REQUEST) {
+        wait.run::<_, GaveUp>(|| match crate::kube::http_ok(&url, REQUEST) {
             Ok(()) => Attempt::Done(()),
             Err(e) => Attempt::Wait(e.to_string()),
         })?;
@@ -109,7 +109,7 @@ pub fn wait_control_plane(ctx: &InitContext) -> Result<()> {
     let timeout = ctx.cfg.control_plane_health_timeout;
     info!("[api-check] Waiting for a healthy API server at {}. This can take up to {timeout:?}", client.base());
     let t = ctx.clock.now();
-    ctx.poll("waiting for the API server", "api-check", timeout).run(|| {
+    ctx.poll("waiting for the API server", "api-check", timeout).run::<_, GaveUp>(|| {
         match client.request("GET", "/livez", None) {
             Ok((200, _)) => Attempt::Done(()),
             Ok((code, body)) => Attempt::Wait(format!("/livez answered HTTP {code}: {body}")),
@@ -137,7 +137,7 @@ pub fn mark_control_plane(ctx: &InitContext) -> Result<()> {
     info!("[mark-control-plane] Waiting for the Node {:?} to register", ctx.cfg.node_name);
     let wait =
         ctx.retry("waiting for the Node to register", "mark-control-plane", ctx.cfg.control_plane_health_timeout);
-    let node = wait.run(|| match client.get(&path) {
+    let node = wait.run::<_, GaveUp>(|| match client.get(&path) {
         Ok(Some(n)) => Attempt::Done(n),
         Ok(None) => {
             Attempt::Wait(format!("Node {:?} does not exist yet (the kubelet registers it)", ctx.cfg.node_name))

@@ -215,7 +215,7 @@ pub fn run_init(ctx: &InitContext, skip: &[String]) -> Result<()> {
         step(ctx.fs, ctx.report, p.name, commit, || (p.run)(ctx))?;
     }
     // What a last, deferred phase left staged.
-    ctx.fs.commit()
+    Ok(ctx.fs.commit()?)
 }
 
 /// Phases whose writes can wait for the next phase's commit in a whole run, one syncfs pair
@@ -254,7 +254,7 @@ fn step(
     if let Some(r) = report {
         r.phase(name);
     }
-    match run().and_then(|()| if commit { fs.commit() } else { Ok(()) }) {
+    match run().and_then(|()| if commit { Ok(fs.commit()?) } else { Ok(()) }) {
         Ok(()) => Ok(()),
         Err(e) => {
             fs.discard();
@@ -284,7 +284,7 @@ fn write_manifest(ctx: &InitContext, name: &str, pod: &serde_json::Value) -> Res
     } else {
         info!("[manifests] Writing static Pod manifest for {name:?} to {:?}", path.as_str());
     }
-    ctx.fs.write(&path, yaml.as_bytes())
+    Ok(ctx.fs.write(&path, yaml.as_bytes())?)
 }
 
 #[cfg(test)]

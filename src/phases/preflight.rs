@@ -25,5 +25,5 @@ pub fn run(ctx: &InitContext) -> Result<()> {
         r.set(|s| s.preflight = serde_json::to_value(&report).ok());
     }
     preflight::enforce(&report)?;
-    ctx.fs.write(&paths::INIT_IN_PROGRESS, b"")
+    Ok(ctx.fs.write(&paths::INIT_IN_PROGRESS, b"")?)
 }

@@ -48,7 +48,7 @@ impl CertProblem {
 }
 
 /// The PKI layer's error: a problem with a named file, or a failure to make a key or certificate.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum PkiError {
     /// A certificate on disk that is unusable as it is.
     #[error("{path} {problem}; fix or remove it")]
@@ -65,6 +65,29 @@ pub enum PkiError {
     GeneratorPanicked,
     #[error("the system random generator failed")]
     Random,
+    /// A CA a later phase needs was never written.
+    #[error("{crt} is missing; run `kubestrap init phase certs` first")]
+    MissingCa { crt: String },
+    /// A leaf certificate whose key is gone: we cannot reuse it or make it anew.
+    #[error("{crt} exists but {key} is missing; supply the key or remove both")]
+    MissingKey { crt: String, key: String },
+    /// A leaf to make under an external CA, which we cannot sign with.
+    #[error(
+        "{crt} is missing and its CA {ca} has no key (external CA mode): provide {crt} and {key} signed by that CA"
+    )]
+    ExternalCaLeaf { crt: String, key: String, ca: String },
+    #[error("{public} exists without {key}; supply the key or remove {public}")]
+    PublicWithoutKey { public: String, key: String },
+    #[error("{public} does not match {key}; remove {public} to have it rewritten")]
+    PublicMismatch { public: String, key: String },
+    /// rcgen refused to build or sign a certificate; `what` says which step.
+    #[error("{what}: {detail}")]
+    Sign { what: String, detail: String },
+    /// A certificate we just made does not parse back: a bug, not bad input.
+    #[error("{0}")]
+    Issued(CertProblem),
+    #[error(transparent)]
+    Fs(#[from] crate::fsutil::FsError),
 }
 
 /// A parsed certificate we keep the DER of (x509-parser borrows from it).

@@ -9,9 +9,17 @@ use rcgen::{
 use ring::rand::{SecureRandom, SystemRandom};
 use time::OffsetDateTime;
 
+use super::check::PkiError;
 use super::spec::{SanList, Usage};
 use crate::constants::CERT_BACKDATE_SECS;
-use crate::error::{Context, Result};
+
+type Result<T> = std::result::Result<T, PkiError>;
+
+/// `map_err(sign("signing x"))`: an rcgen failure at a named step.
+fn sign(what: impl std::fmt::Display) -> impl FnOnce(rcgen::Error) -> PkiError {
+    let what = what.to_string();
+    move |e| PkiError::Sign { what, detail: e.to_string() }
+}
 
 /// What to put in a certificate.
 #[derive(Debug, Clone)]
@@ -29,7 +37,7 @@ fn serial() -> Result<SerialNumber> {
     let rng = SystemRandom::new();
     loop {
         let mut b = [0u8; 8];
-        rng.fill(&mut b).map_err(|_| super::check::PkiError::Random)?;
+        rng.fill(&mut b).map_err(|_| PkiError::Random)?;
         b[0] &= 0x7f;
         let v = u64::from_be_bytes(b);
         if v != 0 && v != u64::MAX >> 1 {
@@ -51,7 +59,7 @@ fn params(req: &Request) -> Result<CertificateParams> {
     p.not_before = req.start - time::Duration::seconds(CERT_BACKDATE_SECS);
     p.not_after = req.start + req.validity;
     for d in &req.sans.dns {
-        let name = rcgen::string::Ia5String::try_from(d.as_str()).ctx(format_args!("DNS name {d:?}"))?;
+        let name = rcgen::string::Ia5String::try_from(d.as_str()).map_err(sign(format_args!("DNS name {d:?}")))?;
         p.subject_alt_names.push(SanType::DnsName(name));
     }
     for ip in &req.sans.ips {
@@ -93,13 +101,13 @@ fn basic_constraints_not_ca() -> CustomExtension {
 
 /// A self-signed CA certificate (PEM) for `key`.
 pub fn self_signed(req: &Request, key: &KeyPair) -> Result<String> {
-    Ok(params(req)?.self_signed(key).ctx(format_args!("signing CA {}", req.cn))?.pem())
+    Ok(params(req)?.self_signed(key).map_err(sign(format_args!("signing CA {}", req.cn)))?.pem())
 }
 
 /// A certificate for `key`, signed by the CA (`ca_pem` + `ca_key`).
 pub fn signed(req: &Request, key: &KeyPair, ca_pem: &str, ca_key: &KeyPair) -> Result<String> {
-    let issuer = Issuer::from_ca_cert_pem(ca_pem, ca_key).ctx("reading the CA certificate")?;
-    Ok(params(req)?.signed_by(key, &issuer).ctx(format_args!("signing {}", req.cn))?.pem())
+    let issuer = Issuer::from_ca_cert_pem(ca_pem, ca_key).map_err(sign("reading the CA certificate"))?;
+    Ok(params(req)?.signed_by(key, &issuer).map_err(sign(format_args!("signing {}", req.cn)))?.pem())
 }
 
 #[cfg(test)]

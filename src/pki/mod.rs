@@ -15,11 +15,12 @@ use rcgen::KeyPair;
 use time::OffsetDateTime;
 
 use crate::config::InitConfig;
-use crate::error::{Error, Result};
 use crate::fsutil::NodeFs;
 use crate::paths;
-use check::{CertFile, Expect};
+use check::{CertFile, Expect, PkiError};
 use spec::{CERTS, CertSpec, SanList, Usage};
+
+type Result<T> = std::result::Result<T, PkiError>;
 
 /// A CA as loaded from disk or just made; `key` is `None` for an external CA.
 pub struct Ca {
@@ -36,24 +37,19 @@ pub fn ca_hash(pem: &[u8]) -> std::result::Result<String, check::CertProblem> {
 /// Loads a certificate file; `None` if absent.
 pub fn load_cert(fs: &NodeFs, path: impl AsRef<str>) -> Result<Option<CertFile>> {
     let path = path.as_ref();
-    fs.read(path)?
-        .map(|b| CertFile::parse(&b).map_err(|m| Error::state(format!("{path} {m}; fix or remove it"))))
-        .transpose()
+    fs.read(path)?.map(|b| CertFile::parse(&b).map_err(|m| m.at(path))).transpose()
 }
 
 /// Loads a private key file; `None` if absent.
 pub fn load_key(fs: &NodeFs, path: impl AsRef<str>) -> Result<Option<KeyPair>> {
     let path = path.as_ref();
-    fs.read(path)?
-        .map(|b| keys::parse_pem(&b).map_err(|m| Error::state(format!("{path}: {m}; fix or remove it"))))
-        .transpose()
+    fs.read(path)?.map(|b| keys::parse_pem(&b).map_err(|m| m.at(path))).transpose()
 }
 
 /// Loads a CA pair that must exist (for phases after `certs`).
 pub fn load_ca(fs: &NodeFs, dir: &str, name: &str) -> Result<Ca> {
     let crt = paths::cert(dir, name);
-    let cert = load_cert(fs, &crt)?
-        .ok_or_else(|| Error::state(format!("{crt} is missing; run `kubestrap init phase certs` first")))?;
+    let cert = load_cert(fs, &crt)?.ok_or_else(|| PkiError::MissingCa { crt: crt.to_string() })?;
     let key = load_key(fs, paths::key(dir, name))?;
     Ok(Ca { cert, key })
 }
@@ -118,10 +114,10 @@ pub fn ensure_certs(fs: &NodeFs, cfg: &InitConfig, start: OffsetDateTime, fresh:
                     key_spki: spki.as_deref(),
                     now: start,
                 };
-                check::check(&cert, &expect).map_err(|m| {
-                    Error::state(format!(
-                        "{crt} {m}; kubestrap will not overwrite it: fix it or remove {crt} and {key_file}"
-                    ))
+                check::check(&cert, &expect).map_err(|problem| PkiError::Rejected {
+                    crt: crt.to_string(),
+                    key: key_file.to_string(),
+                    problem,
                 })?;
                 match (&key, spec.is_ca()) {
                     (None, true) => info!(
@@ -129,9 +125,7 @@ pub fn ensure_certs(fs: &NodeFs, cfg: &InitConfig, start: OffsetDateTime, fresh:
                         spec.name
                     ),
                     (None, false) => {
-                        return Err(Error::state(format!(
-                            "{crt} exists but {key_file} is missing; supply the key or remove both"
-                        )));
+                        return Err(PkiError::MissingKey { crt: crt.to_string(), key: key_file.to_string() });
                     }
                     (Some(_), true) => {
                         info!("[certs] Using existing {} certificate authority", spec.name)
@@ -144,10 +138,11 @@ pub fn ensure_certs(fs: &NodeFs, cfg: &InitConfig, start: OffsetDateTime, fresh:
                 if let Some(ca) = ca
                     && ca.key.is_none()
                 {
-                    return Err(Error::state(format!(
-                        "{crt} is missing and its CA {} has no key (external CA mode): provide {crt} and {key_file} signed by that CA",
-                        spec.ca.unwrap_or_default()
-                    )));
+                    return Err(PkiError::ExternalCaLeaf {
+                        crt: crt.to_string(),
+                        key: key_file.to_string(),
+                        ca: spec.ca.unwrap_or_default().to_string(),
+                    });
                 }
                 let key = match key {
                     Some(k) => {
@@ -168,7 +163,7 @@ pub fn ensure_certs(fs: &NodeFs, cfg: &InitConfig, start: OffsetDateTime, fresh:
                 // Key first: a crash before the cert leaves a key we reuse, never a cert without its key.
                 fs.write(&key_file, keys::to_pem(&key).as_bytes())?;
                 fs.write(&crt, pem.as_bytes())?;
-                let cert = CertFile::parse(pem.as_bytes()).map_err(|m| Error::runtime(m.to_string()))?;
+                let cert = CertFile::parse(pem.as_bytes()).map_err(PkiError::Issued)?;
                 Ca { cert, key: Some(key) }
             }
         };
@@ -189,9 +184,7 @@ fn ensure_sa(fs: &NodeFs, dir: &str, fresh: &keys::KeyPool) -> Result<()> {
         }
         None => {
             if fs.exists(&pub_file) {
-                return Err(Error::state(format!(
-                    "{pub_file} exists without {key_file}; supply the key or remove {pub_file}"
-                )));
+                return Err(PkiError::PublicWithoutKey { public: pub_file.to_string(), key: key_file.to_string() });
             }
             info!("[certs] Generating \"sa\" key and public key");
             let k = fresh.take()?;
@@ -205,9 +198,7 @@ fn ensure_sa(fs: &NodeFs, dir: &str, fresh: &keys::KeyPool) -> Result<()> {
             let same =
                 x509_parser::pem::parse_x509_pem(&existing).ok().map(|(_, p)| p.contents) == Some(keys::spki(&key));
             if !same {
-                return Err(Error::state(format!(
-                    "{pub_file} does not match {key_file}; remove {pub_file} to have it rewritten"
-                )));
+                return Err(PkiError::PublicMismatch { public: pub_file.to_string(), key: key_file.to_string() });
             }
         }
         None => fs.write(&pub_file, public.as_bytes())?,

@@ -31,7 +31,7 @@ fn env(root: &Path) -> Env {
 
 /// Detection with a fake clock: no real waiting.
 fn detect(e: &Env, timeout: Duration) -> Result<kubestrap::datasource::Gathered, kubestrap::error::Error> {
-    kubestrap::datasource::detect(e, timeout, &FakeClock::new())
+    kubestrap::datasource::detect(e, timeout, &FakeClock::new()).map_err(kubestrap::error::Error::from)
 }
 
 fn soon() -> Duration {
@@ -273,7 +273,8 @@ fn detect_deadline_names_every_sources_reason() {
     let mut e = env(d.path());
     e.imds_base = Some(closed_port_url());
     let clock = FakeClock::new();
-    let err = kubestrap::datasource::detect(&e, Duration::from_secs(60), &clock).unwrap_err();
+    let err =
+        kubestrap::error::Error::from(kubestrap::datasource::detect(&e, Duration::from_secs(60), &clock).unwrap_err());
     // Exactly the deadline, in rounds of at most 625 ms: at least 96 probes of every source.
     assert_eq!(clock.elapsed(), Duration::from_secs(60));
     assert!(clock.waits().len() >= 96, "{}", clock.waits().len());

@@ -326,7 +326,9 @@ fn a_join_interrupted_after_every_step_reruns_to_one_member_per_node() {
     // Another node on cp-2's old address (cp-2 never removed) is refused, not given its identity.
     let fake = FakeClock::new();
     let c = etcd::connect(&eps, &n2.creds(), &fake).unwrap();
-    let e = etcd::add_as_learner(&c, &NewMember { name: "cp-2b".into(), ..n2.me() }, &fake).unwrap_err();
+    let e = kubestrap::error::Error::from(
+        etcd::add_as_learner(&c, &NewMember { name: "cp-2b".into(), ..n2.me() }, &fake).unwrap_err(),
+    );
     let id = format!("{:x}", first.member_id);
     assert_eq!(
         e.message,
@@ -432,7 +434,7 @@ fn retry_figures_and_failures_on_a_fake_clock_against_real_etcd() {
     // the add waits every 500 ms for kubeadm's 2 minutes, then says why.
     let (stray, _) = c.member_add(&["https://127.0.0.9:2380".to_string()], true).unwrap();
     let fake = FakeClock::new();
-    let e = etcd::add_as_learner(&c, &n2.me(), &fake).unwrap_err();
+    let e = kubestrap::error::Error::from(etcd::add_as_learner(&c, &n2.me(), &fake).unwrap_err());
     assert!(e.message.contains("gave up after 120s") && e.message.contains("too many learner members"), "{e}");
     assert_eq!(e.kind.exit_code(), 1);
     let waits = fake.waits();
@@ -459,19 +461,21 @@ fn retry_figures_and_failures_on_a_fake_clock_against_real_etcd() {
 
     // A learner whose etcd never starts cannot be promoted: refused as not in sync for 2 minutes.
     let fake = FakeClock::new();
-    let e = etcd::promote(&c, &n2.peer_url(), &fake).unwrap_err();
+    let e = kubestrap::error::Error::from(etcd::promote(&c, &n2.peer_url(), &fake).unwrap_err());
     assert!(e.message.contains("gave up after 120s") && e.message.contains("in sync with leader"), "{e}");
     let waits = fake.waits();
     assert!(interval(&waits[..waits.len() - 1]), "{waits:?}");
 
     // What waiting cannot fix stops at once.
     let fake = FakeClock::new();
-    let e = etcd::promote(&c, "https://127.0.0.9:1", &fake).unwrap_err();
+    let e = kubestrap::error::Error::from(etcd::promote(&c, "https://127.0.0.9:1", &fake).unwrap_err());
     assert_eq!(e.message, "no etcd member has the peer URL https://127.0.0.9:1; the learner must be added first");
     let ca = |f: &str| std::fs::read(n2.s.pki(f)).unwrap();
     let wrong_ca =
         Credentials::from_pem(ca("ca.crt"), ca("etcd/healthcheck-client.crt"), ca("etcd/healthcheck-client.key"));
-    let e = etcd::connect(&eps, &wrong_ca, &fake).err().expect("the cluster CA does not sign etcd's certificate");
+    let e = kubestrap::error::Error::from(
+        etcd::connect(&eps, &wrong_ca, &fake).err().expect("the cluster CA does not sign etcd's certificate"),
+    );
     assert!(e.message.contains(&format!("etcd MemberList at {}: TLS failed", eps[0])), "{e}");
     assert!(fake.waits().is_empty(), "{:?}", fake.waits());
     let empty = tempfile::tempdir().unwrap();
@@ -484,6 +488,8 @@ fn retry_figures_and_failures_on_a_fake_clock_against_real_etcd() {
 
     // Nothing listening is waited on (etcd may come up), then named.
     let fake = FakeClock::new();
-    let e = etcd::connect(&["https://127.0.0.9:1".to_string()], &n2.creds(), &fake).err().unwrap();
+    let e = kubestrap::error::Error::from(
+        etcd::connect(&["https://127.0.0.9:1".to_string()], &n2.creds(), &fake).err().unwrap(),
+    );
     assert!(e.message.contains("connection refused (is etcd up?)") && e.message.contains("gave up after 120s"), "{e}");
 }

@@ -166,7 +166,6 @@ mod tests {
         let m = e.to_string();
         assert!(m.contains("private key") && m.contains("line 10") && m.contains("allowPrivateKeys"), "{m}");
         assert!(!m.contains("MHcCAQEE"), "{m}");
-        assert_eq!(crate::error::Error::from(e).kind.exit_code(), 2);
         // A key inside a JSON-style one-line string is found too.
         assert_eq!(private_key_line("a\nb: \"-----BEGIN PRIVATE KEY-----\\nMII\""), Some(2));
         assert_eq!(private_key_line("-----BEGIN CERTIFICATE-----\n"), None);

@@ -84,7 +84,7 @@ pub(super) fn documents(
             return Err(err(format!("kubeadm {sub}: can not mix '--config' with arguments [{}]", mixed.join(" "))));
         }
     }
-    let cli = cli::parse_args(&argv).map_err(|e| err(format!("kubeadm {sub}: {}", e.message)))?;
+    let cli = cli::parse_args(&argv).map_err(|e| err(format!("kubeadm {sub}: {e}")))?;
     match cli.command {
         Command::Init(i) => {
             if i.phase.is_some() {
