@@ -65,10 +65,12 @@ pub(super) fn admin<'c>(ctx: &'c InitContext) -> Result<&'c Client> {
             // is refused until then (kubeadm retries each write through that moment): wait until
             // admin.conf may act, shown by its create of the binding answering AlreadyExists.
             let what = "waiting for admin.conf's kubeadm:cluster-admins binding to take effect";
-            ctx.poll(what, "kubeconfig", ctx.cfg.control_plane_health_timeout).run(|| match admin.create(&binding) {
-                Ok(_) => Attempt::Done(()),
-                Err(e) if e.code() == Some(403) => Attempt::Wait(e.to_string()),
-                Err(e) => Attempt::Fail(e.into()),
+            ctx.poll(what, "kubeconfig", ctx.cfg.control_plane_health_timeout).run::<_, Error>(|| {
+                match admin.create(&binding) {
+                    Ok(_) => Attempt::Done(()),
+                    Err(e) if e.code() == Some(403) => Attempt::Wait(e.to_string()),
+                    Err(e) => Attempt::Fail(e.into()),
+                }
             })?;
         }
         Err(e) => return Err(e.into()),
