@@ -63,11 +63,19 @@ pub struct NodeFs {
     /// Uncommitted writes, in order, and what reads must see meanwhile.
     staged: RefCell<Vec<Staged>>,
     overlay: RefCell<BTreeMap<String, Vec<u8>>>,
+    /// Dry run: every planned write, link and directory as (path, mode), in order.
+    log: RefCell<Vec<(String, String)>>,
 }
 
 impl NodeFs {
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        NodeFs { root: root.into(), plan: None, staged: Default::default(), overlay: Default::default() }
+        NodeFs {
+            root: root.into(),
+            plan: None,
+            staged: Default::default(),
+            overlay: Default::default(),
+            log: Default::default(),
+        }
     }
 
     pub fn dry_run(root: impl Into<PathBuf>) -> Self {
@@ -76,6 +84,7 @@ impl NodeFs {
             plan: Some(RefCell::new(BTreeMap::new())),
             staged: Default::default(),
             overlay: Default::default(),
+            log: Default::default(),
         }
     }
 
@@ -142,6 +151,7 @@ impl NodeFs {
                 size: data.len(),
                 data: data.to_vec(),
             };
+            self.log.borrow_mut().push((f.path.clone(), f.mode.clone()));
             plan.borrow_mut().insert(host_path.to_string(), f);
             return Ok(());
         }
@@ -182,6 +192,7 @@ impl NodeFs {
                 size: target.len(),
                 data: target.as_bytes().to_vec(),
             };
+            self.log.borrow_mut().push((f.path.clone(), format!("{:04o}", link.mode)));
             plan.borrow_mut().insert(host_link.to_string(), f);
             return Ok(());
         }
@@ -248,6 +259,7 @@ impl NodeFs {
     /// Creates a directory with its mode (parents with theirs). A no-op in dry-run mode.
     pub fn mkdir(&self, dir: &Dir) -> Result<()> {
         if self.is_dry_run() {
+            self.log.borrow_mut().push((dir.path.clone(), format!("{:04o}", dir.mode)));
             return Ok(());
         }
         self.make_parents(&dir.path)?;
@@ -295,6 +307,12 @@ impl NodeFs {
                 }
             }
         }
+    }
+
+    /// The dry-run writes, links (with the link's own mode) and directories as (path, mode), in
+    /// the order they were made; a path written twice appears twice.
+    pub fn dry_run_log(&self) -> Vec<(String, String)> {
+        self.log.borrow().clone()
     }
 
     /// The dry-run plan, sorted by path.

@@ -75,16 +75,17 @@ pub fn run(j: cli::Join) -> Result<()> {
     let dry_run = j.dry_run || jc.dry_run;
     let flags = flags(j, endpoint)?;
     let args = crate::join::resolve(&flags, &jc)?;
-    let fs = if dry_run { NodeFs::dry_run(&flags.root) } else { NodeFs::new(&flags.root) };
-    let _lock = fs.lock()?;
-    let ctx = JoinContext::new(&args, &fs, &SystemClock, None);
     if dry_run {
         let selected: Vec<_> = match selected {
             Some(list) => list,
             None => JOIN_PHASES.iter().filter(|p| !phases::is_skipped(&skip, p.name)).collect(),
         };
-        return super::join_plan::run(&ctx, &selected);
+        let fs = NodeFs::dry_run(&flags.root);
+        return super::print_json(&crate::join::dry_run::run(args, &fs, &selected)?);
     }
+    let fs = NodeFs::new(&flags.root);
+    let _lock = fs.lock()?;
+    let ctx = JoinContext::new(&args, &fs, &SystemClock, None);
     match selected {
         Some(list) => list.into_iter().try_for_each(|p| phases::run_join_phase(&ctx, p)),
         None => {

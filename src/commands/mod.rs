@@ -4,7 +4,6 @@
 mod config_command;
 pub mod init_flags;
 mod join;
-mod join_plan;
 mod token;
 
 use std::io::Write;

@@ -145,6 +145,11 @@ impl Client {
         Ok(Client { http, endpoints: Mutex::new(endpoints.to_vec()) })
     }
 
+    /// The same client in dry-run mode: calls go to `recorder`, never to etcd.
+    pub fn recording(self, recorder: kube::Recorder) -> Client {
+        Client { http: self.http.recording(recorder), endpoints: self.endpoints }
+    }
+
     pub fn endpoints(&self) -> Vec<String> {
         self.endpoints.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }

@@ -117,10 +117,24 @@ fn wait_or_fail<T>(e: EtcdError) -> Attempt<T, EtcdError> {
 /// etcd Pods' annotations), then the endpoints replaced by the member list's client URLs,
 /// retried every 500 ms for up to 2 m.
 pub fn connect(endpoints: &[String], creds: &Credentials, clock: &dyn Clock) -> Result<Client, EtcdError> {
+    connect_recording(endpoints, creds, None, clock)
+}
+
+/// [`connect`]; with a recorder (a dry run), every call goes to it instead of etcd.
+pub fn connect_recording(
+    endpoints: &[String],
+    creds: &Credentials,
+    record: Option<crate::kube::Recorder>,
+    clock: &dyn Clock,
+) -> Result<Client, EtcdError> {
     if endpoints.is_empty() {
         return Err(EtcdError::NoEndpoints { why: "the etcd Pods gave none".into() });
     }
     let client = Client::new(endpoints, creds)?;
+    let client = match record {
+        Some(r) => client.recording(r),
+        None => client,
+    };
     let synced = etcd_retry("syncing the etcd endpoints with the member list", clock).run(|| match client.sync() {
         Ok(eps) => Attempt::Done(eps),
         Err(e) => wait_or_fail(e),

@@ -16,6 +16,6 @@ pub use client::{APISERVER_ETCD_CLIENT, Client, Credentials, HEALTHCHECK_CLIENT,
 pub use endpoints::{ADVERTISE_CLIENT_URLS_ANNOTATION, ETCD_PODS, endpoints_from_cluster, endpoints_from_pods};
 pub use error::EtcdError;
 pub use join::{
-    Announced, InitialCluster, NewMember, add_as_learner, client_url, connect, initial_cluster, peer_url, promote,
-    wait_available,
+    Announced, InitialCluster, NewMember, add_as_learner, client_url, connect, connect_recording, initial_cluster,
+    peer_url, promote, wait_available,
 };

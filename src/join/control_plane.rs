@@ -42,7 +42,11 @@ pub(super) fn control_plane<'a>(ctx: &'a JoinContext, phase: &str) -> Option<&'a
 fn client(ctx: &JoinContext) -> Result<Client> {
     if let Some(bytes) = ctx.fs.read(&paths::ADMIN_CONF)? {
         let kc = Kubeconfig::parse(&bytes)?;
-        return Ok(Client::from_kubeconfig(&kc, &|p| ctx.fs.read(p).ok().flatten(), crate::timeouts::REQUEST)?);
+        return Ok(ctx.api(Client::from_kubeconfig(
+            &kc,
+            &|p| ctx.fs.read(p).ok().flatten(),
+            crate::timeouts::REQUEST,
+        )?));
     }
     let found = Found::load(ctx.fs)?.ok_or_else(|| {
         Error::state(format!(
@@ -50,7 +54,9 @@ fn client(ctx: &JoinContext) -> Result<Client> {
             paths::BOOTSTRAP_KUBELET_CONF
         ))
     })?;
-    Ok(Client::new(&found.server, Trust::Ca(found.ca_pem), Auth::Token(found.tls_token), crate::timeouts::REQUEST)?)
+    let c =
+        Client::new(&found.server, Trust::Ca(found.ca_pem), Auth::Token(found.tls_token), crate::timeouts::REQUEST)?;
+    Ok(ctx.api(c))
 }
 
 /// This node's InitConfig: the cluster's ClusterConfiguration, this node's registration and
@@ -218,7 +224,7 @@ pub fn etcd_join(ctx: &JoinContext) -> Result<()> {
     let api = client(ctx)?;
     let endpoints = crate::etcd::endpoints_from_cluster(&api, ctx.clock)?;
     let creds = crate::etcd::Credentials::load(ctx.fs, cfg.certs_dir(), crate::etcd::HEALTHCHECK_CLIENT)?;
-    let etcd = crate::etcd::connect(&endpoints, &creds, ctx.clock)?;
+    let etcd = crate::etcd::connect_recording(&endpoints, &creds, ctx.dry_run_api.clone(), ctx.clock)?;
     let me = crate::etcd::NewMember::for_node(&cfg.node_name, cfg.advertise_address);
     // add_as_learner and wait_available print kubeadm's lines themselves.
     let announced = crate::etcd::add_as_learner(&etcd, &me, ctx.clock)?;
@@ -230,7 +236,7 @@ pub fn etcd_join(ctx: &JoinContext) -> Result<()> {
     info!("[etcd] Creating static Pod manifest for \"etcd\"");
     ctx.fs.write(&path, crate::manifests::pod::to_yaml(&pod)?.as_bytes())?;
     ctx.fs.commit()?;
-    if ctx.fs.root() == std::path::Path::new("/") {
+    if ctx.on_this_machine() {
         crate::systemd::restart_kubelet();
     }
     crate::etcd::promote(&etcd, &me.peer_url, ctx.clock)?;

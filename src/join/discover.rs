@@ -12,7 +12,7 @@ use super::JoinContext;
 use crate::clock::Clock;
 use crate::discovery::{self, CLUSTER_INFO, CaPin, ClusterInfo, DiscoveryProblem, Token};
 use crate::error::{Error, Result};
-use crate::kube::{ApiError, Auth, Client, Trust};
+use crate::kube::{ApiError, Auth, Client, Recorder, Trust};
 use crate::kubeconfig::{Kubeconfig, KubeconfigError};
 use crate::paths::{self, BOOTSTRAP_KUBELET_CONF};
 use crate::retry::{Attempt, Retry};
@@ -94,7 +94,7 @@ pub fn phase(ctx: &JoinContext) -> Result<()> {
         );
         return Ok(());
     }
-    let found = discover(d, a.discovery_timeout, ctx.clock)?;
+    let found = discover(d, a.discovery_timeout, ctx.clock, ctx.dry_run_api.as_ref())?;
     info!("[discovery] Cluster {} verified (CA {})", found.server, found.ca_pin);
     found.save(ctx.fs, &a.ca_cert_path)
 }
@@ -108,7 +108,8 @@ fn still_valid(prev: &Found, d: &Discovery) -> bool {
     pinned && prev.tls_token == tls.bearer()
 }
 
-pub fn discover(d: &Discovery, timeout: Duration, clock: &dyn Clock) -> Result<Found> {
+/// `record`: a dry run's recorder, which answers every request instead of the cluster.
+pub fn discover(d: &Discovery, timeout: Duration, clock: &dyn Clock, record: Option<&Recorder>) -> Result<Found> {
     let retry = |what| Retry { what, tag: "discovery", timeout, backoff: &DISCOVERY_BACKOFF, clock };
     match d {
         Discovery::Token { endpoint, token, pins, unsafe_skip_ca, tls_bootstrap_token } => {
@@ -122,12 +123,13 @@ pub fn discover(d: &Discovery, timeout: Duration, clock: &dyn Clock) -> Result<F
                 "[discovery] Fetching cluster-info from {base} (token id {}), retrying until {timeout:?} have passed",
                 token.id()
             );
-            let info = retry("discovering the cluster").run(|| token_attempt(&base, token, pins, *unsafe_skip_ca))?;
+            let info =
+                retry("discovering the cluster").run(|| token_attempt(&base, token, pins, *unsafe_skip_ca, record))?;
             let tls = tls_bootstrap_token.as_ref().unwrap_or(token);
             Ok(found(info.server, info.ca_pem, tls.bearer()))
         }
         Discovery::File { location, tls_bootstrap_token } => {
-            let text = retry("reading the discovery file").run(|| read_location(location))?;
+            let text = retry("reading the discovery file").run(|| read_location(location, record))?;
             let (server, ca_pem, token) = bootstrap_parts(text.as_bytes())
                 .map_err(|e| Error::config(naming(&format!("discovery file {location}"), &e)))?;
             let tls = match (tls_bootstrap_token, token) {
@@ -166,16 +168,26 @@ fn found(server: String, ca_pem: Vec<u8>, tls_token: String) -> Found {
     Found { server, ca_pem, ca_pin, tls_token }
 }
 
-fn client(base: &str, trust: Trust, auth: Auth) -> std::result::Result<Client, Attempt<ClusterInfo, Error>> {
-    Client::new(base, trust, auth, REQUEST_TIMEOUT).map_err(|e| Attempt::Fail(e.into()))
+fn client(base: &str, trust: Trust, auth: Auth, record: Option<&Recorder>) -> std::result::Result<Client, ApiError> {
+    let c = Client::new(base, trust, auth, REQUEST_TIMEOUT)?;
+    Ok(match record {
+        Some(r) => c.recording(r.clone()),
+        None => c,
+    })
 }
 
 /// One discovery attempt: each way it can fall short becomes a reason to wait, with the words an
 /// operator needs.
-fn token_attempt(base: &str, token: &Token, pins: &[CaPin], skip_ca: bool) -> Attempt<ClusterInfo, Error> {
-    let insecure = match client(base, Trust::InsecureForDiscovery, Auth::Anonymous) {
+fn token_attempt(
+    base: &str,
+    token: &Token,
+    pins: &[CaPin],
+    skip_ca: bool,
+    record: Option<&Recorder>,
+) -> Attempt<ClusterInfo, Error> {
+    let insecure = match client(base, Trust::InsecureForDiscovery, Auth::Anonymous, record) {
         Ok(c) => c,
-        Err(a) => return a,
+        Err(e) => return Attempt::Fail(e.into()),
     };
     let cm = match fetch(&insecure) {
         Ok(cm) => cm,
@@ -187,7 +199,7 @@ fn token_attempt(base: &str, token: &Token, pins: &[CaPin], skip_ca: bool) -> At
             return Attempt::Wait(format!(
                 "{}{}",
                 DiscoveryProblem::NotSignedYet { token_id },
-                token_verdict(base, token)
+                token_verdict(base, token, record)
             ));
         }
         // Waiting cannot fix a wrong secret or a forged ConfigMap: stop now, loudly.
@@ -198,9 +210,9 @@ fn token_attempt(base: &str, token: &Token, pins: &[CaPin], skip_ca: bool) -> At
         // Explicitly unsafe: nothing to re-check the answer against.
         return Attempt::Done(info);
     }
-    let pinned = match client(base, Trust::Ca(info.ca_pem.clone()), Auth::Anonymous) {
+    let pinned = match client(base, Trust::Ca(info.ca_pem.clone()), Auth::Anonymous, record) {
         Ok(c) => c,
-        Err(a) => return a,
+        Err(e) => return Attempt::Fail(e.into()),
     };
     match fetch(&pinned) {
         Ok(second) => match discovery::same_kubeconfig(&info, &second) {
@@ -222,8 +234,8 @@ fn fetch(c: &Client) -> std::result::Result<Value, DiscoveryProblem> {
 
 /// Asks the API server whether it accepts the token at all: an unknown or expired token is
 /// rejected (401), which tells "token problem" from "signer not run yet".
-fn token_verdict(base: &str, token: &Token) -> String {
-    let Ok(c) = Client::new(base, Trust::InsecureForDiscovery, Auth::Token(token.bearer()), REQUEST_TIMEOUT) else {
+fn token_verdict(base: &str, token: &Token, record: Option<&Recorder>) -> String {
+    let Ok(c) = client(base, Trust::InsecureForDiscovery, Auth::Token(token.bearer()), record) else {
         return String::new();
     };
     match c.get("/version") {
@@ -235,11 +247,11 @@ fn token_verdict(base: &str, token: &Token) -> String {
     }
 }
 
-fn read_location(location: &str) -> Attempt<String, Error> {
+fn read_location(location: &str, record: Option<&Recorder>) -> Attempt<String, Error> {
     let path = location.strip_prefix("file://").unwrap_or(location);
     if let Some(rest) = path.strip_prefix("https://") {
         let (host, p) = rest.split_once('/').map_or((rest, String::new()), |(h, p)| (h, format!("/{p}")));
-        let c = match Client::new(&format!("https://{host}"), Trust::SystemRoots, Auth::Anonymous, REQUEST_TIMEOUT) {
+        let c = match client(&format!("https://{host}"), Trust::SystemRoots, Auth::Anonymous, record) {
             Ok(c) => c,
             Err(e) => return Attempt::Fail(e.into()),
         };

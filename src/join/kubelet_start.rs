@@ -35,12 +35,12 @@ pub fn kubelet_start(ctx: &JoinContext) -> Result<()> {
 
 fn start(ctx: &JoinContext, found: &Found) -> Result<()> {
     let (fs, a) = (ctx.fs, ctx.args);
-    let client = Client::new(
+    let client = ctx.api(Client::new(
         &found.server,
         Trust::Ca(found.ca_pem.clone()),
         Auth::Token(found.tls_token.clone()),
         crate::timeouts::REQUEST,
-    )?;
+    )?);
     // A Ready Node of our name is our own kubelet's when we already hold its identity (a rerun
     // of a join killed after kubelet-start); otherwise another machine uses the name.
     match tls_bootstrap::existing_identity(fs, &found.ca_pem, &a.node_name) {
@@ -68,7 +68,7 @@ fn start(ctx: &JoinContext, found: &Found) -> Result<()> {
 
     tls_bootstrap::run(ctx, &client, found)?;
     fs.remove(&BOOTSTRAP_KUBELET_CONF)?;
-    if fs.root() == std::path::Path::new("/") {
+    if ctx.on_this_machine() {
         crate::systemd::restart_kubelet();
     }
     // A control plane has more phases to go; its own summary comes at the end (commands/join).

@@ -12,6 +12,7 @@
 mod args;
 pub mod control_plane;
 mod discover;
+pub mod dry_run;
 mod kubelet_start;
 mod tls_bootstrap;
 pub mod wait_control_plane;
@@ -62,6 +63,8 @@ pub struct JoinContext<'a> {
     /// A control plane's configuration from the cluster's kubeadm-config, read once per run
     /// (every control-plane phase needs it).
     cluster: std::cell::OnceCell<crate::config::InitConfig>,
+    /// Dry run: every API, etcd and health request goes to this recorder (see `dry_run`).
+    pub dry_run_api: Option<crate::kube::Recorder>,
 }
 
 impl<'a> JoinContext<'a> {
@@ -73,7 +76,20 @@ impl<'a> JoinContext<'a> {
         report: Option<&'a Reporter<'a>>,
     ) -> JoinContext<'a> {
         fs.remove_stale_temps(paths::DEFAULT_CERTS_DIR);
-        JoinContext { args, fs, clock, report, cluster: std::cell::OnceCell::new() }
+        JoinContext { args, fs, clock, report, cluster: std::cell::OnceCell::new(), dry_run_api: None }
+    }
+
+    /// The client as this run uses it: in a dry run, answered by the recorder.
+    pub fn api(&self, client: crate::kube::Client) -> crate::kube::Client {
+        match &self.dry_run_api {
+            Some(r) => client.recording(r.clone()),
+            None => client,
+        }
+    }
+
+    /// Whether this run acts on the machine (restarts the kubelet): a real run at `/`.
+    pub fn on_this_machine(&self) -> bool {
+        self.fs.root() == Path::new("/") && !self.fs.is_dry_run()
     }
 }
 

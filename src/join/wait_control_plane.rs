@@ -83,10 +83,16 @@ pub fn phase(ctx: &JoinContext) -> Result<()> {
     // The API server's serving certificate is checked against the cluster CA (kubeadm skips
     // verification); /livez needs no credentials.
     let ca = ctx.fs.read(paths::cert(cfg.certs_dir(), "ca"))?.unwrap_or_default();
-    let api = Client::new(&format!("https://{local}"), Trust::Ca(ca), Auth::Anonymous, REQUEST)?;
+    let api = ctx.api(Client::new(&format!("https://{local}"), Trust::Ca(ca), Auth::Anonymous, REQUEST)?);
     wait_all(&checks, ctx.clock, &|c| {
         if c.component == "kubelet" {
-            return crate::kube::http_ok(&c.url, REQUEST).map_err(|e| e.to_string());
+            return match &ctx.dry_run_api {
+                Some(r) => match r.exchange("GET", "/healthz", None, "kubelet healthz") {
+                    (200, _) => Ok(()),
+                    (code, _) => Err(format!("{} answered HTTP {code}", c.url)),
+                },
+                None => crate::kube::http_ok(&c.url, REQUEST).map_err(|e| e.to_string()),
+            };
         }
         match api.request("GET", "/livez", None) {
             Ok((200, _)) => Ok(()),

@@ -14,7 +14,7 @@ use serde_json::Value;
 use ureq::tls::{Certificate, ClientCert, PrivateKey, RootCerts, TlsConfig, TlsProvider};
 
 pub use error::{ApiError, Transport};
-pub use record::{Recorded, Recorder};
+pub use record::{Exchange, Recorded, Recorder, StandIn};
 
 use crate::kubeconfig::{Kubeconfig, KubeconfigError, decode_b64};
 
@@ -168,7 +168,15 @@ impl Client {
     /// One HTTP exchange: the status and the body (JSON when it parses, else a string).
     pub fn request(&self, method: &str, path: &str, body: Option<(&str, &Value)>) -> Result<(u16, Value), ApiError> {
         if let Some(r) = &self.record {
-            return Ok(r.answer(method, path, body.map(|(_, v)| v)));
+            let method = match method {
+                "GET" => "GET",
+                "POST" => "POST",
+                "PUT" => "PUT",
+                "PATCH" => "PATCH",
+                "DELETE" => "DELETE",
+                _ => "OTHER",
+            };
+            return Ok(r.exchange(method, path, body.map(|(_, v)| v), &self.who));
         }
         let url = format!("{}{path}", self.base);
         let mut resp = self.send(method, &url, body)?;
@@ -302,9 +310,9 @@ impl Client {
         timeout: Duration,
         mut on_event: impl FnMut(&str, &Value) -> Option<T>,
     ) -> Result<Option<T>, ApiError> {
-        if self.record.is_some() {
-            // Nothing changes in a dry run, so a watch would only wait.
-            return Ok(None);
+        if let Some(r) = &self.record {
+            // Only what the recorder's stand-in makes happen; otherwise a watch would only wait.
+            return Ok(r.watch(path, &self.who).and_then(|o| on_event("MODIFIED", &o)));
         }
         let sep = if path.contains('?') { '&' } else { '?' };
         let url = format!("{}{path}{sep}watch=true&timeoutSeconds={}", self.base, timeout.as_secs().max(1));

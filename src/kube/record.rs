@@ -3,7 +3,9 @@
 //! that talks to a real cluster produces the plan of what it would create or patch.
 //!
 //! Like kubeadm's dry-run client, it answers the reads init depends on with what a healthy
-//! cluster would say: `/livez` is ok, and the Node the kubelet registers exists.
+//! cluster would say: `/livez` is ok, and the Node the kubelet registers exists. A join's dry
+//! run seeds it with what the cluster holds and a [`StandIn`] for the rest (etcd, the CSR
+//! signer), and reads its [`Exchange`] log, which also has the reads and who made them.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -26,11 +28,34 @@ pub struct Recorded {
     pub object: Value,
 }
 
+/// One request as sent (reads included), for a join's plan.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Exchange {
+    /// GET, POST, PUT, PATCH, DELETE, or WATCH.
+    pub method: &'static str,
+    pub path: String,
+    /// The client's identity ([`super::Client::who`]).
+    pub who: String,
+    pub body: Value,
+    pub status: u16,
+    pub answer: Value,
+}
+
+/// The rest of a cluster, for what the recorder does not hold: requests it alone can answer
+/// (etcd's gateway), and what a watch sees happen to a stored object (a signer issuing a CSR).
+pub trait StandIn: Send + Sync {
+    fn answer(&self, method: &str, path: &str, body: &Value) -> Option<(u16, Value)>;
+    /// The object as a watch would next see it; `None`: nothing happens.
+    fn watched(&self, object: &Value) -> Option<Value>;
+}
+
 #[derive(Default)]
 struct State {
     /// Objects by their own path.
     objects: BTreeMap<String, Value>,
     log: Vec<Recorded>,
+    exchanges: Vec<Exchange>,
+    stand_in: Option<Arc<dyn StandIn>>,
 }
 
 /// Shared by every client of one dry run (each phase makes its own).
@@ -41,6 +66,55 @@ impl Recorder {
     /// The changes so far, in order.
     pub fn recorded(&self) -> Vec<Recorded> {
         self.state().log.clone()
+    }
+
+    /// Every request so far (reads included), in order.
+    pub fn exchanges(&self) -> Vec<Exchange> {
+        self.state().exchanges.clone()
+    }
+
+    /// An object the cluster already holds, at its own path (or a list at its query path).
+    pub fn seed(&self, path: &str, object: Value) {
+        self.state().objects.insert(path.to_string(), object);
+    }
+
+    pub fn set_stand_in(&self, stand_in: Arc<dyn StandIn>) {
+        self.state().stand_in = Some(stand_in);
+    }
+
+    /// [`Self::answer`], logged as an exchange made by `who`.
+    pub fn exchange(&self, method: &'static str, path: &str, body: Option<&Value>, who: &str) -> (u16, Value) {
+        let stand_in = self.state().stand_in.clone();
+        let sent = body.cloned().unwrap_or(Value::Null);
+        let (status, answer) = match stand_in.and_then(|s| s.answer(method, path, &sent)) {
+            Some(a) => a,
+            None => self.answer(method, path, body),
+        };
+        let e = Exchange { method, path: path.into(), who: who.into(), body: sent, status, answer: answer.clone() };
+        self.state().exchanges.push(e);
+        (status, answer)
+    }
+
+    /// A watch of `<collection>?fieldSelector=metadata.name%3D<name>`: the stored object as the
+    /// stand-in says a watch sees it next (nothing if it says nothing happens).
+    pub fn watch(&self, path: &str, who: &str) -> Option<Value> {
+        let (collection, query) = path.split_once('?').unwrap_or((path, ""));
+        let name = query.split('&').find_map(|q| q.strip_prefix("fieldSelector=metadata.name%3D"));
+        let (stored, stand_in) = {
+            let s = self.state();
+            (name.and_then(|n| s.objects.get(&format!("{collection}/{n}")).cloned()), s.stand_in.clone())
+        };
+        let seen = stored.as_ref().zip(stand_in).and_then(|(o, s)| s.watched(o));
+        let e = Exchange {
+            method: "WATCH",
+            path: path.into(),
+            who: who.into(),
+            body: Value::Null,
+            status: 200,
+            answer: seen.clone().or(stored).unwrap_or(Value::Null),
+        };
+        self.state().exchanges.push(e);
+        seen
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
@@ -180,6 +254,39 @@ mod tests {
         assert_eq!(log.len(), 2);
         assert_eq!((log[0].verb, log[0].kind.as_str(), log[0].name.as_str()), ("create", "ConfigMap", "c"));
         assert_eq!((log[1].verb, log[1].kind.as_str(), log[1].name.as_str()), ("patch", "Node", "cp-1"));
+    }
+
+    struct Signer;
+    impl StandIn for Signer {
+        fn answer(&self, _: &str, path: &str, _: &Value) -> Option<(u16, Value)> {
+            (path == "/v3/x").then(|| (200, json!({"etcd": true})))
+        }
+        fn watched(&self, o: &Value) -> Option<Value> {
+            let mut o = o.clone();
+            o["status"] = json!({"certificate": "Yw=="});
+            Some(o)
+        }
+    }
+
+    #[test]
+    fn reads_are_logged_with_who_and_a_stand_in_answers_the_rest() {
+        let r = Recorder::default();
+        r.seed("/api/v1/namespaces/kube-system/configmaps/c", json!({"kind": "ConfigMap"}));
+        assert_eq!(r.exchange("GET", "/api/v1/namespaces/kube-system/configmaps/c", None, "me").0, 200);
+        assert_eq!(r.exchange("POST", "/v3/x", Some(&json!({})), "etcd").0, 422, "no stand-in yet");
+        r.set_stand_in(Arc::new(Signer));
+        assert_eq!(r.exchange("POST", "/v3/x", Some(&json!({})), "etcd").1["etcd"], true);
+        let csr = json!({"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
+                         "metadata": {"name": "n"}});
+        let csrs = "/apis/certificates.k8s.io/v1/certificatesigningrequests";
+        r.exchange("POST", csrs, Some(&csr), "token");
+        let seen = r.watch(&format!("{csrs}?fieldSelector=metadata.name%3Dn"), "token").unwrap();
+        assert_eq!(seen["status"]["certificate"], "Yw==");
+        let log: Vec<(&str, String)> = r.exchanges().iter().map(|e| (e.method, e.who.clone())).collect();
+        assert_eq!(log.len(), 5);
+        assert_eq!((log[0].0, log[0].1.as_str()), ("GET", "me"));
+        assert_eq!(log[4].0, "WATCH");
+        assert_eq!(r.recorded().len(), 1, "only the create is a change");
     }
 
     #[test]

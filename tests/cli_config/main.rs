@@ -13,6 +13,7 @@ mod config_v1beta3;
 mod dry_run;
 mod flags;
 mod golden;
+mod join_dry_run_golden;
 mod kubeadm_cmdlines;
 mod kubeadm_corpus;
 mod malformed;
