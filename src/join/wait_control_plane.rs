@@ -96,7 +96,7 @@ pub fn phase(ctx: &JoinContext) -> Result<()> {
         }
         match api.request("GET", "/livez", None) {
             Ok((200, _)) => Ok(()),
-            Ok((code, body)) => Err(format!("/livez answered HTTP {code}: {body}")),
+            Ok((code, body)) => Err(format!("/livez answered HTTP {code}: {}", crate::kube::why_unhealthy(&body))),
             Err(e) => Err(e.to_string()),
         }
     })

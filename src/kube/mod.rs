@@ -360,6 +360,26 @@ fn parse_certs(what: &str, pem: &[u8]) -> Result<Vec<Certificate<'static>>, ApiE
 }
 
 /// A plain-HTTP GET that must answer 200 (the kubelet's local healthz endpoint).
+/// Why a health endpoint said no, in a line: the checks a /livez or /readyz body marks failed
+/// (`[-]…`), else a Status message, else the body cut short. The whole body is 40 lines of
+/// passing checks, printed on every attempt.
+pub fn why_unhealthy(body: &Value) -> String {
+    if let Some(text) = body.as_str() {
+        let failed: Vec<&str> = text.lines().filter(|l| l.starts_with("[-]")).collect();
+        if !failed.is_empty() {
+            return failed.join("; ");
+        }
+    }
+    if let Some(msg) = body["message"].as_str() {
+        return msg.to_string();
+    }
+    let text = body.as_str().map_or_else(|| body.to_string(), str::to_string);
+    match text.char_indices().nth(200) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text,
+    }
+}
+
 pub fn http_ok(url: &str, timeout: Duration) -> Result<(), ApiError> {
     let agent: ureq::Agent =
         ureq::Agent::config_builder().http_status_as_error(false).timeout_global(Some(timeout)).build().into();
@@ -367,5 +387,22 @@ pub fn http_ok(url: &str, timeout: Duration) -> Result<(), ApiError> {
         Ok(r) if r.status() == 200 => Ok(()),
         Ok(r) => Err(ApiError::Unhealthy { url: url.to_string(), code: r.status().as_u16() }),
         Err(e) => Err(error::classify(url, &e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::why_unhealthy;
+    use serde_json::json;
+
+    #[test]
+    fn an_unhealthy_answer_comes_down_to_what_failed() {
+        let livez = "[+]ping ok\n[+]etcd ok\n[-]poststarthook/rbac/bootstrap-roles failed: reason withheld\nlivez check failed\n";
+        assert_eq!(why_unhealthy(&json!(livez)), "[-]poststarthook/rbac/bootstrap-roles failed: reason withheld");
+        let status =
+            json!({"kind": "Status", "code": 403, "message": "forbidden: User \"x\" cannot get path \"/livez\""});
+        assert_eq!(why_unhealthy(&status), "forbidden: User \"x\" cannot get path \"/livez\"");
+        let long = "x".repeat(300);
+        assert_eq!(why_unhealthy(&json!(long)).chars().count(), 201);
     }
 }

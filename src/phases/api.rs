@@ -114,7 +114,9 @@ pub fn wait_control_plane(ctx: &InitContext) -> Result<()> {
     ctx.poll("waiting for the API server", "api-check", timeout).run::<_, GaveUp>(|| {
         match client.request("GET", "/livez", None) {
             Ok((200, _)) => Attempt::Done(()),
-            Ok((code, body)) => Attempt::Wait(format!("/livez answered HTTP {code}: {body}")),
+            Ok((code, body)) => {
+                Attempt::Wait(format!("/livez answered HTTP {code}: {}", crate::kube::why_unhealthy(&body)))
+            }
             Err(e) => Attempt::Wait(e.to_string()),
         }
     })?;
