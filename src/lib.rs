@@ -16,6 +16,7 @@ pub mod error;
 pub mod etcd;
 pub mod fsutil;
 pub mod host;
+pub mod init;
 pub mod join;
 pub mod kube;
 pub mod kubeconfig;

@@ -10,10 +10,10 @@ use super::{Found, JoinContext};
 use crate::config::InitConfig;
 use crate::config::types::{ApiEndpoint, InitConfiguration, NodeRegistrationOptions};
 use crate::error::{Error, Result};
+use crate::init::InitContext;
 use crate::kube::{Auth, Client, Trust};
 use crate::kubeconfig::Kubeconfig;
 use crate::paths;
-use crate::phases::InitContext;
 use crate::pki::copycerts::{self, CertificateKey};
 
 /// What makes a join a control-plane join.
@@ -102,7 +102,7 @@ fn fetch_node_config(ctx: &JoinContext, cp: &ControlPlaneJoin) -> Result<InitCon
 }
 
 fn init_context<'a>(ctx: &'a JoinContext, cfg: &'a InitConfig) -> InitContext<'a> {
-    crate::phases::context(cfg, ctx.fs, Vec::new(), ctx.report, ctx.clock)
+    crate::init::context(cfg, ctx.fs, Vec::new(), ctx.report, ctx.clock)
 }
 
 /// `control-plane-prepare/download-certs`: the shared files from kubeadm-certs, all decrypted
@@ -182,7 +182,7 @@ fn require_shared(ctx: &JoinContext, cfg: &InitConfig) -> Result<()> {
 pub fn kubeconfig(ctx: &JoinContext) -> Result<()> {
     let Some(cp) = control_plane(ctx, "kubeconfig") else { return Ok(()) };
     let cfg = node_config(ctx, cp)?;
-    crate::phases::write_kubeconfigs(&init_context(ctx, cfg), &KUBECONFIGS)
+    crate::init::kubeconfig::write(&init_context(ctx, cfg), &KUBECONFIGS)
 }
 
 /// The kubeconfigs a joining control plane gets.
@@ -195,7 +195,7 @@ pub const MANIFESTS: [&str; 3] = ["kube-apiserver", "kube-controller-manager", "
 pub fn manifests(ctx: &JoinContext) -> Result<()> {
     let Some(cp) = control_plane(ctx, "control-plane") else { return Ok(()) };
     let cfg = node_config(ctx, cp)?;
-    crate::phases::write_control_plane(&init_context(ctx, cfg))
+    crate::init::control_plane::run(&init_context(ctx, cfg))
 }
 
 /// `mark-control-plane`: the labels and taint init gives its node, once the Node exists.
@@ -205,8 +205,8 @@ pub fn mark_control_plane(ctx: &JoinContext) -> Result<()> {
     let ic = init_context(ctx, cfg);
     // As kubeadm join: admin.conf as written (controlPlaneEndpoint). Init's API phases point it
     // at their own local API server instead; a joining node's may not serve yet.
-    let _ = ic.admin.set(client(ctx)?);
-    crate::phases::mark_control_plane(&ic)
+    let _ = ic.admin_client.set(client(ctx)?);
+    crate::init::api::mark_control_plane(&ic)
 }
 
 /// `etcd-join` (stacked etcd only): this node as an etcd learner of the existing members (found
@@ -228,7 +228,7 @@ pub fn etcd_join(ctx: &JoinContext) -> Result<()> {
     let me = crate::etcd::NewMember::for_node(&cfg.node_name, cfg.advertise_address);
     // add_as_learner and wait_available print kubeadm's lines themselves.
     let announced = crate::etcd::add_as_learner(&etcd, &me, ctx.clock)?;
-    let env = crate::phases::host_env(ctx.fs);
+    let env = crate::init::host_env(ctx.fs);
     let pod = crate::manifests::etcd_join(cfg, &env, &announced.initial_cluster.to_string())
         .ok_or_else(|| Error::runtime("internal: stacked etcd without an etcd manifest"))?;
     ctx.fs.mkdir(&paths::etcd_data_dir(&local.data_dir))?;

@@ -3,108 +3,14 @@
 //! `join phase <name>` run one entry. A phase reads its inputs from disk (a missing one names the
 //! phase that makes it), commits its own writes, and reports itself in the boot status.
 
-mod addons;
-mod api;
-mod certs;
-mod control_plane;
-mod etcd;
-mod kubeconfig;
-mod kubelet_start;
-mod preflight;
-mod upload_certs;
-
-use log::info;
-use time::OffsetDateTime;
-
-use crate::clock::Clock;
-use crate::config::InitConfig;
 use crate::error::{Error, Result};
 use crate::fsutil::NodeFs;
+use crate::init::{addons, api, certs, control_plane, etcd, kubeconfig, kubelet_start, preflight, upload_certs};
 use crate::join::JoinContext;
-use crate::manifests::HostEnv;
-use crate::pki::keys::KeyPool;
-use crate::retry::Retry;
 use crate::status::Reporter;
 
-pub use kubeconfig::{KUBECONFIGS, KubeconfigSpec};
-pub use upload_certs::UploadCerts;
-
-/// Init's building blocks that a control-plane join reuses for its own node.
-pub fn write_kubeconfigs(ctx: &InitContext, files: &[&str]) -> Result<()> {
-    kubeconfig::write(ctx, files)
-}
-pub fn write_control_plane(ctx: &InitContext) -> Result<()> {
-    control_plane::run(ctx)
-}
-pub fn mark_control_plane(ctx: &InitContext) -> Result<()> {
-    api::mark_control_plane(ctx)
-}
-
-/// Everything an init phase may read: the validated config, the node's filesystem, the start
-/// time (certificates are backdated from it), host facts for the manifests, and the clock.
-pub struct InitContext<'a> {
-    pub cfg: &'a InitConfig,
-    pub fs: &'a NodeFs,
-    pub start: OffsetDateTime,
-    pub env: HostEnv,
-    /// `--ignore-preflight-errors` plus nodeRegistration.ignorePreflightErrors.
-    pub ignore_preflight: Vec<String>,
-    /// Progress for the boot status file and console; `None` on the command line.
-    pub report: Option<&'a Reporter<'a>>,
-    pub clock: &'a dyn Clock,
-    /// `--upload-certs` and its key (off unless asked for, as kubeadm).
-    pub upload: UploadCerts,
-    /// Dry run: the API phases talk to this recorder instead of the cluster (set by the caller).
-    pub dry_run_api: Option<crate::kube::Recorder>,
-    /// `--skip-token-print`: the join command shows `<value withheld>` instead of the token.
-    pub skip_token_print: bool,
-    /// New private keys, made ahead on every core (RSA); the certs and kubeconfig phases take them.
-    pub keys: KeyPool,
-    /// admin.conf's client, made once per run: the API phases share its TLS connection.
-    pub(crate) admin: std::cell::OnceCell<crate::kube::Client>,
-    /// The kubeadm:cluster-admins binding is known to exist (checked once per run).
-    pub(crate) admin_bound: std::cell::Cell<bool>,
-}
-
-impl InitContext<'_> {
-    /// Retrying against the control plane, with kubeadm's poll figures and this run's clock.
-    pub fn retry<'b>(&'b self, what: &'b str, tag: &'b str, timeout: std::time::Duration) -> Retry<'b> {
-        Retry { what, tag, timeout, backoff: &crate::timeouts::API_BACKOFF, clock: self.clock }
-    }
-    /// Waiting for the local kubelet and API server (kubeadm's poll; see `CONTROL_PLANE_CHECK_RETRY`).
-    pub fn poll<'b>(&'b self, what: &'b str, tag: &'b str, timeout: std::time::Duration) -> Retry<'b> {
-        Retry { what, tag, timeout, backoff: &crate::timeouts::CONTROL_PLANE_CHECK_RETRY, clock: self.clock }
-    }
-}
-
-/// The context for an init run: cleans what an interrupted run left (temp files, never trusted)
-/// and merges the config's ignorePreflightErrors.
-pub fn context<'a>(
-    cfg: &'a InitConfig,
-    fs: &'a NodeFs,
-    mut ignore_preflight: Vec<String>,
-    report: Option<&'a Reporter<'a>>,
-    clock: &'a dyn Clock,
-) -> InitContext<'a> {
-    fs.remove_stale_temps(cfg.certs_dir());
-    ignore_preflight.extend(cfg.init.node_registration.ignore_preflight_errors.iter().cloned());
-    let keys = KeyPool::new(cfg.key_algorithm);
-    InitContext {
-        cfg,
-        env: host_env(fs),
-        fs,
-        start: OffsetDateTime::now_utc(),
-        ignore_preflight,
-        report,
-        clock,
-        upload: UploadCerts::default(),
-        dry_run_api: None,
-        skip_token_print: false,
-        keys,
-        admin: std::cell::OnceCell::new(),
-        admin_bound: std::cell::Cell::new(false),
-    }
-}
+// The init context and writers keep their old paths here (tests and callers use them).
+pub use crate::init::{InitContext, KUBECONFIGS, KubeconfigSpec, UploadCerts, context, host_env};
 
 pub struct Phase<F> {
     pub name: &'static str,
@@ -206,10 +112,7 @@ pub fn run_init(ctx: &InitContext, skip: &[String]) -> Result<()> {
     check_skip(INIT_PHASES, "init", skip)?;
     // Every key the run will make starts now, on every core, while the phases before and
     // between them run (RSA generation is most of init's time).
-    let runs = |name: &str| !is_skipped(skip, name);
-    let certs_keys = if runs("certs") { crate::pki::keys_needed(ctx.fs, ctx.cfg) } else { 0 };
-    let kubeconfig_keys = if runs("kubeconfig") { kubeconfig::keys_needed(ctx) } else { 0 };
-    ctx.keys.reserve(certs_keys + kubeconfig_keys);
+    ctx.reserve_keys(!is_skipped(skip, "certs"), !is_skipped(skip, "kubeconfig"));
     for p in INIT_PHASES.iter().filter(|p| !is_skipped(skip, p.name)) {
         let commit = !COMMIT_WITH_NEXT.contains(&p.name);
         step(ctx.fs, ctx.report, p.name, commit, || (p.run)(ctx))?;
@@ -261,30 +164,6 @@ fn step(
             Err(e.context(format_args!("phase {name}")))
         }
     }
-}
-
-/// Host facts the manifests need, read under the node root.
-pub fn host_env(fs: &NodeFs) -> HostEnv {
-    HostEnv {
-        proxy_env: crate::host::proxy_env(),
-        ca_dirs: crate::manifests::OPTIONAL_CA_DIRS
-            .iter()
-            .filter(|d| fs.real(d).is_dir())
-            .map(|d| d.to_string())
-            .collect(),
-    }
-}
-
-/// Writes `/etc/kubernetes/manifests/<name>.yaml`.
-fn write_manifest(ctx: &InitContext, name: &str, pod: &serde_json::Value) -> Result<()> {
-    let path = crate::paths::manifest(name);
-    let yaml = crate::manifests::pod::to_yaml(pod)?;
-    if ctx.fs.read(&path)?.as_deref() == Some(yaml.as_bytes()) {
-        info!("[manifests] {path} is up to date");
-    } else {
-        info!("[manifests] Writing static Pod manifest for {name:?} to {:?}", path.as_str());
-    }
-    Ok(ctx.fs.write(&path, yaml.as_bytes())?)
 }
 
 #[cfg(test)]

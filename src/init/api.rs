@@ -40,11 +40,11 @@ fn client_for(ctx: &InitContext, file: &str) -> Result<Client> {
 /// admin.conf's client, made once per run: one TLS handshake for every API phase (each costs a
 /// slow first-boot VM a tenth of a second or more).
 fn admin_conn<'c>(ctx: &'c InitContext) -> Result<&'c Client> {
-    if let Some(c) = ctx.admin.get() {
+    if let Some(c) = ctx.admin_client.get() {
         return Ok(c);
     }
     let c = client_for(ctx, ADMIN_CONF)?;
-    Ok(ctx.admin.get_or_init(|| c))
+    Ok(ctx.admin_client.get_or_init(|| c))
 }
 
 /// The admin client. admin.conf's group (kubeadm:cluster-admins) has no rights until its
@@ -123,7 +123,7 @@ pub fn wait_control_plane(ctx: &InitContext) -> Result<()> {
 }
 
 pub fn upload_config(ctx: &InitContext) -> Result<()> {
-    let client = admin(ctx)?;
+    let client = ctx.admin()?;
     info!(
         "[upload-config] Storing the configuration used in ConfigMap \"kubeadm-config\" in the \"kube-system\" Namespace"
     );
@@ -134,7 +134,7 @@ pub fn upload_config(ctx: &InitContext) -> Result<()> {
 }
 
 pub fn mark_control_plane(ctx: &InitContext) -> Result<()> {
-    let client = admin(ctx)?;
+    let client = ctx.admin()?;
     let path = format!("/api/v1/nodes/{}", ctx.cfg.node_name);
     info!("[mark-control-plane] Waiting for the Node {:?} to register", ctx.cfg.node_name);
     let wait =
@@ -193,7 +193,7 @@ pub fn tokens(ctx: &InitContext) -> Result<Vec<BootstrapToken>> {
 }
 
 pub fn bootstrap_token(ctx: &InitContext) -> Result<()> {
-    let client = admin(ctx)?;
+    let client = ctx.admin()?;
     let now = time::OffsetDateTime::now_utc();
     for t in tokens(ctx)? {
         let secret = objects::tokens::token_secret(&t, now)?;
@@ -256,7 +256,7 @@ pub fn show_join_command(ctx: &InitContext) -> Result<()> {
             let key = if ctx.upload.skip_key_print {
                 "<value withheld>".to_string()
             } else {
-                super::upload_certs::certificate_key(ctx)?.to_hex()
+                ctx.certificate_key()?.to_hex()
             };
             out.push_str(&format!(
                 "You can now join any number of control-plane nodes running the following command on each as root:\n\n\

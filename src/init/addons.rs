@@ -5,12 +5,11 @@ use log::info;
 use serde_json::Value;
 
 use super::InitContext;
-use super::api::admin;
 use crate::error::Result;
 use crate::objects;
 
 fn apply_all(ctx: &InitContext, objs: &[Value]) -> Result<()> {
-    let client = admin(ctx)?;
+    let client = ctx.admin()?;
     for o in objs {
         client.apply(o)?;
         info!("[addon] Applied {}", crate::kube::paths::describe(o));
