@@ -22,6 +22,7 @@ pub mod kube;
 pub mod kubeconfig;
 pub mod logging;
 pub mod manifests;
+pub mod node;
 pub mod objects;
 pub mod paths;
 pub mod phases;

@@ -18,7 +18,7 @@ fn apply_all(ctx: &InitContext, objs: &[Value]) -> Result<()> {
 }
 
 pub fn coredns(ctx: &InitContext) -> Result<()> {
-    let dns = objects::coredns::coredns_objects(ctx.cfg);
+    let dns = objects::coredns::coredns_objects(&ctx.cfg);
     if dns.is_empty() {
         info!("[addon] CoreDNS is disabled");
         return Ok(());
@@ -27,7 +27,7 @@ pub fn coredns(ctx: &InitContext) -> Result<()> {
 }
 
 pub fn kube_proxy(ctx: &InitContext) -> Result<()> {
-    let proxy = objects::proxy::kube_proxy_objects_with_env(ctx.cfg, &ctx.env.proxy_env)?;
+    let proxy = objects::proxy::kube_proxy_objects_with_env(&ctx.cfg, &ctx.env.proxy_env)?;
     if proxy.is_empty() {
         info!("[addon] kube-proxy is disabled");
         return Ok(());

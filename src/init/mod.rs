@@ -19,6 +19,7 @@ use crate::config::InitConfig;
 use crate::error::Result;
 use crate::fsutil::NodeFs;
 use crate::manifests::HostEnv;
+use crate::node::Node;
 use crate::pki::keys::KeyPool;
 use crate::retry::Retry;
 use crate::status::Reporter;
@@ -37,18 +38,16 @@ pub fn mark_control_plane(ctx: &InitContext) -> Result<()> {
     api::mark_control_plane(ctx)
 }
 
-/// Everything an init phase may read: the validated config, the node's filesystem, the start
-/// time (certificates are backdated from it), host facts for the manifests, and the clock.
+/// Everything an init phase may read: the validated config, the node, the start time
+/// (certificates are backdated from it) and host facts for the manifests. It owns its config so
+/// a control-plane join can keep one for all its phases.
 pub struct InitContext<'a> {
-    pub cfg: &'a InitConfig,
-    pub fs: &'a NodeFs,
+    pub cfg: InitConfig,
+    pub node: Node<'a>,
     pub start: OffsetDateTime,
     pub env: HostEnv,
     /// `--ignore-preflight-errors` plus nodeRegistration.ignorePreflightErrors.
     pub ignore_preflight: Vec<String>,
-    /// Progress for the boot status file and console; `None` on the command line.
-    pub report: Option<&'a Reporter<'a>>,
-    pub clock: &'a dyn Clock,
     /// `--upload-certs` and its key (off unless asked for, as kubeadm).
     pub upload: UploadCerts,
     /// Dry run: the API phases talk to this recorder instead of the cluster (set by the caller).
@@ -67,7 +66,7 @@ impl InitContext<'_> {
     /// Starts making every key the certs and kubeconfig phases will need, on every core, while
     /// the phases before and between them run (RSA generation is most of init's time).
     pub fn reserve_keys(&self, certs: bool, kubeconfig: bool) {
-        let certs_keys = if certs { crate::pki::keys_needed(self.fs, self.cfg) } else { 0 };
+        let certs_keys = if certs { crate::pki::keys_needed(self.node.fs, &self.cfg) } else { 0 };
         let kubeconfig_keys = if kubeconfig { kubeconfig::keys_needed(self) } else { 0 };
         self.keys.reserve(certs_keys + kubeconfig_keys);
     }
@@ -81,41 +80,45 @@ impl InitContext<'_> {
     }
     /// Retrying against the control plane, with kubeadm's poll figures and this run's clock.
     pub fn retry<'b>(&'b self, what: &'b str, tag: &'b str, timeout: std::time::Duration) -> Retry<'b> {
-        Retry { what, tag, timeout, backoff: &crate::timeouts::API_BACKOFF, clock: self.clock }
+        Retry { what, tag, timeout, backoff: &crate::timeouts::API_BACKOFF, clock: self.node.clock }
     }
     /// Waiting for the local kubelet and API server (kubeadm's poll; see `CONTROL_PLANE_CHECK_RETRY`).
     pub fn poll<'b>(&'b self, what: &'b str, tag: &'b str, timeout: std::time::Duration) -> Retry<'b> {
-        Retry { what, tag, timeout, backoff: &crate::timeouts::CONTROL_PLANE_CHECK_RETRY, clock: self.clock }
+        Retry { what, tag, timeout, backoff: &crate::timeouts::CONTROL_PLANE_CHECK_RETRY, clock: self.node.clock }
     }
 }
 
-/// The context for an init run: cleans what an interrupted run left (temp files, never trusted)
-/// and merges the config's ignorePreflightErrors.
+impl<'a> InitContext<'a> {
+    /// The context for an init run: cleans what an interrupted run left (temp files, never
+    /// trusted) and merges the config's ignorePreflightErrors.
+    pub fn new(cfg: InitConfig, node: Node<'a>, mut ignore_preflight: Vec<String>) -> InitContext<'a> {
+        node.fs.remove_stale_temps(cfg.certs_dir());
+        ignore_preflight.extend(cfg.init.node_registration.ignore_preflight_errors.iter().cloned());
+        InitContext {
+            keys: KeyPool::new(cfg.key_algorithm),
+            env: host_env(node.fs),
+            cfg,
+            node,
+            start: OffsetDateTime::now_utc(),
+            ignore_preflight,
+            upload: UploadCerts::default(),
+            dry_run_api: None,
+            skip_token_print: false,
+            admin_client: std::cell::OnceCell::new(),
+            admin_bound: std::cell::Cell::new(false),
+        }
+    }
+}
+
+/// [`InitContext::new`] for a node built from its parts (tests use it).
 pub fn context<'a>(
-    cfg: &'a InitConfig,
+    cfg: &InitConfig,
     fs: &'a NodeFs,
-    mut ignore_preflight: Vec<String>,
+    ignore_preflight: Vec<String>,
     report: Option<&'a Reporter<'a>>,
     clock: &'a dyn Clock,
 ) -> InitContext<'a> {
-    fs.remove_stale_temps(cfg.certs_dir());
-    ignore_preflight.extend(cfg.init.node_registration.ignore_preflight_errors.iter().cloned());
-    let keys = KeyPool::new(cfg.key_algorithm);
-    InitContext {
-        cfg,
-        env: host_env(fs),
-        fs,
-        start: OffsetDateTime::now_utc(),
-        ignore_preflight,
-        report,
-        clock,
-        upload: UploadCerts::default(),
-        dry_run_api: None,
-        skip_token_print: false,
-        keys,
-        admin_client: std::cell::OnceCell::new(),
-        admin_bound: std::cell::Cell::new(false),
-    }
+    InitContext::new(cfg.clone(), Node::new(fs, clock, report), ignore_preflight)
 }
 
 /// Host facts the manifests need, read under the node root.
@@ -134,10 +137,10 @@ pub fn host_env(fs: &NodeFs) -> HostEnv {
 pub(crate) fn write_manifest(ctx: &InitContext, name: &str, pod: &serde_json::Value) -> Result<()> {
     let path = crate::paths::manifest(name);
     let yaml = crate::manifests::pod::to_yaml(pod)?;
-    if ctx.fs.read(&path)?.as_deref() == Some(yaml.as_bytes()) {
+    if ctx.node.fs.read(&path)?.as_deref() == Some(yaml.as_bytes()) {
         info!("[manifests] {path} is up to date");
     } else {
         info!("[manifests] Writing static Pod manifest for {name:?} to {:?}", path.as_str());
     }
-    Ok(ctx.fs.write(&path, yaml.as_bytes())?)
+    Ok(ctx.node.fs.write(&path, yaml.as_bytes())?)
 }
