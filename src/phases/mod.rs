@@ -200,6 +200,19 @@ mod tests {
     }
 
     #[test]
+    fn the_columns_hold_the_lists_they_replaced() {
+        let names = |t: &[Phase<InitFn>], keep: fn(&Phase<InitFn>) -> bool| {
+            t.iter().filter(|p| keep(p)).map(|p| p.name).collect::<Vec<_>>()
+        };
+        let on_disk = names(INIT_PHASES, |p| p.stage == Stage::PreKubelet);
+        assert_eq!(on_disk, ["preflight", "certs", "kubeconfig", "etcd", "control-plane", "kubelet-start"]);
+        assert_eq!(names(INIT_PHASES, |p| !p.commit), ["preflight", "etcd", "control-plane"]);
+        let after: Vec<&str> = JOIN_PHASES.iter().filter(|p| p.stage == Stage::PostKubelet).map(|p| p.name).collect();
+        assert_eq!(after, ["etcd-join", "mark-control-plane", "wait-control-plane"]);
+        assert!(JOIN_PHASES.iter().all(|p| p.commit));
+    }
+
+    #[test]
     fn addon_has_kubeadms_sub_phases_and_skipping_follows_kubeadms_runner() {
         let skip = |s: &[&str]| -> Vec<&str> {
             let skip: Vec<String> = s.iter().map(|x| x.to_string()).collect();
