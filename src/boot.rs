@@ -21,31 +21,13 @@ use crate::config::userdata::{BootPlan, NodePlan, plan_detailed};
 use crate::error::{Error, Result};
 use crate::fsutil::NodeFs;
 use crate::join::{JoinContext, JoinFlags};
+use crate::node::Node;
 use crate::paths::{self, BOOT_PLAN as PLAN_FILE};
-use crate::phases::{self, INIT_PHASES, JOIN_AFTER_KUBELET, JOIN_PHASES, ON_DISK_PHASES};
+use crate::phases::{self, INIT_PHASES, InitContext, JOIN_PHASES};
 use crate::status::Reporter;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stage {
-    PreKubelet,
-    PostKubelet,
-}
-
-impl Stage {
-    pub fn parse(s: &str) -> Option<Stage> {
-        match s {
-            "pre-kubelet" => Some(Stage::PreKubelet),
-            "post-kubelet" => Some(Stage::PostKubelet),
-            _ => None,
-        }
-    }
-    pub fn name(self) -> &'static str {
-        match self {
-            Stage::PreKubelet => "pre-kubelet",
-            Stage::PostKubelet => "post-kubelet",
-        }
-    }
-}
+/// The boot stages are the phase tables' `stage` column.
+pub use crate::phases::Stage;
 
 pub struct BootArgs {
     pub stage: Stage,
@@ -106,6 +88,7 @@ fn stage(
     clock: &dyn Clock,
     runner: &dyn script::Runner,
 ) -> Result<()> {
+    let node = Node::new(fs, clock, Some(report));
     let mut gathered = None;
     let BootPlan { node: node_plan, script: user_script } = match args.stage {
         Stage::PreKubelet => {
@@ -145,7 +128,6 @@ fn stage(
             read_plan(fs)?
         }
     };
-    let pre = args.stage == Stage::PreKubelet;
     match node_plan {
         NodePlan::Init { docs, upload_certs, join_existing } => {
             report.set(|s| s.role = "control-plane".into());
@@ -153,18 +135,18 @@ fn stage(
             if let Some(g) = &gathered {
                 existing::prepare_ca(fs, g, &cfg, join_existing.as_deref())?;
             }
-            let mut ctx = phases::context(&cfg, fs, Vec::new(), Some(report), clock);
+            let mut ctx = InitContext::new(cfg, node, Vec::new());
             // The key came with the user-data: the console and journal need not show it again.
             ctx.upload = phases::UploadCerts { enabled: upload_certs, certificate_key: None, skip_key_print: true };
-            phases::check_skip(INIT_PHASES, "init", &cfg.init.skip_phases)?;
-            let mut skip = other_stage(INIT_PHASES, |name| ON_DISK_PHASES.contains(&name) == pre);
-            skip.extend(cfg.init.skip_phases.iter().cloned());
+            phases::check_skip(INIT_PHASES, "init", &ctx.cfg.init.skip_phases)?;
+            let mut skip: Vec<String> = phases::outside(INIT_PHASES, args.stage).collect();
+            skip.extend(ctx.cfg.init.skip_phases.iter().cloned());
             phases::run_init(&ctx, &skip)?;
         }
         NodePlan::Join { join } => {
             let control_plane = join.control_plane.is_some();
             report.set(|s| s.role = if control_plane { "control-plane" } else { "worker" }.into());
-            if pre || control_plane {
+            if args.stage == Stage::PreKubelet || control_plane {
                 let configured = join.timeouts.as_ref().and_then(|t| t.discovery.as_ref()).is_some();
                 let flags = JoinFlags {
                     discovery_timeout: (!configured).then_some(crate::timeouts::BOOT_DISCOVERY),
@@ -173,9 +155,9 @@ fn stage(
                 };
                 let ja = crate::join::resolve(&flags, &join)?;
                 phases::check_skip(JOIN_PHASES, "join", &join.skip_phases)?;
-                let mut skip = other_stage(JOIN_PHASES, |name| JOIN_AFTER_KUBELET.contains(&name) != pre);
+                let mut skip: Vec<String> = phases::outside(JOIN_PHASES, args.stage).collect();
                 skip.extend(join.skip_phases.iter().cloned());
-                phases::run_join(&JoinContext::new(&ja, fs, clock, Some(report)), &skip)?;
+                phases::run_join(&JoinContext::on(&ja, node), &skip)?;
             } else if user_script.as_ref().is_none_or(|s| s.after.is_empty()) {
                 info!("[boot] worker: nothing to do after the kubelet starts");
             }
@@ -186,11 +168,6 @@ fn stage(
         script::commands(fs, &s.after, runner, &mut progress, report)?;
     }
     Ok(())
-}
-
-/// The names of a phase table's phases that belong to the other stage (skipped in this one).
-fn other_stage<F>(table: &[phases::Phase<F>], in_stage: impl Fn(&str) -> bool) -> Vec<String> {
-    table.iter().filter(|p| !in_stage(p.name)).map(|p| p.name.to_string()).collect()
 }
 
 /// The plan the pre-kubelet stage wrote.

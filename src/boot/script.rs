@@ -61,7 +61,7 @@ impl Runner for NotUnderRoot {
 
 /// The runner for a node root: the real shell only for `/`.
 pub fn runner_for(root: &Path) -> Box<dyn Runner> {
-    if root == Path::new("/") {
+    if crate::node::is_live(root) {
         Box::new(Shell { program: PathBuf::from("/bin/sh") })
     } else {
         Box::new(NotUnderRoot { root: root.to_path_buf() })
@@ -157,7 +157,7 @@ pub fn write_files(fs: &NodeFs, files: &[WriteFile], progress: &mut Progress, re
             fs.write(&paths::File::at(path.to_string(), *mode), data)?;
         }
         fs.commit()?;
-        if fs.root() == Path::new("/") {
+        if crate::node::is_live(fs.root()) {
             for f in files {
                 chown(&f.path, &f.owner)?;
             }

@@ -11,6 +11,7 @@ use crate::config::types::JoinConfiguration;
 use crate::error::{Error, Result};
 use crate::fsutil::NodeFs;
 use crate::join::{JoinContext, JoinFlags};
+use crate::node::Node;
 use crate::phases::{self, JOIN_PHASES};
 
 /// The positional words: `phase NAME` first if present, then the endpoint.
@@ -81,11 +82,14 @@ pub fn run(j: cli::Join) -> Result<()> {
             None => JOIN_PHASES.iter().filter(|p| !phases::is_skipped(&skip, p.name)).collect(),
         };
         let fs = NodeFs::dry_run(&flags.root);
-        return super::print_json(&crate::join::dry_run::run(args, &fs, &selected)?);
+        let names: Vec<&str> = selected.iter().map(|p| p.name).collect();
+        let run_phase =
+            |ctx: &JoinContext, name: &str| phases::run_join_phase(ctx, phases::lookup(JOIN_PHASES, "join", name)?);
+        return super::print_json(&crate::join::dry_run::run(args, &fs, &names, &run_phase)?);
     }
     let fs = NodeFs::new(&flags.root);
     let _lock = fs.lock()?;
-    let ctx = JoinContext::new(&args, &fs, &SystemClock, None);
+    let ctx = JoinContext::on(&args, Node::new(&fs, &SystemClock, None));
     match selected {
         Some(list) => list.into_iter().try_for_each(|p| phases::run_join_phase(&ctx, p)),
         None => {

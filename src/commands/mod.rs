@@ -16,6 +16,7 @@ use crate::cli::{self, Command, InitSub};
 use crate::config;
 use crate::error::{Context, Error, Result};
 use crate::fsutil::NodeFs;
+use crate::node::Node;
 use crate::phases::{self, INIT_PHASES, InitContext, JOIN_PHASES};
 use init_flags::InitFlags;
 
@@ -47,12 +48,7 @@ pub fn run(cli: cli::Cli) -> Result<()> {
                 let mut skip = cli::split_all(&i.skip_phases);
                 phases::check_skip(INIT_PHASES, "init", &skip)?;
                 if i.on_disk_only {
-                    skip.extend(
-                        INIT_PHASES
-                            .iter()
-                            .filter(|p| !phases::ON_DISK_PHASES.contains(&p.name))
-                            .map(|p| p.name.to_string()),
-                    );
+                    skip.extend(phases::outside(INIT_PHASES, phases::Stage::PreKubelet));
                 }
                 let upload = phases::UploadCerts {
                     enabled: i.upload_certs,
@@ -82,10 +78,10 @@ pub fn run(cli: cli::Cli) -> Result<()> {
         Command::Phases(_) => {
             let mut out = std::io::stdout().lock();
             for p in INIT_PHASES {
-                writeln!(out, "init  {:<19} {}", p.name, p.description).ctx("writing to stdout")?;
+                writeln!(out, "init  {:<19} {}", p.name, p.about).ctx("writing to stdout")?;
             }
             for p in JOIN_PHASES {
-                writeln!(out, "join  {:<19} {}", p.name, p.description).ctx("writing to stdout")?;
+                writeln!(out, "join  {:<19} {}", p.name, p.about).ctx("writing to stdout")?;
             }
             Ok(())
         }
@@ -136,7 +132,7 @@ fn init(run: InitRun, body: impl FnOnce(&InitContext) -> Result<()>) -> Result<(
     let dry_run = run.dry_run || cfg.init.dry_run;
     let fs = if dry_run { NodeFs::dry_run(run.root) } else { NodeFs::new(run.root) };
     let _lock = fs.lock()?;
-    let mut ctx = phases::context(&cfg, &fs, run.ignore_preflight, None, &crate::clock::SystemClock);
+    let mut ctx = InitContext::new(cfg, Node::new(&fs, &crate::clock::SystemClock, None), run.ignore_preflight);
     ctx.upload = run.upload;
     let recorder = crate::kube::Recorder::default();
     if dry_run {
@@ -206,7 +202,8 @@ fn preflight(p: cli::Preflight) -> Result<()> {
         }
     };
     info!("[preflight] Running pre-flight checks");
-    let report = crate::preflight::run(&crate::host::LinuxHost, &input, &ignore);
+    let fs = NodeFs::new(&p.root);
+    let report = crate::preflight::run(Node::new(&fs, &crate::clock::SystemClock, None).host, &input, &ignore);
     if json {
         print_json(&report)?;
     }

@@ -10,10 +10,10 @@ use super::{Found, JoinContext};
 use crate::config::InitConfig;
 use crate::config::types::{ApiEndpoint, InitConfiguration, NodeRegistrationOptions};
 use crate::error::{Error, Result};
+use crate::init::InitContext;
 use crate::kube::{Auth, Client, Trust};
 use crate::kubeconfig::Kubeconfig;
 use crate::paths;
-use crate::phases::InitContext;
 use crate::pki::copycerts::{self, CertificateKey};
 
 /// What makes a join a control-plane join.
@@ -40,15 +40,15 @@ pub(super) fn control_plane<'a>(ctx: &'a JoinContext, phase: &str) -> Option<&'a
 /// A client for the cluster: admin.conf once control-plane-prepare wrote it, else the bootstrap
 /// token from bootstrap-kubelet.conf.
 fn client(ctx: &JoinContext) -> Result<Client> {
-    if let Some(bytes) = ctx.fs.read(&paths::ADMIN_CONF)? {
+    if let Some(bytes) = ctx.node.fs.read(&paths::ADMIN_CONF)? {
         let kc = Kubeconfig::parse(&bytes)?;
         return Ok(ctx.api(Client::from_kubeconfig(
             &kc,
-            &|p| ctx.fs.read(p).ok().flatten(),
+            &|p| ctx.node.fs.read(p).ok().flatten(),
             crate::timeouts::REQUEST,
         )?));
     }
-    let found = Found::load(ctx.fs)?.ok_or_else(|| {
+    let found = Found::load(ctx.node.fs)?.ok_or_else(|| {
         Error::state(format!(
             "{} is missing: run `kubestrap join phase discovery` first",
             paths::BOOTSTRAP_KUBELET_CONF
@@ -62,11 +62,16 @@ fn client(ctx: &JoinContext) -> Result<Client> {
 /// This node's InitConfig: the cluster's ClusterConfiguration, this node's registration and
 /// LocalAPIEndpoint.
 pub fn node_config<'a>(ctx: &'a JoinContext, cp: &ControlPlaneJoin) -> Result<&'a InitConfig> {
-    if let Some(c) = ctx.cluster.get() {
+    Ok(&init_context(ctx, cp)?.cfg)
+}
+
+/// The init context this node's files are written with, made once per run.
+fn init_context<'c, 'a>(ctx: &'c JoinContext<'a>, cp: &ControlPlaneJoin) -> Result<&'c InitContext<'a>> {
+    if let Some(c) = ctx.init.get() {
         return Ok(c);
     }
-    let cfg = fetch_node_config(ctx, cp)?;
-    Ok(ctx.cluster.get_or_init(|| cfg))
+    let ic = InitContext::new(fetch_node_config(ctx, cp)?, ctx.node, Vec::new());
+    Ok(ctx.init.get_or_init(|| ic))
 }
 
 fn fetch_node_config(ctx: &JoinContext, cp: &ControlPlaneJoin) -> Result<InitConfig> {
@@ -99,10 +104,6 @@ fn fetch_node_config(ctx: &JoinContext, cp: &ControlPlaneJoin) -> Result<InitCon
         ));
     }
     Ok(crate::config::resolve_init(source, docs, &crate::host::facts())?)
-}
-
-fn init_context<'a>(ctx: &'a JoinContext, cfg: &'a InitConfig) -> InitContext<'a> {
-    crate::phases::context(cfg, ctx.fs, Vec::new(), ctx.report, ctx.clock)
 }
 
 /// `control-plane-prepare/download-certs`: the shared files from kubeadm-certs, all decrypted
@@ -145,7 +146,7 @@ pub fn download_certs(ctx: &JoinContext) -> Result<()> {
         } else {
             return Err(Error::runtime(format!("unknown data found in Secret entry {}", t.key)));
         };
-        ctx.fs.write(&paths::File::at(t.path.clone(), mode), &plain)?;
+        ctx.node.fs.write(&paths::File::at(t.path.clone(), mode), &plain)?;
     }
     info!("[download-certs] Saving the certificates to the folder: {:?}", cfg.certs_dir());
     Ok(())
@@ -154,10 +155,9 @@ pub fn download_certs(ctx: &JoinContext) -> Result<()> {
 /// `control-plane-prepare/certs`: this node's leaf certificates, signed by the shared CAs.
 pub fn certs(ctx: &JoinContext) -> Result<()> {
     let Some(cp) = control_plane(ctx, "certs") else { return Ok(()) };
-    let cfg = node_config(ctx, cp)?;
-    require_shared(ctx, cfg)?;
-    let ictx = init_context(ctx, cfg);
-    Ok(crate::pki::ensure_certs(ctx.fs, cfg, time::OffsetDateTime::now_utc(), &ictx.keys)?)
+    let ictx = init_context(ctx, cp)?;
+    require_shared(ctx, &ictx.cfg)?;
+    Ok(crate::pki::ensure_certs(ctx.node.fs, &ictx.cfg, time::OffsetDateTime::now_utc(), &ictx.keys)?)
 }
 
 /// kubeadm's SharedCertificateExists: a control-plane join never makes its own CAs.
@@ -167,7 +167,7 @@ fn require_shared(ctx: &JoinContext, cfg: &InitConfig) -> Result<()> {
     if cfg.external_etcd().is_none() {
         need.push(paths::cert(dir, "etcd/ca"));
     }
-    let missing: Vec<String> = need.iter().filter(|f| !ctx.fs.exists(f)).map(|f| f.to_string()).collect();
+    let missing: Vec<String> = need.iter().filter(|f| !ctx.node.fs.exists(f)).map(|f| f.to_string()).collect();
     if missing.is_empty() {
         return Ok(());
     }
@@ -181,8 +181,7 @@ fn require_shared(ctx: &JoinContext, cfg: &InitConfig) -> Result<()> {
 /// super-admin.conf off the first node; kubelet.conf comes from the TLS bootstrap).
 pub fn kubeconfig(ctx: &JoinContext) -> Result<()> {
     let Some(cp) = control_plane(ctx, "kubeconfig") else { return Ok(()) };
-    let cfg = node_config(ctx, cp)?;
-    crate::phases::write_kubeconfigs(&init_context(ctx, cfg), &KUBECONFIGS)
+    crate::init::kubeconfig::write(init_context(ctx, cp)?, &KUBECONFIGS)
 }
 
 /// The kubeconfigs a joining control plane gets.
@@ -194,19 +193,17 @@ pub const MANIFESTS: [&str; 3] = ["kube-apiserver", "kube-controller-manager", "
 /// `control-plane-prepare/control-plane`: the three static Pod manifests, as init writes them.
 pub fn manifests(ctx: &JoinContext) -> Result<()> {
     let Some(cp) = control_plane(ctx, "control-plane") else { return Ok(()) };
-    let cfg = node_config(ctx, cp)?;
-    crate::phases::write_control_plane(&init_context(ctx, cfg))
+    crate::init::control_plane::run(init_context(ctx, cp)?)
 }
 
 /// `mark-control-plane`: the labels and taint init gives its node, once the Node exists.
 pub fn mark_control_plane(ctx: &JoinContext) -> Result<()> {
     let Some(cp) = control_plane(ctx, "mark-control-plane") else { return Ok(()) };
-    let cfg = node_config(ctx, cp)?;
-    let ic = init_context(ctx, cfg);
+    let ic = init_context(ctx, cp)?;
     // As kubeadm join: admin.conf as written (controlPlaneEndpoint). Init's API phases point it
     // at their own local API server instead; a joining node's may not serve yet.
-    let _ = ic.admin.set(client(ctx)?);
-    crate::phases::mark_control_plane(&ic)
+    let _ = ic.admin_client.set(client(ctx)?);
+    crate::init::api::mark_control_plane(ic)
 }
 
 /// `etcd-join` (stacked etcd only): this node as an etcd learner of the existing members (found
@@ -222,25 +219,25 @@ pub fn etcd_join(ctx: &JoinContext) -> Result<()> {
         return Ok(());
     };
     let api = client(ctx)?;
-    let endpoints = crate::etcd::endpoints_from_cluster(&api, ctx.clock)?;
-    let creds = crate::etcd::Credentials::load(ctx.fs, cfg.certs_dir(), crate::etcd::HEALTHCHECK_CLIENT)?;
-    let etcd = crate::etcd::connect_recording(&endpoints, &creds, ctx.dry_run_api.clone(), ctx.clock)?;
+    let endpoints = crate::etcd::endpoints_from_cluster(&api, ctx.node.clock)?;
+    let creds = crate::etcd::Credentials::load(ctx.node.fs, cfg.certs_dir(), crate::etcd::HEALTHCHECK_CLIENT)?;
+    let etcd = crate::etcd::connect_recording(&endpoints, &creds, ctx.dry_run_api.clone(), ctx.node.clock)?;
     let me = crate::etcd::NewMember::for_node(&cfg.node_name, cfg.advertise_address);
     // add_as_learner and wait_available print kubeadm's lines themselves.
-    let announced = crate::etcd::add_as_learner(&etcd, &me, ctx.clock)?;
-    let env = crate::phases::host_env(ctx.fs);
-    let pod = crate::manifests::etcd_join(cfg, &env, &announced.initial_cluster.to_string())
+    let announced = crate::etcd::add_as_learner(&etcd, &me, ctx.node.clock)?;
+    let env = &init_context(ctx, cp)?.env;
+    let pod = crate::manifests::etcd_join(cfg, env, &announced.initial_cluster.to_string())
         .ok_or_else(|| Error::runtime("internal: stacked etcd without an etcd manifest"))?;
-    ctx.fs.mkdir(&paths::etcd_data_dir(&local.data_dir))?;
+    ctx.node.fs.mkdir(&paths::etcd_data_dir(&local.data_dir))?;
     let path = paths::manifest("etcd");
     info!("[etcd] Creating static Pod manifest for \"etcd\"");
-    ctx.fs.write(&path, crate::manifests::pod::to_yaml(&pod)?.as_bytes())?;
-    ctx.fs.commit()?;
-    if ctx.on_this_machine() {
+    ctx.node.fs.write(&path, crate::manifests::pod::to_yaml(&pod)?.as_bytes())?;
+    ctx.node.fs.commit()?;
+    if ctx.node.acts() {
         crate::systemd::restart_kubelet();
     }
-    crate::etcd::promote(&etcd, &me.peer_url, ctx.clock)?;
-    Ok(crate::etcd::wait_available(&etcd, ctx.clock)?)
+    crate::etcd::promote(&etcd, &me.peer_url, ctx.node.clock)?;
+    Ok(crate::etcd::wait_available(&etcd, ctx.node.clock)?)
 }
 
 /// kubeadm's closing words for a control-plane join; the etcd line only when this run added a

@@ -85,7 +85,7 @@ pub fn phase(ctx: &JoinContext) -> Result<()> {
     let d = a.discovery.as_ref().ok_or_else(|| {
         Error::usage("discovery needs the API server endpoint and --token (kubestrap join HOST:PORT --token ...), or --discovery-file")
     })?;
-    if let Some(prev) = Found::load(ctx.fs)?
+    if let Some(prev) = Found::load(ctx.node.fs)?
         && still_valid(&prev, d)
     {
         info!(
@@ -94,9 +94,9 @@ pub fn phase(ctx: &JoinContext) -> Result<()> {
         );
         return Ok(());
     }
-    let found = discover(d, a.discovery_timeout, ctx.clock, ctx.dry_run_api.as_ref())?;
+    let found = discover(d, a.discovery_timeout, ctx.node.clock, ctx.dry_run_api.as_ref())?;
     info!("[discovery] Cluster {} verified (CA {})", found.server, found.ca_pin);
-    found.save(ctx.fs, &a.ca_cert_path)
+    found.save(ctx.node.fs, &a.ca_cert_path)
 }
 
 /// May an earlier run's result stand in for a new discovery? Only for token discovery with the

@@ -26,8 +26,8 @@ use crate::error::{Error, Result};
 use crate::etcd::{ADVERTISE_CLIENT_URLS_ANNOTATION, ETCD_PODS, HEALTHCHECK_CLIENT};
 use crate::fsutil::NodeFs;
 use crate::kube::{Exchange, Recorder, StandIn};
+use crate::node::Node;
 use crate::paths::{self, DEFAULT_CERTS_DIR, ETCD_DATA_DIR};
-use crate::phases::{self, JoinFn, Phase};
 use crate::pki::copycerts::{self, CertificateKey};
 
 const ASSUMES: &str = "the cluster's ClusterConfiguration (kube-system/kubeadm-config, read by a real run) keeps the default certificatesDir and stacked etcd; with external etcd the etcd files and etcd-join are skipped";
@@ -35,13 +35,19 @@ const ASSUMES: &str = "the cluster's ClusterConfiguration (kube-system/kubeadm-c
 /// The stand-in control plane's address (TEST-NET-1: never a real machine).
 const STAND_IN_ADDRESS: &str = "192.0.2.10";
 
-/// Runs `selected` as a dry run and returns the plan.
-pub fn run(mut args: JoinArgs, fs: &NodeFs, selected: &[&Phase<JoinFn>]) -> Result<Value> {
+/// Runs the phases named in `selected` (through `run_phase`: the table is `phases`', above
+/// join) as a dry run and returns the plan.
+pub fn run(
+    mut args: JoinArgs,
+    fs: &NodeFs,
+    selected: &[&'static str],
+    run_phase: &dyn Fn(&JoinContext, &str) -> Result<()>,
+) -> Result<Value> {
     info!("[dry-run] Nothing will be written, waited for or sent; the plan is printed on stdout");
     info!(
         "[dry-run] The phases run against a stand-in cluster: discovery verifies its CA in place of the one the hash pins, and every wait ends at once"
     );
-    let has = |name: &str| selected.iter().any(|p| p.name == name);
+    let has = |name: &str| selected.contains(&name);
     let discovery = args.discovery.as_ref().filter(|_| has("discovery")).map(describe);
     // The stand-in's own certs phase would log as if it were this node's.
     let level = log::max_level();
@@ -56,20 +62,20 @@ pub fn run(mut args: JoinArgs, fs: &NodeFs, selected: &[&Phase<JoinFn>]) -> Resu
         *pins = vec![cluster.ca_pin()?];
     }
     let clock = FakeClock::new();
-    let mut ctx = JoinContext::new(&args, fs, &clock, None);
+    let mut ctx = JoinContext::on(&args, Node::new(fs, &clock, None));
     ctx.dry_run_api = Some(recorder.clone());
     // Each phase's share of the dry-run log.
     let mut slices = Vec::new();
-    for p in selected {
+    for &name in selected {
         if args.control_plane.is_some()
-            && p.name.starts_with("control-plane-prepare/")
-            && p.name != "control-plane-prepare/download-certs"
+            && name.starts_with("control-plane-prepare/")
+            && name != "control-plane-prepare/download-certs"
         {
             cluster.copy_shared(fs)?;
         }
         let start = fs.dry_run_log().len();
-        phases::run_join_phase(&ctx, p)?;
-        slices.push((p.name, start, fs.dry_run_log().len()));
+        run_phase(&ctx, name)?;
+        slices.push((name, start, fs.dry_run_log().len()));
     }
     let log = fs.dry_run_log();
     let mut local = HashSet::new();

@@ -13,7 +13,7 @@ use crate::paths::{
 };
 
 pub fn kubelet_start(ctx: &JoinContext) -> Result<()> {
-    let Some(found) = Found::load(ctx.fs)? else {
+    let Some(found) = Found::load(ctx.node.fs)? else {
         if let Some(why) = tls_bootstrap::identity_from_disk(ctx) {
             info!("[kubelet-start] Already done: {why}");
             return Ok(());
@@ -24,17 +24,17 @@ pub fn kubelet_start(ctx: &JoinContext) -> Result<()> {
     };
     let result = start(ctx, &found);
     if result.is_err() {
-        ctx.fs.discard();
-        if let Err(e) = ctx.fs.remove(&BOOTSTRAP_KUBELET_CONF) {
+        ctx.node.fs.discard();
+        if let Err(e) = ctx.node.fs.remove(&BOOTSTRAP_KUBELET_CONF) {
             warn!("[kubelet-start] could not remove {BOOTSTRAP_KUBELET_CONF}: {e}");
         }
-        let _ = ctx.fs.remove(&KUBELET_CLIENT_KEY_TMP);
+        let _ = ctx.node.fs.remove(&KUBELET_CLIENT_KEY_TMP);
     }
     result
 }
 
 fn start(ctx: &JoinContext, found: &Found) -> Result<()> {
-    let (fs, a) = (ctx.fs, ctx.args);
+    let (fs, a) = (ctx.node.fs, ctx.args);
     let client = ctx.api(Client::new(
         &found.server,
         Trust::Ca(found.ca_pem.clone()),
@@ -68,7 +68,7 @@ fn start(ctx: &JoinContext, found: &Found) -> Result<()> {
 
     tls_bootstrap::run(ctx, &client, found)?;
     fs.remove(&BOOTSTRAP_KUBELET_CONF)?;
-    if ctx.on_this_machine() {
+    if ctx.node.acts() {
         crate::systemd::restart_kubelet();
     }
     // A control plane has more phases to go; its own summary comes at the end (commands/join).

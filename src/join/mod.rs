@@ -17,7 +17,6 @@ mod kubelet_start;
 mod tls_bootstrap;
 pub mod wait_control_plane;
 
-use std::path::Path;
 use std::time::Duration;
 
 use log::info;
@@ -26,6 +25,7 @@ use crate::clock::Clock;
 use crate::config::types::{Arg, Taint};
 use crate::error::Result;
 use crate::fsutil::NodeFs;
+use crate::node::Node;
 use crate::paths;
 use crate::status::Reporter;
 
@@ -53,30 +53,32 @@ pub struct JoinArgs {
     pub ignore_preflight: Vec<String>,
 }
 
-/// What a join phase may read: the resolved arguments, the node's filesystem, the clock, and
-/// where to report progress (boot only).
+/// What a join phase may read: the resolved arguments and the node.
 pub struct JoinContext<'a> {
     pub args: &'a JoinArgs,
-    pub fs: &'a NodeFs,
-    pub clock: &'a dyn Clock,
-    pub report: Option<&'a Reporter<'a>>,
-    /// A control plane's configuration from the cluster's kubeadm-config, read once per run
-    /// (every control-plane phase needs it).
-    cluster: std::cell::OnceCell<crate::config::InitConfig>,
+    pub node: Node<'a>,
+    /// A control plane's init context (the cluster's kubeadm-config as this node's InitConfig),
+    /// made once per run: every control-plane phase needs it.
+    init: std::cell::OnceCell<crate::init::InitContext<'a>>,
     /// Dry run: every API, etcd and health request goes to this recorder (see `dry_run`).
     pub dry_run_api: Option<crate::kube::Recorder>,
 }
 
 impl<'a> JoinContext<'a> {
-    /// The context for a run: temp files a killed run left are removed (never trusted).
+    /// [`JoinContext::on`] a node built from its parts.
     pub fn new(
         args: &'a JoinArgs,
         fs: &'a NodeFs,
         clock: &'a dyn Clock,
         report: Option<&'a Reporter<'a>>,
     ) -> JoinContext<'a> {
-        fs.remove_stale_temps(paths::DEFAULT_CERTS_DIR);
-        JoinContext { args, fs, clock, report, cluster: std::cell::OnceCell::new(), dry_run_api: None }
+        JoinContext::on(args, Node::new(fs, clock, report))
+    }
+
+    /// The context for a run: temp files a killed run left are removed (never trusted).
+    pub fn on(args: &'a JoinArgs, node: Node<'a>) -> JoinContext<'a> {
+        node.fs.remove_stale_temps(paths::DEFAULT_CERTS_DIR);
+        JoinContext { args, node, init: std::cell::OnceCell::new(), dry_run_api: None }
     }
 
     /// The client as this run uses it: in a dry run, answered by the recorder.
@@ -86,19 +88,14 @@ impl<'a> JoinContext<'a> {
             None => client,
         }
     }
-
-    /// Whether this run acts on the machine (restarts the kubelet): a real run at `/`.
-    pub fn on_this_machine(&self) -> bool {
-        self.fs.root() == Path::new("/") && !self.fs.is_dry_run()
-    }
 }
 
 /// The `preflight` phase: kubeadm's worker checks, on this machine only.
 pub fn preflight(ctx: &JoinContext) -> Result<()> {
     let a = ctx.args;
-    if ctx.fs.root() == Path::new("/") {
+    if ctx.node.live {
         let host = a.discovery.as_ref().and_then(Discovery::endpoint_host);
-        let (root, name) = (ctx.fs.root(), a.node_name.clone());
+        let (root, name) = (ctx.node.fs.root(), a.node_name.clone());
         let mut input = match &a.control_plane {
             // kubeadm runs its control-plane node checks too: ports, manifests, the etcd data dir.
             Some(cp) => {
@@ -117,20 +114,20 @@ pub fn preflight(ctx: &JoinContext) -> Result<()> {
             };
         }
         input.ca_cert_path = a.ca_cert_path.clone();
-        input.resuming = ctx.fs.exists(&paths::JOIN_IN_PROGRESS);
+        input.resuming = ctx.node.fs.exists(&paths::JOIN_IN_PROGRESS);
         info!(
             "[preflight] Running pre-flight checks{}",
             if input.resuming { " (resuming an interrupted join)" } else { "" }
         );
-        let pf = crate::preflight::run(&crate::host::LinuxHost, &input, &a.ignore_preflight);
-        if let Some(r) = ctx.report {
+        let pf = crate::preflight::run(ctx.node.host, &input, &a.ignore_preflight);
+        if let Some(r) = ctx.node.report {
             r.set(|s| s.preflight = serde_json::to_value(&pf).ok());
         }
         crate::preflight::enforce(&pf)?;
     } else {
-        info!("[preflight] Skipped: --root {} is not this machine's root", ctx.fs.root().display());
+        info!("[preflight] Skipped: --root {} is not this machine's root", ctx.node.fs.root().display());
     }
-    Ok(ctx.fs.write(&paths::JOIN_IN_PROGRESS, b"")?)
+    Ok(ctx.node.fs.write(&paths::JOIN_IN_PROGRESS, b"")?)
 }
 
 /// The `discovery` phase.

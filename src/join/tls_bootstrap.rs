@@ -18,7 +18,7 @@ use crate::paths::{KUBELET_CLIENT_CURRENT as CURRENT, KUBELET_CLIENT_KEY_TMP as 
 use crate::timeouts::{CSR_REWATCH_BACKOFF, CSR_WATCH_WINDOW};
 
 pub fn run(ctx: &JoinContext, client: &Client, found: &Found) -> Result<()> {
-    let (fs, node_name) = (ctx.fs, ctx.args.node_name.as_str());
+    let (fs, node_name) = (ctx.node.fs, ctx.args.node_name.as_str());
     let server = kubelet_server(ctx, found)?;
     if let Some(why) = existing_identity(fs, &found.ca_pem, node_name) {
         info!("[kubelet-start] {why}; keeping it");
@@ -43,7 +43,7 @@ pub fn run(ctx: &JoinContext, client: &Client, found: &Found) -> Result<()> {
         Created::New(_) => info!("[kubelet-start] Sent certificate signing request {name} for system:node:{node_name}"),
         Created::Exists => info!("[kubelet-start] Certificate signing request {name} already exists; waiting for it"),
     }
-    let cert_pem = wait_for_certificate(client, &name, ctx.args.tls_bootstrap_timeout, ctx.clock)?;
+    let cert_pem = wait_for_certificate(client, &name, ctx.args.tls_bootstrap_timeout, ctx.node.clock)?;
     write_identity(fs, &server, &found.ca_pem, &cert_pem, &crate::pki::keys::to_pem(&key))
 }
 
@@ -62,9 +62,9 @@ fn kubelet_server(ctx: &JoinContext, found: &Found) -> Result<String> {
 /// A finished kubelet-start, judged from disk alone (kubelet.conf, the identity, the CA at
 /// caCertPath): for `join phase kubelet-start` run again after the join completed.
 pub fn identity_from_disk(ctx: &JoinContext) -> Option<String> {
-    let ca = ctx.fs.read(&ctx.args.ca_cert_path).ok()??;
-    ctx.fs.exists(&KUBELET_CONF).then_some(())?;
-    existing_identity(ctx.fs, &ca, &ctx.args.node_name)
+    let ca = ctx.node.fs.read(&ctx.args.ca_cert_path).ok()??;
+    ctx.node.fs.exists(&KUBELET_CONF).then_some(())?;
+    existing_identity(ctx.node.fs, &ca, &ctx.args.node_name)
 }
 
 /// A rerun after an interrupted join may find the identity already issued: a

@@ -76,15 +76,15 @@ pub fn phase(ctx: &JoinContext) -> Result<()> {
     let Some(cp) = super::control_plane::control_plane(ctx, "wait-control-plane") else { return Ok(()) };
     let cfg = super::control_plane::node_config(ctx, cp)?;
     let mut checks = Vec::new();
-    let kubelet_yaml = ctx.fs.read(&paths::KUBELET_CONFIG)?.unwrap_or_default();
+    let kubelet_yaml = ctx.node.fs.read(&paths::KUBELET_CONFIG)?.unwrap_or_default();
     checks.extend(kubelet_check(&String::from_utf8_lossy(&kubelet_yaml), ctx.args.kubelet_health_timeout));
     let local = SocketAddr::new(cfg.advertise_address, cfg.bind_port);
     checks.push(apiserver_check(local, ctx.args.control_plane_health_timeout));
     // The API server's serving certificate is checked against the cluster CA (kubeadm skips
     // verification); /livez needs no credentials.
-    let ca = ctx.fs.read(paths::cert(cfg.certs_dir(), "ca"))?.unwrap_or_default();
+    let ca = ctx.node.fs.read(paths::cert(cfg.certs_dir(), "ca"))?.unwrap_or_default();
     let api = ctx.api(Client::new(&format!("https://{local}"), Trust::Ca(ca), Auth::Anonymous, REQUEST)?);
-    wait_all(&checks, ctx.clock, &|c| {
+    wait_all(&checks, ctx.node.clock, &|c| {
         if c.component == "kubelet" {
             return match &ctx.dry_run_api {
                 Some(r) => match r.exchange("GET", "/healthz", None, "kubelet healthz") {

@@ -1,163 +1,107 @@
-//! The phases as data: a name, a one-line description and a function, for `init` and for `join`.
+//! The phases as data: one table row per phase (name, one line about it, boot stage, whether it
+//! commits alone, and its function), for `init` and for `join`; the only module that sees both.
 //! `kubestrap phases` prints these tables; `init`/`join` run them in order; `init phase <name>` and
 //! `join phase <name>` run one entry. A phase reads its inputs from disk (a missing one names the
 //! phase that makes it), commits its own writes, and reports itself in the boot status.
 
-mod addons;
-mod api;
-mod certs;
-mod control_plane;
-mod etcd;
-mod kubeconfig;
-mod kubelet_start;
-mod preflight;
-mod upload_certs;
-
-use log::info;
-use time::OffsetDateTime;
-
-use crate::clock::Clock;
-use crate::config::InitConfig;
 use crate::error::{Error, Result};
-use crate::fsutil::NodeFs;
+use crate::init::{addons, api, certs, control_plane, etcd, kubeconfig, kubelet_start, preflight, upload_certs};
 use crate::join::JoinContext;
-use crate::manifests::HostEnv;
-use crate::pki::keys::KeyPool;
-use crate::retry::Retry;
-use crate::status::Reporter;
+use crate::node::Node;
 
-pub use kubeconfig::{KUBECONFIGS, KubeconfigSpec};
-pub use upload_certs::UploadCerts;
+// The init context and writers keep their old paths here (tests and callers use them).
+pub use crate::init::{InitContext, KUBECONFIGS, KubeconfigSpec, UploadCerts, context, host_env};
 
-/// Init's building blocks that a control-plane join reuses for its own node.
-pub fn write_kubeconfigs(ctx: &InitContext, files: &[&str]) -> Result<()> {
-    kubeconfig::write(ctx, files)
-}
-pub fn write_control_plane(ctx: &InitContext) -> Result<()> {
-    control_plane::run(ctx)
-}
-pub fn mark_control_plane(ctx: &InitContext) -> Result<()> {
-    api::mark_control_plane(ctx)
-}
-
-/// Everything an init phase may read: the validated config, the node's filesystem, the start
-/// time (certificates are backdated from it), host facts for the manifests, and the clock.
-pub struct InitContext<'a> {
-    pub cfg: &'a InitConfig,
-    pub fs: &'a NodeFs,
-    pub start: OffsetDateTime,
-    pub env: HostEnv,
-    /// `--ignore-preflight-errors` plus nodeRegistration.ignorePreflightErrors.
-    pub ignore_preflight: Vec<String>,
-    /// Progress for the boot status file and console; `None` on the command line.
-    pub report: Option<&'a Reporter<'a>>,
-    pub clock: &'a dyn Clock,
-    /// `--upload-certs` and its key (off unless asked for, as kubeadm).
-    pub upload: UploadCerts,
-    /// Dry run: the API phases talk to this recorder instead of the cluster (set by the caller).
-    pub dry_run_api: Option<crate::kube::Recorder>,
-    /// `--skip-token-print`: the join command shows `<value withheld>` instead of the token.
-    pub skip_token_print: bool,
-    /// New private keys, made ahead on every core (RSA); the certs and kubeconfig phases take them.
-    pub keys: KeyPool,
-    /// admin.conf's client, made once per run: the API phases share its TLS connection.
-    pub(crate) admin: std::cell::OnceCell<crate::kube::Client>,
-    /// The kubeadm:cluster-admins binding is known to exist (checked once per run).
-    pub(crate) admin_bound: std::cell::Cell<bool>,
-}
-
-impl InitContext<'_> {
-    /// Retrying against the control plane, with kubeadm's poll figures and this run's clock.
-    pub fn retry<'b>(&'b self, what: &'b str, tag: &'b str, timeout: std::time::Duration) -> Retry<'b> {
-        Retry { what, tag, timeout, backoff: &crate::timeouts::API_BACKOFF, clock: self.clock }
-    }
-    /// Waiting for the local kubelet and API server (kubeadm's poll; see `CONTROL_PLANE_CHECK_RETRY`).
-    pub fn poll<'b>(&'b self, what: &'b str, tag: &'b str, timeout: std::time::Duration) -> Retry<'b> {
-        Retry { what, tag, timeout, backoff: &crate::timeouts::CONTROL_PLANE_CHECK_RETRY, clock: self.clock }
-    }
-}
-
-/// The context for an init run: cleans what an interrupted run left (temp files, never trusted)
-/// and merges the config's ignorePreflightErrors.
-pub fn context<'a>(
-    cfg: &'a InitConfig,
-    fs: &'a NodeFs,
-    mut ignore_preflight: Vec<String>,
-    report: Option<&'a Reporter<'a>>,
-    clock: &'a dyn Clock,
-) -> InitContext<'a> {
-    fs.remove_stale_temps(cfg.certs_dir());
-    ignore_preflight.extend(cfg.init.node_registration.ignore_preflight_errors.iter().cloned());
-    let keys = KeyPool::new(cfg.key_algorithm);
-    InitContext {
-        cfg,
-        env: host_env(fs),
-        fs,
-        start: OffsetDateTime::now_utc(),
-        ignore_preflight,
-        report,
-        clock,
-        upload: UploadCerts::default(),
-        dry_run_api: None,
-        skip_token_print: false,
-        keys,
-        admin: std::cell::OnceCell::new(),
-        admin_bound: std::cell::Cell::new(false),
-    }
-}
-
+/// One row of a phase table.
 pub struct Phase<F> {
     pub name: &'static str,
-    pub description: &'static str,
+    /// The one line `kubestrap phases` prints.
+    pub about: &'static str,
+    /// At boot: before the kubelet starts (writes the node's files), or once it runs (needs the
+    /// local etcd or API server). `init --on-disk-only` runs the pre-kubelet ones.
+    pub stage: Stage,
+    /// Commit this phase's writes when it ends; `false` lets them wait for the next phase's
+    /// commit in a whole run (see `run_init`).
+    pub commit: bool,
     pub run: F,
 }
+
+/// The boot stages (`kubestrap boot --stage`), and the column saying which a phase belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    PreKubelet,
+    PostKubelet,
+}
+
+impl Stage {
+    pub fn parse(s: &str) -> Option<Stage> {
+        match s {
+            "pre-kubelet" => Some(Stage::PreKubelet),
+            "post-kubelet" => Some(Stage::PostKubelet),
+            _ => None,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Stage::PreKubelet => "pre-kubelet",
+            Stage::PostKubelet => "post-kubelet",
+        }
+    }
+}
+
+use Stage::{PostKubelet as Post, PreKubelet as Pre};
 
 pub type InitFn = fn(&InitContext) -> Result<()>;
 pub type JoinFn = fn(&JoinContext) -> Result<()>;
 
 /// `kubeadm init`'s phases, in kubeadm's order (kubelet-finalize is not ours: kubelet.conf
 /// already uses an embedded certificate).
+///
+/// `commit: false` saves one syncfs pair per phase in a whole run (on a first-boot VM a commit
+/// costs 10-400 ms): etcd and control-plane write only derived state (static Pod manifests,
+/// rewritten from the config on every run); preflight writes only the init-in-progress marker,
+/// which lands with the certificates (renamed first), so a cut leaves either both or neither,
+/// and without certificates a fresh preflight is right.
 #[rustfmt::skip]
 pub const INIT_PHASES: &[Phase<InitFn>] = &[
-    Phase { name: "preflight", description: "Check that this machine can become a control-plane node", run: preflight::run },
-    Phase { name: "certs", description: "Generate the CAs, leaf certificates and the service-account key pair", run: certs::run },
-    Phase { name: "kubeconfig", description: "Write admin, super-admin, kubelet, controller-manager and scheduler kubeconfigs", run: kubeconfig::run },
-    Phase { name: "etcd", description: "Write the static Pod manifest for local etcd", run: etcd::run },
-    Phase { name: "control-plane", description: "Write the static Pod manifests for the API server, controller-manager and scheduler", run: control_plane::run },
-    Phase { name: "kubelet-start", description: "Write the kubelet's config.yaml and flags, and (re)start the kubelet", run: kubelet_start::run },
-    Phase { name: "wait-control-plane", description: "Wait for the kubelet, then for the API server's /livez", run: api::wait_control_plane },
-    Phase { name: "upload-config", description: "Upload the kubeadm-config and kubelet-config ConfigMaps and their RBAC", run: api::upload_config },
-    Phase { name: "upload-certs", description: "With --upload-certs: the shared CAs and keys, encrypted, in the kubeadm-certs Secret", run: upload_certs::run },
-    Phase { name: "mark-control-plane", description: "Wait for the Node, then label and taint it as control-plane", run: api::mark_control_plane },
-    Phase { name: "bootstrap-token", description: "Create bootstrap tokens, their RBAC, and the signed cluster-info ConfigMap", run: api::bootstrap_token },
-    Phase { name: "addon/coredns", description: "Install the CoreDNS addon (Deployment, Service, ConfigMap, RBAC)", run: addons::coredns },
-    Phase { name: "addon/kube-proxy", description: "Install the kube-proxy addon (DaemonSet, ConfigMap, RBAC)", run: addons::kube_proxy },
-    Phase { name: "show-join-command", description: "Print how to use admin.conf and the join command", run: api::show_join_command },
+    Phase { name: "preflight", stage: Pre, commit: false, about: "Check that this machine can become a control-plane node", run: preflight::run },
+    Phase { name: "certs", stage: Pre, commit: true, about: "Generate the CAs, leaf certificates and the service-account key pair", run: certs::run },
+    Phase { name: "kubeconfig", stage: Pre, commit: true, about: "Write admin, super-admin, kubelet, controller-manager and scheduler kubeconfigs", run: kubeconfig::run },
+    Phase { name: "etcd", stage: Pre, commit: false, about: "Write the static Pod manifest for local etcd", run: etcd::run },
+    Phase { name: "control-plane", stage: Pre, commit: false, about: "Write the static Pod manifests for the API server, controller-manager and scheduler", run: control_plane::run },
+    Phase { name: "kubelet-start", stage: Pre, commit: true, about: "Write the kubelet's config.yaml and flags, and (re)start the kubelet", run: kubelet_start::run },
+    Phase { name: "wait-control-plane", stage: Post, commit: true, about: "Wait for the kubelet, then for the API server's /livez", run: api::wait_control_plane },
+    Phase { name: "upload-config", stage: Post, commit: true, about: "Upload the kubeadm-config and kubelet-config ConfigMaps and their RBAC", run: api::upload_config },
+    Phase { name: "upload-certs", stage: Post, commit: true, about: "With --upload-certs: the shared CAs and keys, encrypted, in the kubeadm-certs Secret", run: upload_certs::run },
+    Phase { name: "mark-control-plane", stage: Post, commit: true, about: "Wait for the Node, then label and taint it as control-plane", run: api::mark_control_plane },
+    Phase { name: "bootstrap-token", stage: Post, commit: true, about: "Create bootstrap tokens, their RBAC, and the signed cluster-info ConfigMap", run: api::bootstrap_token },
+    Phase { name: "addon/coredns", stage: Post, commit: true, about: "Install the CoreDNS addon (Deployment, Service, ConfigMap, RBAC)", run: addons::coredns },
+    Phase { name: "addon/kube-proxy", stage: Post, commit: true, about: "Install the kube-proxy addon (DaemonSet, ConfigMap, RBAC)", run: addons::kube_proxy },
+    Phase { name: "show-join-command", stage: Post, commit: true, about: "Print how to use admin.conf and the join command", run: api::show_join_command },
 ];
 
 /// `kubeadm join`'s phases. kubeadm discovers inside its join data; here discovery is a phase of
 /// its own whose product is bootstrap-kubelet.conf, so each phase can run alone. The
-/// control-plane phases skip themselves on a worker join.
+/// control-plane phases skip themselves on a worker join; the post-kubelet ones need the local
+/// etcd and API server the kubelet runs.
 #[rustfmt::skip]
 pub const JOIN_PHASES: &[Phase<JoinFn>] = &[
-    Phase { name: "preflight", description: "Check that this machine can become a node", run: crate::join::preflight },
-    Phase { name: "discovery", description: "Find the cluster and trust its CA (token + CA pin, or a discovery file); write bootstrap-kubelet.conf", run: crate::join::discovery },
-    Phase { name: "control-plane-prepare/download-certs", description: "Control plane: download the shared CAs and keys from the kubeadm-certs Secret (--certificate-key)", run: crate::join::control_plane::download_certs },
-    Phase { name: "control-plane-prepare/certs", description: "Control plane: this node's certificates, signed by the shared CAs", run: crate::join::control_plane::certs },
-    Phase { name: "control-plane-prepare/kubeconfig", description: "Control plane: admin, controller-manager and scheduler kubeconfigs", run: crate::join::control_plane::kubeconfig },
-    Phase { name: "control-plane-prepare/control-plane", description: "Control plane: the API server, controller-manager and scheduler manifests", run: crate::join::control_plane::manifests },
-    Phase { name: "kubelet-start", description: "Write the kubelet's config and flags, get the node's client certificate (TLS bootstrap), write kubelet.conf", run: crate::join::kubelet_start },
-    Phase { name: "etcd-join", description: "Control plane, stacked etcd: add this node as an etcd learner, write its etcd manifest, promote it", run: crate::join::control_plane::etcd_join },
-    Phase { name: "mark-control-plane", description: "Control plane: label and taint this node as control-plane", run: crate::join::control_plane::mark_control_plane },
-    Phase { name: "wait-control-plane", description: "Control plane: wait for the kubelet, then for this node's API server's /livez", run: crate::join::wait_control_plane::phase },
+    Phase { name: "preflight", stage: Pre, commit: true, about: "Check that this machine can become a node", run: crate::join::preflight },
+    Phase { name: "discovery", stage: Pre, commit: true, about: "Find the cluster and trust its CA (token + CA pin, or a discovery file); write bootstrap-kubelet.conf", run: crate::join::discovery },
+    Phase { name: "control-plane-prepare/download-certs", stage: Pre, commit: true, about: "Control plane: download the shared CAs and keys from the kubeadm-certs Secret (--certificate-key)", run: crate::join::control_plane::download_certs },
+    Phase { name: "control-plane-prepare/certs", stage: Pre, commit: true, about: "Control plane: this node's certificates, signed by the shared CAs", run: crate::join::control_plane::certs },
+    Phase { name: "control-plane-prepare/kubeconfig", stage: Pre, commit: true, about: "Control plane: admin, controller-manager and scheduler kubeconfigs", run: crate::join::control_plane::kubeconfig },
+    Phase { name: "control-plane-prepare/control-plane", stage: Pre, commit: true, about: "Control plane: the API server, controller-manager and scheduler manifests", run: crate::join::control_plane::manifests },
+    Phase { name: "kubelet-start", stage: Pre, commit: true, about: "Write the kubelet's config and flags, get the node's client certificate (TLS bootstrap), write kubelet.conf", run: crate::join::kubelet_start },
+    Phase { name: "etcd-join", stage: Post, commit: true, about: "Control plane, stacked etcd: add this node as an etcd learner, write its etcd manifest, promote it", run: crate::join::control_plane::etcd_join },
+    Phase { name: "mark-control-plane", stage: Post, commit: true, about: "Control plane: label and taint this node as control-plane", run: crate::join::control_plane::mark_control_plane },
+    Phase { name: "wait-control-plane", stage: Post, commit: true, about: "Control plane: wait for the kubelet, then for this node's API server's /livez", run: crate::join::wait_control_plane::phase },
 ];
 
-/// The join phases that need the kubelet running (the local etcd and API server): at boot a
-/// control plane joining runs them in the post-kubelet stage, the others before the kubelet.
-pub const JOIN_AFTER_KUBELET: &[&str] = &["etcd-join", "wait-control-plane", "mark-control-plane"];
-
-/// The phases that write the node's files before any kubelet runs (`--on-disk-only`).
-pub const ON_DISK_PHASES: &[&str] = &["preflight", "certs", "kubeconfig", "etcd", "control-plane", "kubelet-start"];
+/// The names of the phases of `table` outside `stage` (what a run of that stage skips).
+pub fn outside<F>(table: &[Phase<F>], stage: Stage) -> impl Iterator<Item = String> + '_ {
+    table.iter().filter(move |p| p.stage != stage).map(|p| p.name.to_string())
+}
 
 pub fn find<F>(list: &'static [Phase<F>], name: &str) -> Option<&'static Phase<F>> {
     list.iter().find(|p| p.name == name)
@@ -206,24 +150,13 @@ pub fn run_init(ctx: &InitContext, skip: &[String]) -> Result<()> {
     check_skip(INIT_PHASES, "init", skip)?;
     // Every key the run will make starts now, on every core, while the phases before and
     // between them run (RSA generation is most of init's time).
-    let runs = |name: &str| !is_skipped(skip, name);
-    let certs_keys = if runs("certs") { crate::pki::keys_needed(ctx.fs, ctx.cfg) } else { 0 };
-    let kubeconfig_keys = if runs("kubeconfig") { kubeconfig::keys_needed(ctx) } else { 0 };
-    ctx.keys.reserve(certs_keys + kubeconfig_keys);
+    ctx.reserve_keys(!is_skipped(skip, "certs"), !is_skipped(skip, "kubeconfig"));
     for p in INIT_PHASES.iter().filter(|p| !is_skipped(skip, p.name)) {
-        let commit = !COMMIT_WITH_NEXT.contains(&p.name);
-        step(ctx.fs, ctx.report, p.name, commit, || (p.run)(ctx))?;
+        step(&ctx.node, p.name, p.commit, || (p.run)(ctx))?;
     }
     // What a last, deferred phase left staged.
-    Ok(ctx.fs.commit()?)
+    Ok(ctx.node.fs.commit()?)
 }
-
-/// Phases whose writes can wait for the next phase's commit in a whole run, one syncfs pair
-/// less each (on a first-boot VM a commit costs 10-400 ms): etcd and control-plane write only
-/// derived state (static Pod manifests, rewritten from the config on every run); preflight
-/// writes only the init-in-progress marker, which lands with the certificates (renamed first),
-/// so a cut leaves either both or neither, and without certificates a fresh preflight is right.
-const COMMIT_WITH_NEXT: &[&str] = &["preflight", "etcd", "control-plane"];
 
 /// Runs the join phases not in `skip`, in order.
 pub fn run_join(ctx: &JoinContext, skip: &[String]) -> Result<()> {
@@ -235,23 +168,18 @@ pub fn run_join(ctx: &JoinContext, skip: &[String]) -> Result<()> {
 }
 
 pub fn run_init_phase(ctx: &InitContext, p: &Phase<InitFn>) -> Result<()> {
-    step(ctx.fs, ctx.report, p.name, true, || (p.run)(ctx))
+    step(&ctx.node, p.name, true, || (p.run)(ctx))
 }
 
 pub fn run_join_phase(ctx: &JoinContext, p: &Phase<JoinFn>) -> Result<()> {
-    step(ctx.fs, ctx.report, p.name, true, || (p.run)(ctx))
+    step(&ctx.node, p.name, true, || (p.run)(ctx))
 }
 
-/// Runs one phase and (unless `commit` is false: see `COMMIT_WITH_NEXT`) commits its writes; a
+/// Runs one phase and (unless `commit` is false: see `INIT_PHASES`) commits its writes; a
 /// failed phase leaves no trace of its own writes, nor of uncommitted ones before it.
-fn step(
-    fs: &NodeFs,
-    report: Option<&Reporter>,
-    name: &str,
-    commit: bool,
-    run: impl FnOnce() -> Result<()>,
-) -> Result<()> {
-    if let Some(r) = report {
+fn step(node: &Node, name: &str, commit: bool, run: impl FnOnce() -> Result<()>) -> Result<()> {
+    let fs = node.fs;
+    if let Some(r) = node.report {
         r.phase(name);
     }
     match run().and_then(|()| if commit { Ok(fs.commit()?) } else { Ok(()) }) {
@@ -263,36 +191,25 @@ fn step(
     }
 }
 
-/// Host facts the manifests need, read under the node root.
-pub fn host_env(fs: &NodeFs) -> HostEnv {
-    HostEnv {
-        proxy_env: crate::host::proxy_env(),
-        ca_dirs: crate::manifests::OPTIONAL_CA_DIRS
-            .iter()
-            .filter(|d| fs.real(d).is_dir())
-            .map(|d| d.to_string())
-            .collect(),
-    }
-}
-
-/// Writes `/etc/kubernetes/manifests/<name>.yaml`.
-fn write_manifest(ctx: &InitContext, name: &str, pod: &serde_json::Value) -> Result<()> {
-    let path = crate::paths::manifest(name);
-    let yaml = crate::manifests::pod::to_yaml(pod)?;
-    if ctx.fs.read(&path)?.as_deref() == Some(yaml.as_bytes()) {
-        info!("[manifests] {path} is up to date");
-    } else {
-        info!("[manifests] Writing static Pod manifest for {name:?} to {:?}", path.as_str());
-    }
-    Ok(ctx.fs.write(&path, yaml.as_bytes())?)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn names<F>(v: Vec<&'static Phase<F>>) -> Vec<&'static str> {
         v.into_iter().map(|p| p.name).collect()
+    }
+
+    #[test]
+    fn the_columns_hold_the_lists_they_replaced() {
+        let names = |t: &[Phase<InitFn>], keep: fn(&Phase<InitFn>) -> bool| {
+            t.iter().filter(|p| keep(p)).map(|p| p.name).collect::<Vec<_>>()
+        };
+        let on_disk = names(INIT_PHASES, |p| p.stage == Stage::PreKubelet);
+        assert_eq!(on_disk, ["preflight", "certs", "kubeconfig", "etcd", "control-plane", "kubelet-start"]);
+        assert_eq!(names(INIT_PHASES, |p| !p.commit), ["preflight", "etcd", "control-plane"]);
+        let after: Vec<&str> = JOIN_PHASES.iter().filter(|p| p.stage == Stage::PostKubelet).map(|p| p.name).collect();
+        assert_eq!(after, ["etcd-join", "mark-control-plane", "wait-control-plane"]);
+        assert!(JOIN_PHASES.iter().all(|p| p.commit));
     }
 
     #[test]

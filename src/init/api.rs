@@ -19,6 +19,7 @@ use crate::timeouts::{KUBERNETES_API_CALL, REQUEST};
 fn client_for(ctx: &InitContext, file: &str) -> Result<Client> {
     let path = format!("{KUBERNETES_DIR}/{file}");
     let bytes = ctx
+        .node
         .fs
         .read(&path)?
         .ok_or_else(|| Error::state(format!("{path} is missing; run `kubestrap init phase kubeconfig` first")))?;
@@ -29,7 +30,7 @@ fn client_for(ctx: &InitContext, file: &str) -> Result<Client> {
     for c in &mut kc.clusters {
         c.cluster.server = ctx.cfg.local_endpoint.url();
     }
-    let client = Client::from_kubeconfig(&kc, &|p| ctx.fs.read(p).ok().flatten(), REQUEST)
+    let client = Client::from_kubeconfig(&kc, &|p| ctx.node.fs.read(p).ok().flatten(), REQUEST)
         .map_err(|m| Error::state(format!("{path}: {m}")))?;
     Ok(match &ctx.dry_run_api {
         Some(r) => client.recording(r.clone()),
@@ -40,11 +41,11 @@ fn client_for(ctx: &InitContext, file: &str) -> Result<Client> {
 /// admin.conf's client, made once per run: one TLS handshake for every API phase (each costs a
 /// slow first-boot VM a tenth of a second or more).
 fn admin_conn<'c>(ctx: &'c InitContext) -> Result<&'c Client> {
-    if let Some(c) = ctx.admin.get() {
+    if let Some(c) = ctx.admin_client.get() {
         return Ok(c);
     }
     let c = client_for(ctx, ADMIN_CONF)?;
-    Ok(ctx.admin.get_or_init(|| c))
+    Ok(ctx.admin_client.get_or_init(|| c))
 }
 
 /// The admin client. admin.conf's group (kubeadm:cluster-admins) has no rights until its
@@ -89,7 +90,7 @@ fn apply_all(client: &Client, tag: &str, objs: &[Value]) -> Result<()> {
 
 /// Waits for the kubelet's healthz, then the API server's /livez, each bounded.
 pub fn wait_control_plane(ctx: &InitContext) -> Result<()> {
-    let kc = objects::kubelet::kubelet_configuration(ctx.cfg);
+    let kc = objects::kubelet::kubelet_configuration(&ctx.cfg);
     let port = kc.get("healthzPort").and_then(serde_yaml::Value::as_u64).unwrap_or(10248);
     let addr = kc.get("healthzBindAddress").and_then(serde_yaml::Value::as_str).unwrap_or("127.0.0.1").to_string();
     // kubeadm: timeouts.kubeletHealthCheck for the kubelet, controlPlaneComponentHealthCheck for the API server.
@@ -99,18 +100,18 @@ pub fn wait_control_plane(ctx: &InitContext) -> Result<()> {
     } else if port != 0 {
         let url = format!("http://{addr}:{port}/healthz");
         info!("[wait-control-plane] Waiting for a healthy kubelet at {url}. This can take up to {timeout:?}");
-        let t = ctx.clock.now();
+        let t = ctx.node.clock.now();
         let wait = ctx.poll("waiting for the kubelet", "wait-control-plane", timeout);
         wait.run::<_, GaveUp>(|| match crate::kube::http_ok(&url, REQUEST) {
             Ok(()) => Attempt::Done(()),
             Err(e) => Attempt::Wait(e.to_string()),
         })?;
-        info!("[wait-control-plane] The kubelet is healthy after {:.3?}", ctx.clock.now() - t);
+        info!("[wait-control-plane] The kubelet is healthy after {:.3?}", ctx.node.clock.now() - t);
     }
     let client = admin_conn(ctx)?;
     let timeout = ctx.cfg.control_plane_health_timeout;
     info!("[api-check] Waiting for a healthy API server at {}. This can take up to {timeout:?}", client.base());
-    let t = ctx.clock.now();
+    let t = ctx.node.clock.now();
     ctx.poll("waiting for the API server", "api-check", timeout).run::<_, GaveUp>(|| {
         match client.request("GET", "/livez", None) {
             Ok((200, _)) => Attempt::Done(()),
@@ -120,23 +121,23 @@ pub fn wait_control_plane(ctx: &InitContext) -> Result<()> {
             Err(e) => Attempt::Wait(e.to_string()),
         }
     })?;
-    info!("[api-check] The API server is healthy after {:.3?}", ctx.clock.now() - t);
+    info!("[api-check] The API server is healthy after {:.3?}", ctx.node.clock.now() - t);
     Ok(())
 }
 
 pub fn upload_config(ctx: &InitContext) -> Result<()> {
-    let client = admin(ctx)?;
+    let client = ctx.admin()?;
     info!(
         "[upload-config] Storing the configuration used in ConfigMap \"kubeadm-config\" in the \"kube-system\" Namespace"
     );
-    let mut objs = vec![objects::configmaps::kubeadm_config(ctx.cfg)?];
+    let mut objs = vec![objects::configmaps::kubeadm_config(&ctx.cfg)?];
     objs.extend(objects::rbac::upload_config_rbac());
-    objs.push(objects::configmaps::kubelet_config_map(ctx.cfg)?);
+    objs.push(objects::configmaps::kubelet_config_map(&ctx.cfg)?);
     apply_all(client, "upload-config", &objs)
 }
 
 pub fn mark_control_plane(ctx: &InitContext) -> Result<()> {
-    let client = admin(ctx)?;
+    let client = ctx.admin()?;
     let path = format!("/api/v1/nodes/{}", ctx.cfg.node_name);
     info!("[mark-control-plane] Waiting for the Node {:?} to register", ctx.cfg.node_name);
     let wait =
@@ -148,7 +149,7 @@ pub fn mark_control_plane(ctx: &InitContext) -> Result<()> {
         }
         Err(e) => Attempt::Wait(e.to_string()),
     })?;
-    client.merge_patch(&path, &objects::node::control_plane_patch_for_node(ctx.cfg, &node))?;
+    client.merge_patch(&path, &objects::node::control_plane_patch_for_node(&ctx.cfg, &node))?;
     info!("[mark-control-plane] Marked the node {} as control-plane (labels and taints)", ctx.cfg.node_name);
     Ok(())
 }
@@ -171,7 +172,7 @@ pub fn tokens(ctx: &InitContext) -> Result<Vec<BootstrapToken>> {
     if unnamed == 0 {
         return Ok(list);
     }
-    let mut kept: Vec<String> = match ctx.fs.read(&GENERATED_TOKEN)? {
+    let mut kept: Vec<String> = match ctx.node.fs.read(&GENERATED_TOKEN)? {
         Some(b) => String::from_utf8_lossy(&b)
             .lines()
             .map(str::trim)
@@ -184,8 +185,8 @@ pub fn tokens(ctx: &InitContext) -> Result<Vec<BootstrapToken>> {
         while kept.len() < unnamed {
             kept.push(crate::token::generate()?);
         }
-        ctx.fs.write(&GENERATED_TOKEN, kept.join("\n").as_bytes())?;
-        ctx.fs.commit()?;
+        ctx.node.fs.write(&GENERATED_TOKEN, kept.join("\n").as_bytes())?;
+        ctx.node.fs.commit()?;
     }
     let mut fresh = kept.into_iter();
     for t in list.iter_mut().filter(|t| t.token.is_empty()) {
@@ -195,7 +196,7 @@ pub fn tokens(ctx: &InitContext) -> Result<Vec<BootstrapToken>> {
 }
 
 pub fn bootstrap_token(ctx: &InitContext) -> Result<()> {
-    let client = admin(ctx)?;
+    let client = ctx.admin()?;
     let now = time::OffsetDateTime::now_utc();
     for t in tokens(ctx)? {
         let secret = objects::tokens::token_secret(&t, now)?;
@@ -206,9 +207,12 @@ pub fn bootstrap_token(ctx: &InitContext) -> Result<()> {
         );
     }
     apply_all(client, "bootstrap-token", &objects::rbac::bootstrap_token_rbac())?;
-    let ca =
-        ctx.fs.read(crate::paths::cert(ctx.cfg.certs_dir(), "ca"))?.ok_or_else(|| Error::state("ca.crt is missing"))?;
-    let (cluster_info, _) = objects::configmaps::cluster_info(ctx.cfg, &ca);
+    let ca = ctx
+        .node
+        .fs
+        .read(crate::paths::cert(ctx.cfg.certs_dir(), "ca"))?
+        .ok_or_else(|| Error::state("ca.crt is missing"))?;
+    let (cluster_info, _) = objects::configmaps::cluster_info(&ctx.cfg, &ca);
     info!("[bootstrap-token] Creating the \"cluster-info\" ConfigMap in the \"kube-public\" namespace");
     apply_all(client, "bootstrap-token", &[cluster_info])?;
     apply_all(client, "bootstrap-token", &objects::rbac::cluster_info_rbac())
@@ -227,8 +231,11 @@ fn apply_with_retry(ctx: &InitContext, client: &Client, obj: &Value) -> Result<(
 /// goes to stdout because the user asked for it; it is never logged. A dry run logs the command
 /// with the token withheld (stdout carries the plan).
 pub fn show_join_command(ctx: &InitContext) -> Result<()> {
-    let ca =
-        ctx.fs.read(crate::paths::cert(ctx.cfg.certs_dir(), "ca"))?.ok_or_else(|| Error::state("ca.crt is missing"))?;
+    let ca = ctx
+        .node
+        .fs
+        .read(crate::paths::cert(ctx.cfg.certs_dir(), "ca"))?
+        .ok_or_else(|| Error::state("ca.crt is missing"))?;
     let hash = crate::pki::ca_hash(&ca)?;
     let dry_run = ctx.dry_run_api.is_some();
     let token = if ctx.skip_token_print || dry_run {
@@ -258,7 +265,7 @@ pub fn show_join_command(ctx: &InitContext) -> Result<()> {
             let key = if ctx.upload.skip_key_print {
                 "<value withheld>".to_string()
             } else {
-                super::upload_certs::certificate_key(ctx)?.to_hex()
+                ctx.certificate_key()?.to_hex()
             };
             out.push_str(&format!(
                 "You can now join any number of control-plane nodes running the following command on each as root:\n\n\

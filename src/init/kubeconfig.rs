@@ -71,10 +71,10 @@ pub fn run(ctx: &InitContext) -> Result<()> {
 
 /// Writes (or validates) the kubeconfigs named in `files` (a control-plane join writes three).
 pub fn write(ctx: &InitContext, files: &[&str]) -> Result<()> {
-    let cfg = ctx.cfg;
+    let cfg = &ctx.cfg;
     let specs: Vec<&KubeconfigSpec> = KUBECONFIGS.iter().filter(|k| files.contains(&k.file)).collect();
-    let ca = pki::load_ca(ctx.fs, cfg.certs_dir(), "ca")?;
-    let todo: Vec<&KubeconfigSpec> = specs.iter().copied().filter(|k| !ctx.fs.exists(path(k))).collect();
+    let ca = pki::load_ca(ctx.node.fs, cfg.certs_dir(), "ca")?;
+    let todo: Vec<&KubeconfigSpec> = specs.iter().copied().filter(|k| !ctx.node.fs.exists(path(k))).collect();
     if !todo.is_empty() && ca.key.is_none() {
         let files: Vec<String> = todo.iter().map(|k| path(k).to_string()).collect();
         return Err(Error::state(format!(
@@ -85,7 +85,7 @@ pub fn write(ctx: &InitContext, files: &[&str]) -> Result<()> {
     ctx.keys.reserve(todo.len());
     for spec in specs {
         let file = path(spec);
-        match ctx.fs.read(&file)? {
+        match ctx.node.fs.read(&file)? {
             Some(existing) => {
                 validate_existing(file.as_str(), &existing, spec, cfg, &ca, ctx.start)?;
                 info!("[kubeconfig] Using existing kubeconfig file: {:?}", file.as_str());
@@ -94,7 +94,7 @@ pub fn write(ctx: &InitContext, files: &[&str]) -> Result<()> {
                 let key = ctx.keys.take()?;
                 let kc = render(spec, cfg, &ca, &key, ctx.start)?;
                 info!("[kubeconfig] Writing {:?} kubeconfig file", spec.file);
-                ctx.fs.write(&file, kc.to_yaml()?.as_bytes())?;
+                ctx.node.fs.write(&file, kc.to_yaml()?.as_bytes())?;
             }
         }
     }
@@ -103,7 +103,7 @@ pub fn write(ctx: &InitContext, files: &[&str]) -> Result<()> {
 
 /// How many new keys this phase will make: one per kubeconfig file not on disk.
 pub fn keys_needed(ctx: &InitContext) -> usize {
-    KUBECONFIGS.iter().filter(|k| !ctx.fs.exists(path(k))).count()
+    KUBECONFIGS.iter().filter(|k| !ctx.node.fs.exists(path(k))).count()
 }
 
 fn path(spec: &KubeconfigSpec) -> crate::paths::File {

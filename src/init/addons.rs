@@ -5,12 +5,11 @@ use log::info;
 use serde_json::Value;
 
 use super::InitContext;
-use super::api::admin;
 use crate::error::Result;
 use crate::objects;
 
 fn apply_all(ctx: &InitContext, objs: &[Value]) -> Result<()> {
-    let client = admin(ctx)?;
+    let client = ctx.admin()?;
     for o in objs {
         client.apply(o)?;
         info!("[addon] Applied {}", crate::kube::paths::describe(o));
@@ -19,7 +18,7 @@ fn apply_all(ctx: &InitContext, objs: &[Value]) -> Result<()> {
 }
 
 pub fn coredns(ctx: &InitContext) -> Result<()> {
-    let dns = objects::coredns::coredns_objects(ctx.cfg);
+    let dns = objects::coredns::coredns_objects(&ctx.cfg);
     if dns.is_empty() {
         info!("[addon] CoreDNS is disabled");
         return Ok(());
@@ -28,7 +27,7 @@ pub fn coredns(ctx: &InitContext) -> Result<()> {
 }
 
 pub fn kube_proxy(ctx: &InitContext) -> Result<()> {
-    let proxy = objects::proxy::kube_proxy_objects_with_env(ctx.cfg, &ctx.env.proxy_env)?;
+    let proxy = objects::proxy::kube_proxy_objects_with_env(&ctx.cfg, &ctx.env.proxy_env)?;
     if proxy.is_empty() {
         info!("[addon] kube-proxy is disabled");
         return Ok(());

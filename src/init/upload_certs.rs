@@ -22,7 +22,7 @@ pub struct UploadCerts {
 
 /// The key to seal with: `--certificate-key`, else InitConfiguration.certificateKey, else one
 /// generated once and kept (0600) so a rerun and show-join-command use the same one.
-pub fn certificate_key(ctx: &InitContext) -> Result<CertificateKey> {
+pub(super) fn certificate_key(ctx: &InitContext) -> Result<CertificateKey> {
     let given = ctx.upload.certificate_key.clone().map(|k| ("--certificate-key", k)).or_else(|| {
         (!ctx.cfg.init.certificate_key.is_empty())
             .then(|| ("InitConfiguration.certificateKey", ctx.cfg.init.certificate_key.clone()))
@@ -30,14 +30,14 @@ pub fn certificate_key(ctx: &InitContext) -> Result<CertificateKey> {
     if let Some((from, hex)) = given {
         return CertificateKey::parse(&hex).map_err(|e| Error::usage(format!("{from}: {e}")));
     }
-    if let Some(b) = ctx.fs.read(&GENERATED_CERTIFICATE_KEY)?
+    if let Some(b) = ctx.node.fs.read(&GENERATED_CERTIFICATE_KEY)?
         && let Ok(k) = CertificateKey::parse(&String::from_utf8_lossy(&b))
     {
         return Ok(k);
     }
     let k = CertificateKey::generate()?;
-    ctx.fs.write(&GENERATED_CERTIFICATE_KEY, k.to_hex().as_bytes())?;
-    ctx.fs.commit()?;
+    ctx.node.fs.write(&GENERATED_CERTIFICATE_KEY, k.to_hex().as_bytes())?;
+    ctx.node.fs.commit()?;
     Ok(k)
 }
 
@@ -46,12 +46,12 @@ pub fn run(ctx: &InitContext) -> Result<()> {
         info!("[upload-certs] Skipping phase. Please see --upload-certs");
         return Ok(());
     }
-    let key = certificate_key(ctx)?;
-    let client = super::api::admin(ctx)?;
+    let key = ctx.certificate_key()?;
+    let client = ctx.admin()?;
     let mut entries = Vec::new();
-    for t in copycerts::files_to_transfer(ctx.cfg) {
+    for t in copycerts::files_to_transfer(&ctx.cfg) {
         // A file that does not exist travels as an empty value, as with kubeadm.
-        let blob = match ctx.fs.read(&t.path)? {
+        let blob = match ctx.node.fs.read(&t.path)? {
             Some(bytes) => key.seal(&bytes)?,
             None => Vec::new(),
         };
