@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use crate::cli;
 use crate::config::types::{BootstrapToken, ClusterConfiguration, InitConfiguration};
-use crate::config::values::{is_dns1123_subdomain, parse_duration};
+use crate::config::values::{CertificateKey, Token, is_dns1123_subdomain, parse_duration};
 use crate::config::{ConfigError, Documents, HostFacts, InitConfig};
 use crate::constants::KUBEADM_API_VERSION;
 use crate::error::{Error, Result};
@@ -166,13 +166,13 @@ impl InitFlags {
             ));
         }
         if let Some(t) = &self.token {
-            crate::discovery::Token::parse(t).map_err(|m| Error::usage(format!("--token: {m}")))?;
+            Token::parse(t).map_err(|m| Error::usage(format!("--token: {m}")))?;
         }
         if let Some(ttl) = &self.token_ttl {
             parse_duration(ttl).map_err(|m| Error::usage(format!("--token-ttl: {m}")))?;
         }
         if let Some(k) = &self.certificate_key
-            && (k.len() != 64 || !k.bytes().all(|b| b.is_ascii_hexdigit()))
+            && CertificateKey::parse_exact(k).is_err()
         {
             return Err(Error::usage(
                 "--certificate-key: must be 64 hex characters (a 32-byte AES key, as `kubeadm certs certificate-key` prints); value hidden",

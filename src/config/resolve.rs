@@ -10,7 +10,10 @@ use super::load::Documents;
 use super::types::{
     Arg, BootstrapToken, ClusterConfiguration, ControlPlaneComponent, ExternalEtcd, InitConfiguration, LocalEtcd,
 };
-use super::values::{Cidr, Version, is_dns_san, is_dns1123_subdomain, parse_cidr_list, parse_duration};
+use super::values::{
+    BadCertificateKey, CertificateKey, Cidr, TOKEN_FORMAT_HIDDEN, Token, Version, is_dns_san, is_dns1123_subdomain,
+    parse_cidr_list, parse_duration,
+};
 use crate::constants::*;
 
 /// kubeadm's MinimumAddressesInPodSubnet.
@@ -422,12 +425,10 @@ fn validate_token(c: &Ctx, path: &str, t: &mut BootstrapToken) -> Result<(), Con
             .map_err(|e| c.err(&format!("{path}.token"), format!("could not generate a token: {e}")))?;
     }
     // Never echo the value: it carries the token secret.
-    if !crate::token::is_valid_token(&t.token) {
-        return Err(c.err(
-            &format!("{path}.token"),
-            "bad token format (value hidden): expected [a-z0-9]{6}.[a-z0-9]{16}, e.g. from `kubestrap token generate`"
-                .into(),
-        ));
+    if Token::parse(&t.token).is_err() {
+        return Err(
+            c.err(&format!("{path}.token"), format!("{TOKEN_FORMAT_HIDDEN}, e.g. from `kubestrap token generate`"))
+        );
     }
     if t.ttl.is_some() && t.expires.is_some() {
         return Err(c.err(path, "ttl and expires are mutually exclusive".into()));
@@ -582,16 +583,12 @@ fn check_certificate_key(c: &Ctx, path: &str, key: &str) -> Result<(), ConfigErr
         return Ok(());
     }
     // Never echo the key: it decrypts the uploaded CA keys.
-    if !key.bytes().all(|b| b.is_ascii_hexdigit()) || !key.len().is_multiple_of(2) {
-        return Err(c.err(path, "is not hex (value hidden); `kubeadm certs certificate-key` prints a valid key".into()));
-    }
-    if key.len() != 64 {
-        return Err(c.err(
-            path,
-            format!("invalid certificate key size {}, the key must be an AES key of size 32", key.len() / 2),
-        ));
-    }
-    Ok(())
+    CertificateKey::parse_exact(key).map(|_| ()).map_err(|e| match e {
+        BadCertificateKey::NotHex => {
+            c.err(path, "is not hex (value hidden); `kubeadm certs certificate-key` prints a valid key".into())
+        }
+        size => c.err(path, size.to_string()),
+    })
 }
 
 /// kubeadm's ValidateIPNetFromString (at least 14 addresses) and ValidatePodSubnetNodeMask: each

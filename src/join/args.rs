@@ -118,7 +118,7 @@ fn control_plane(f: &JoinFlags, jc: &JoinConfiguration) -> Result<Option<Control
     let bind_port = f.apiserver_bind_port.map(i64::from).or(conf.and_then(|c| c.local_api_endpoint.bind_port));
     let certificate_key = f.certificate_key.clone().or(conf.and_then(|c| non_empty(&c.certificate_key)));
     if let Some(k) = &certificate_key {
-        crate::pki::copycerts::CertificateKey::parse(k).map_err(|e| Error::usage(format!("--certificate-key: {e}")))?;
+        crate::config::values::CertificateKey::parse(k).map_err(|e| Error::usage(format!("--certificate-key: {e}")))?;
     }
     Ok(Some(ControlPlaneJoin {
         advertise_address: f

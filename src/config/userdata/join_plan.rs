@@ -6,6 +6,7 @@ use super::NodePlan;
 use super::cloud_config::{Shorthand, not_for};
 use super::overrides::{Overrides, node_name, set_field};
 use crate::config::types::{BootstrapTokenDiscovery, JoinConfiguration};
+use crate::config::values::{CertificateKey, TOKEN_FORMAT_HIDDEN, Token};
 use crate::config::{ConfigError, Documents};
 use crate::constants::KUBEADM_API_VERSION;
 use crate::datasource::{CRED_CA_CERT_HASH, CRED_TOKEN, Gathered};
@@ -128,7 +129,7 @@ fn validate_join(src: &str, join: &JoinConfiguration, shorthand: bool) -> Result
     if let Some(cp) = &join.control_plane
         && !cp.certificate_key.is_empty()
     {
-        crate::pki::copycerts::CertificateKey::parse(&cp.certificate_key).map_err(|e| {
+        CertificateKey::parse(&cp.certificate_key).map_err(|e| {
             ConfigError::doc(src, doc, &hint("certificateKey", "controlPlane.certificateKey"), e.to_string())
         })?;
     }
@@ -154,12 +155,12 @@ fn validate_join(src: &str, join: &JoinConfiguration, shorthand: bool) -> Result
                     "is missing; pass it in the user-data or as the kubestrap.token credential".into(),
                 ));
             }
-            if !crate::token::is_valid_token(&bt.token) {
+            if Token::parse(&bt.token).is_err() {
                 return Err(ConfigError::doc(
                     src,
                     doc,
                     &hint("token", "discovery.bootstrapToken.token"),
-                    "bad token format (value hidden): expected [a-z0-9]{6}.[a-z0-9]{16}".into(),
+                    TOKEN_FORMAT_HIDDEN.into(),
                 ));
             }
             if bt.api_server_endpoint.is_empty() {
