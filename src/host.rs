@@ -6,7 +6,6 @@ use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::config::HostFacts;
 use crate::preflight::cri::CriError;
 
 /// A question to the machine that failed. Names the port or the program asked.
@@ -245,6 +244,14 @@ pub fn default_address() -> Option<IpAddr> {
         }
     }
     None
+}
+
+/// What the config needs to know about the machine it runs on: config takes it as a value.
+#[derive(Debug, Clone, Default)]
+pub struct HostFacts {
+    pub hostname: String,
+    /// The address of the interface that holds the default route, when there is one.
+    pub default_address: Option<std::net::IpAddr>,
 }
 
 pub fn facts() -> HostFacts {

@@ -15,13 +15,7 @@ use super::types::{ClusterConfiguration, ExternalEtcd, InitConfiguration, LocalE
 use super::values::{Cidr, Version};
 use crate::constants::KUBEADM_API_VERSION;
 
-/// What the config needs to know about the machine it runs on.
-#[derive(Debug, Clone, Default)]
-pub struct HostFacts {
-    pub hostname: String,
-    /// The address of the interface that holds the default route, when there is one.
-    pub default_address: Option<IpAddr>,
-}
+pub use crate::host::HostFacts;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KeyAlgorithm {
