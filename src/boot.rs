@@ -90,6 +90,8 @@ fn stage(
 ) -> Result<()> {
     let node = Node::new(fs, clock, Some(report));
     let mut gathered = None;
+    // Resolved once per stage: the existing-cluster check and the init phases share it.
+    let mut resolved = None;
     let BootPlan { node: node_plan, script: user_script } = match args.stage {
         Stage::PreKubelet => {
             report.phase("gather");
@@ -106,8 +108,9 @@ fn stage(
             if let NodePlan::Init { docs, join_existing, .. } = &p.node {
                 let cfg = crate::config::resolve_init("user-data", docs.clone(), &crate::host::facts())?;
                 let existing = join_existing.as_deref();
-                if let Some(join) = existing::decide(fs, &cfg, existing, crate::timeouts::EXISTING_CLUSTER_PROBE)? {
-                    p.node = NodePlan::Join { join };
+                match existing::decide(fs, &cfg, existing, crate::timeouts::EXISTING_CLUSTER_PROBE)? {
+                    Some(join) => p.node = NodePlan::Join { join },
+                    None => resolved = Some(cfg),
                 }
             }
             let text = p.to_yaml().map_err(|e| Error::runtime(format!("rendering {PLAN_FILE}: {e}")))?;
@@ -131,7 +134,10 @@ fn stage(
     match node_plan {
         NodePlan::Init { docs, upload_certs, join_existing } => {
             report.set(|s| s.role = "control-plane".into());
-            let cfg = crate::config::resolve_init("user-data", docs, &crate::host::facts())?;
+            let cfg = match resolved {
+                Some(cfg) => cfg,
+                None => crate::config::resolve_init("user-data", docs, &crate::host::facts())?,
+            };
             if let Some(g) = &gathered {
                 existing::prepare_ca(fs, g, &cfg, join_existing.as_deref())?;
             }

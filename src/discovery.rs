@@ -12,6 +12,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+pub use crate::config::values::{BadToken, Token};
 use crate::kubeconfig::{Credentials, Kubeconfig};
 
 /// Cluster name of the TLS-bootstrap kubeconfig (`bootstrap-kubelet.conf`).
@@ -26,23 +27,6 @@ pub const JWS_KEY_PREFIX: &str = "jws-kubeconfig-";
 
 /// Where token discovery reads the signed kubeconfig (anonymously).
 pub const CLUSTER_INFO: &str = "/api/v1/namespaces/kube-public/configmaps/cluster-info";
-/// The accepted token form, appended to every [`BadToken`] message.
-const TOKEN_FORM: &str = "a bootstrap token is <6 characters [a-z0-9]>.<16 characters [a-z0-9]>";
-
-/// Why a string is not a bootstrap token. Never carries the input: any part of it may be the
-/// secret. Only the id is named, once it is known to be well-formed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum BadToken {
-    #[error("the token contains whitespace (a stray newline?); {TOKEN_FORM}")]
-    Whitespace,
-    #[error("the token has no '.'; {TOKEN_FORM}")]
-    NoDot,
-    #[error("the token id (before the '.') is malformed; {TOKEN_FORM}")]
-    BadId,
-    #[error("the secret of token {id:?} (after the '.') is malformed ({chars} characters); {TOKEN_FORM}")]
-    BadSecret { id: String, chars: usize },
-}
-
 /// Why a CA pin does not parse, or why served CA certificates do not satisfy the pins. Each
 /// message names the pin or the certificate.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -64,57 +48,6 @@ pub enum PinError {
     /// No certificate matches any pin; `got` lists the certificates' own pins.
     #[error("none of the public keys {:?} are pinned", .got.join(":"))]
     NotPinned { got: Vec<String> },
-}
-
-/// A bootstrap token `<id>.<secret>`. The secret never shows in Debug output or errors.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Token {
-    pub id: String,
-    secret: String,
-}
-
-fn is_token_part(s: &str, len: usize) -> bool {
-    s.len() == len && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-}
-
-impl Token {
-    /// Parses `[a-z0-9]{6}.[a-z0-9]{16}`. The error says what is wrong without echoing the
-    /// input (any part of it may be the secret).
-    pub fn parse(s: &str) -> Result<Token, BadToken> {
-        if s.chars().any(char::is_whitespace) {
-            return Err(BadToken::Whitespace);
-        }
-        let Some((id, secret)) = s.split_once('.') else {
-            return Err(BadToken::NoDot);
-        };
-        if !is_token_part(id, 6) {
-            return Err(BadToken::BadId);
-        }
-        if !is_token_part(secret, 16) {
-            return Err(BadToken::BadSecret { id: id.to_string(), chars: secret.chars().count() });
-        }
-        Ok(Token { id: id.to_string(), secret: secret.to_string() })
-    }
-
-    pub fn id(&self) -> &str {
-        &self.id
-    }
-
-    /// The secret half. Use only to sign/verify or to build a bearer token; never log it.
-    pub fn secret(&self) -> &str {
-        &self.secret
-    }
-
-    /// `<id>.<secret>`, the bearer token as sent to the API server. Never log it.
-    pub fn bearer(&self) -> String {
-        format!("{}.{}", self.id, self.secret)
-    }
-}
-
-impl fmt::Debug for Token {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Token").field("id", &self.id).field("secret", &"<redacted>").finish()
-    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ use std::fmt;
 use crate::cli::UsageError;
 use crate::config::values::ValueError;
 use crate::config::{ConfigError, LoadError};
+use crate::cri::CriError;
 use crate::csr::CsrError;
 use crate::datasource::SourceError;
 use crate::discovery::{BadToken, DiscoveryProblem, PinError};
@@ -28,7 +29,6 @@ use crate::pki::check::{CertProblem, PkiError};
 use crate::pki::copycerts::CopyCertsError;
 use crate::pki::keys::KeyProblem;
 use crate::preflight::PreflightError;
-use crate::preflight::cri::CriError;
 use crate::retry::GaveUp;
 use crate::token::RandomError;
 

@@ -6,8 +6,7 @@ use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::config::HostFacts;
-use crate::preflight::cri::CriError;
+use crate::cri::CriError;
 
 /// A question to the machine that failed. Names the port or the program asked.
 #[derive(Debug, thiserror::Error)]
@@ -148,11 +147,11 @@ impl Host for LinuxHost {
     }
 
     fn cri_version(&self, socket: &Path, timeout: Duration) -> Result<String, CriError> {
-        crate::preflight::cri::version_over_unix_socket(socket, timeout)
+        crate::cri::version_over_unix_socket(socket, timeout)
     }
 
     fn cri_runtime_config(&self, socket: &Path, timeout: Duration) -> Result<bool, CriError> {
-        crate::preflight::cri::runtime_config_over_unix_socket(socket, timeout)
+        crate::cri::runtime_config_over_unix_socket(socket, timeout)
     }
 
     fn kubelet_version(&self, kubelet: &Path) -> Result<String, HostError> {
@@ -245,6 +244,14 @@ pub fn default_address() -> Option<IpAddr> {
         }
     }
     None
+}
+
+/// What the config needs to know about the machine it runs on: config takes it as a value.
+#[derive(Debug, Clone, Default)]
+pub struct HostFacts {
+    pub hostname: String,
+    /// The address of the interface that holds the default route, when there is one.
+    pub default_address: Option<std::net::IpAddr>,
 }
 
 pub fn facts() -> HostFacts {

@@ -9,6 +9,7 @@ pub mod clock;
 pub mod commands;
 pub mod config;
 pub mod constants;
+pub mod cri;
 pub mod csr;
 pub mod datasource;
 pub mod discovery;

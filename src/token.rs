@@ -4,13 +4,9 @@ use ring::rand::{SecureRandom, SystemRandom};
 
 const ALPHABET: &[u8; 36] = b"0123456789abcdefghijklmnopqrstuvwxyz";
 
-fn is_token_part(s: &str, len: usize) -> bool {
-    s.len() == len && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-}
-
-/// `[a-z0-9]{6}.[a-z0-9]{16}`.
+/// `[a-z0-9]{6}.[a-z0-9]{16}` (the one parser: [`Token::parse`](crate::config::values::Token::parse)).
 pub fn is_valid_token(t: &str) -> bool {
-    t.split_once('.').is_some_and(|(id, secret)| is_token_part(id, 6) && is_token_part(secret, 16))
+    crate::config::values::Token::parse(t).is_ok()
 }
 
 /// `text` with every `<id>.<secret>` token that stands alone (not inside a longer run of letters

@@ -292,6 +292,7 @@ fn fuzz_user_data() {
             meta: kubestrap::datasource::MetaData { instance_id: None, local_hostname: Some("node-1".into()) },
             credentials: Default::default(),
             notices: Vec::new(),
+            hostname: String::new(),
         };
         if let Ok(kubestrap::config::userdata::NodePlan::Init { docs, .. }) = kubestrap::config::userdata::plan(&g) {
             let _ = kubestrap::config::resolve_init("fuzz", docs, &kubestrap::config::HostFacts::default());

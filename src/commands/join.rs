@@ -107,7 +107,7 @@ pub fn run(j: cli::Join) -> Result<()> {
 /// flags, which kubestrap does not act on yet.
 fn check_flags(j: &cli::Join) -> Result<()> {
     if j.config.is_some() {
-        let given = [
+        let mixed = crate::config::flags::mixed_with_config([
             ("apiserver-advertise-address", j.apiserver_advertise_address.is_some()),
             ("apiserver-bind-port", j.apiserver_bind_port.is_some()),
             ("certificate-key", j.certificate_key.is_some()),
@@ -120,10 +120,9 @@ fn check_flags(j: &cli::Join) -> Result<()> {
             ("patches", j.patches.is_some()),
             ("tls-bootstrap-token", j.tls_bootstrap_token.is_some()),
             ("token", j.token.is_some()),
-        ];
-        let mixed: Vec<&str> = given.iter().filter(|(_, g)| *g).map(|(n, _)| *n).collect();
-        if !mixed.is_empty() {
-            return Err(Error::usage(format!("can not mix '--config' with arguments [{}]", mixed.join(" "))));
+        ]);
+        if let Some(m) = crate::config::flags::mixed_error(&mixed) {
+            return Err(Error::usage(m));
         }
     }
     if j.patches.is_some() {

@@ -2,7 +2,6 @@
 
 #[path = "config.rs"]
 mod config_command;
-pub mod init_flags;
 mod join;
 mod token;
 
@@ -14,11 +13,11 @@ use serde_json::json;
 
 use crate::cli::{self, Command, InitSub};
 use crate::config;
+use crate::config::flags::InitFlags;
 use crate::error::{Context, Error, Result};
 use crate::fsutil::NodeFs;
 use crate::node::Node;
 use crate::phases::{self, INIT_PHASES, InitContext, JOIN_PHASES};
-use init_flags::InitFlags;
 
 pub fn run(cli: cli::Cli) -> Result<()> {
     match cli.command {

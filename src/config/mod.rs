@@ -3,6 +3,7 @@
 
 pub mod defaults;
 pub mod features;
+pub mod flags;
 pub mod load;
 mod resolve;
 pub mod types;

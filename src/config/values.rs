@@ -1,4 +1,5 @@
-//! Small value types the config is made of: CIDRs, Go durations, Kubernetes versions, DNS names.
+//! Small value types the config is made of: CIDRs, Go durations, Kubernetes versions, DNS names,
+//! and the two secrets (bootstrap token, certificate key), parsed here once for every caller.
 //! Parsers return a [`ValueError`] naming the bad value; the caller adds the document and field
 //! path (or the command-line flag).
 
@@ -187,6 +188,129 @@ fn is_dns1123_label_part(l: &str) -> bool {
 /// A DNS SAN kubeadm accepts: an RFC 1123 subdomain, or a wildcard `*.subdomain`.
 pub fn is_dns_san(s: &str) -> bool {
     is_dns1123_subdomain(s) || s.strip_prefix("*.").is_some_and(is_dns1123_subdomain)
+}
+
+/// The accepted token form, appended to every [`BadToken`] message.
+const TOKEN_FORM: &str = "a bootstrap token is <6 characters [a-z0-9]>.<16 characters [a-z0-9]>";
+
+/// What a config field or credential says about a malformed token: never the value.
+pub const TOKEN_FORMAT_HIDDEN: &str = "bad token format (value hidden): expected [a-z0-9]{6}.[a-z0-9]{16}";
+
+/// Why a string is not a bootstrap token. Never carries the input: any part of it may be the
+/// secret. Only the id is named, once it is known to be well-formed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BadToken {
+    #[error("the token contains whitespace (a stray newline?); {TOKEN_FORM}")]
+    Whitespace,
+    #[error("the token has no '.'; {TOKEN_FORM}")]
+    NoDot,
+    #[error("the token id (before the '.') is malformed; {TOKEN_FORM}")]
+    BadId,
+    #[error("the secret of token {id:?} (after the '.') is malformed ({chars} characters); {TOKEN_FORM}")]
+    BadSecret { id: String, chars: usize },
+}
+
+/// A bootstrap token `<id>.<secret>`. The secret never shows in Debug output or errors.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Token {
+    pub id: String,
+    pub(crate) secret: String,
+}
+
+fn is_token_part(s: &str, len: usize) -> bool {
+    s.len() == len && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+}
+
+impl Token {
+    /// Parses `[a-z0-9]{6}.[a-z0-9]{16}`. The error says what is wrong without echoing the
+    /// input (any part of it may be the secret).
+    pub fn parse(s: &str) -> Result<Token, BadToken> {
+        if s.chars().any(char::is_whitespace) {
+            return Err(BadToken::Whitespace);
+        }
+        let Some((id, secret)) = s.split_once('.') else {
+            return Err(BadToken::NoDot);
+        };
+        if !is_token_part(id, 6) {
+            return Err(BadToken::BadId);
+        }
+        if !is_token_part(secret, 16) {
+            return Err(BadToken::BadSecret { id: id.to_string(), chars: secret.chars().count() });
+        }
+        Ok(Token { id: id.to_string(), secret: secret.to_string() })
+    }
+
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The secret half. Use only to sign/verify or to build a bearer token; never log it.
+    pub fn secret(&self) -> &str {
+        &self.secret
+    }
+
+    /// `<id>.<secret>`, the bearer token as sent to the API server. Never log it.
+    pub fn bearer(&self) -> String {
+        format!("{}.{}", self.id, self.secret)
+    }
+}
+
+impl fmt::Debug for Token {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Token").field("id", &self.id).field("secret", &"<redacted>").finish()
+    }
+}
+
+/// kubeadm's CertificateKeySize.
+pub const CERTIFICATE_KEY_SIZE: usize = 32;
+
+/// Why a string is not a certificate key. Never carries the key: it decrypts the shared CA keys.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BadCertificateKey {
+    /// kubeadm's own wording, so runbooks match.
+    #[error("invalid certificate key size {0}, the key must be an AES key of size 32")]
+    Size(usize),
+    #[error("the certificate key is not hex: give the 64 hex characters printed by `init --upload-certs`")]
+    NotHex,
+}
+
+/// A certificate key (the AES-256 key sealing the kubeadm-certs Secret); its Debug output never
+/// shows the key. Sealing and generating live in `pki::copycerts`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct CertificateKey(pub(crate) [u8; CERTIFICATE_KEY_SIZE]);
+
+impl fmt::Debug for CertificateKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("CertificateKey(<redacted>)")
+    }
+}
+
+impl CertificateKey {
+    /// kubeadm's ValidateCertificateKey (minus "empty is allowed": callers decide that), on the
+    /// key with surrounding whitespace dropped (a key pasted or read from a file).
+    pub fn parse(hex: &str) -> Result<CertificateKey, BadCertificateKey> {
+        Self::parse_exact(hex.trim())
+    }
+
+    /// As [`parse`](Self::parse), but whitespace counts as not hex (config fields and flags).
+    pub fn parse_exact(hex: &str) -> Result<CertificateKey, BadCertificateKey> {
+        if !hex.len().is_multiple_of(2) || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(BadCertificateKey::NotHex);
+        }
+        let bytes: Vec<u8> = (0..hex.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16))
+            .collect::<Result<_, _>>()
+            .map_err(|_| BadCertificateKey::NotHex)?;
+        let arr: [u8; CERTIFICATE_KEY_SIZE] =
+            bytes.try_into().map_err(|b: Vec<u8>| BadCertificateKey::Size(b.len()))?;
+        Ok(CertificateKey(arr))
+    }
+
+    /// 64 lower-case hex characters: what `--certificate-key` takes.
+    pub fn to_hex(&self) -> String {
+        self.0.iter().map(|b| format!("{b:02x}")).collect()
+    }
 }
 
 #[cfg(test)]

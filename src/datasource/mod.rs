@@ -184,6 +184,9 @@ pub struct Gathered {
     pub credentials: BTreeMap<String, Vec<u8>>,
     /// Things the operator should know (ignored files, replaced values).
     pub notices: Vec<String>,
+    /// This machine's hostname at gather time: the node name's last fallback, as data so that
+    /// planning stays pure.
+    pub hostname: String,
 }
 
 impl fmt::Debug for Gathered {
@@ -263,6 +266,7 @@ pub fn detect(env: &Env, timeout: Duration, clock: &dyn Clock) -> Result<Gathere
             match probed {
                 Ok(Some(mut g)) if !blocked => {
                     g.credentials = credentials::read(&env.credentials_path())?;
+                    g.hostname = crate::host::hostname();
                     let names: Vec<&str> = g.credentials.keys().map(String::as_str).collect();
                     log::info!("datasource {}: found (credentials: {})", g.source, names.join(", "));
                     return Ok(g);

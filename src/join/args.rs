@@ -2,38 +2,16 @@
 //! The library takes plain values: the CLI parses its strings, `boot` passes what the user-data
 //! planned, and neither builds the other's shapes.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use super::control_plane::ControlPlaneJoin;
 use super::{Discovery, JoinArgs};
+pub use crate::config::flags::JoinFlags;
 use crate::config::types::JoinConfiguration;
 use crate::config::values::{is_dns1123_subdomain, parse_duration};
 use crate::constants::DEFAULT_CRI_SOCKET;
 use crate::discovery::{CaPin, Token};
 use crate::error::{Error, Result};
-
-/// Join settings given outside a JoinConfiguration (command-line flags). Unset fields fall back
-/// to the JoinConfiguration, then to kubeadm's defaults.
-#[derive(Debug, Default, Clone)]
-pub struct JoinFlags {
-    pub endpoint: Option<String>,
-    pub token: Option<String>,
-    pub discovery_token: Option<String>,
-    pub tls_bootstrap_token: Option<String>,
-    pub discovery_token_ca_cert_hash: Vec<String>,
-    pub discovery_token_unsafe_skip_ca_verification: bool,
-    pub discovery_file: Option<String>,
-    pub control_plane: bool,
-    pub certificate_key: Option<String>,
-    pub apiserver_advertise_address: Option<String>,
-    pub apiserver_bind_port: Option<i32>,
-    pub discovery_timeout: Option<Duration>,
-    pub node_name: Option<String>,
-    pub cri_socket: Option<String>,
-    pub ignore_preflight_errors: Vec<String>,
-    pub root: PathBuf,
-}
 
 fn token(flag: &str, s: &str) -> Result<Token> {
     Token::parse(s).map_err(|m| Error::usage(format!("{flag}: {m}")))
@@ -140,7 +118,7 @@ fn control_plane(f: &JoinFlags, jc: &JoinConfiguration) -> Result<Option<Control
     let bind_port = f.apiserver_bind_port.map(i64::from).or(conf.and_then(|c| c.local_api_endpoint.bind_port));
     let certificate_key = f.certificate_key.clone().or(conf.and_then(|c| non_empty(&c.certificate_key)));
     if let Some(k) = &certificate_key {
-        crate::pki::copycerts::CertificateKey::parse(k).map_err(|e| Error::usage(format!("--certificate-key: {e}")))?;
+        crate::config::values::CertificateKey::parse(k).map_err(|e| Error::usage(format!("--certificate-key: {e}")))?;
     }
     Ok(Some(ControlPlaneJoin {
         advertise_address: f

@@ -9,8 +9,7 @@ use thiserror::Error;
 
 use crate::config::InitConfig;
 
-/// kubeadm's CertificateKeySize.
-pub const CERTIFICATE_KEY_SIZE: usize = 32;
+pub use crate::config::values::{BadCertificateKey, CERTIFICATE_KEY_SIZE, CertificateKey};
 pub const SECRET_NAME: &str = "kubeadm-certs";
 /// The Role and RoleBinding that let bootstrap tokens read the Secret.
 pub const RBAC_NAME: &str = "kubeadm:kubeadm-certs";
@@ -21,11 +20,8 @@ pub const PROXY_TOKEN_TTL: &str = "2h0m0s";
 
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum CopyCertsError {
-    /// kubeadm's own wording, so runbooks match.
-    #[error("invalid certificate key size {0}, the key must be an AES key of size 32")]
-    KeySize(usize),
-    #[error("the certificate key is not hex: give the 64 hex characters printed by `init --upload-certs`")]
-    KeyNotHex,
+    #[error(transparent)]
+    Key(#[from] BadCertificateKey),
     #[error("no randomness available to make a certificate key or nonce")]
     Random,
     #[error("size of data is less than the nonce")]
@@ -36,43 +32,13 @@ pub enum CopyCertsError {
     Open(String),
 }
 
-/// A certificate key; its Debug output never shows the key.
-#[derive(Clone, PartialEq, Eq)]
-pub struct CertificateKey([u8; CERTIFICATE_KEY_SIZE]);
-
-impl std::fmt::Debug for CertificateKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("CertificateKey(<redacted>)")
-    }
-}
-
+// The type and its parser live with the config values; sealing needs ring, so it stays here.
 impl CertificateKey {
-    /// kubeadm's ValidateCertificateKey (minus "empty is allowed": callers decide that).
-    pub fn parse(hex: &str) -> Result<CertificateKey, CopyCertsError> {
-        let hex = hex.trim();
-        if !hex.len().is_multiple_of(2) || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(CopyCertsError::KeyNotHex);
-        }
-        let bytes: Vec<u8> = (0..hex.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16))
-            .collect::<Result<_, _>>()
-            .map_err(|_| CopyCertsError::KeyNotHex)?;
-        let arr: [u8; CERTIFICATE_KEY_SIZE] =
-            bytes.try_into().map_err(|b: Vec<u8>| CopyCertsError::KeySize(b.len()))?;
-        Ok(CertificateKey(arr))
-    }
-
     /// 32 random bytes, as kubeadm's CreateCertificateKey.
     pub fn generate() -> Result<CertificateKey, CopyCertsError> {
         let mut k = [0u8; CERTIFICATE_KEY_SIZE];
         SystemRandom::new().fill(&mut k).map_err(|_| CopyCertsError::Random)?;
         Ok(CertificateKey(k))
-    }
-
-    /// 64 lower-case hex characters: what `--certificate-key` takes.
-    pub fn to_hex(&self) -> String {
-        crate::fsutil::hex(&self.0)
     }
 
     fn aead(&self) -> LessSafeKey {
@@ -164,7 +130,7 @@ mod tests {
         assert!(CertificateKey::parse(KEY).is_ok());
         assert_eq!(
             CertificateKey::parse("z6a2eb8581237ab72a4f494f30285ec12a9694d750b9785706a83bfcbbbd2204"),
-            Err(CopyCertsError::KeyNotHex)
+            Err(BadCertificateKey::NotHex)
         );
         let e = CertificateKey::parse("e6a2").unwrap_err();
         assert_eq!(e.to_string(), "invalid certificate key size 2, the key must be an AES key of size 32");

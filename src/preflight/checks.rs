@@ -345,7 +345,7 @@ fn runtime_config(h: &dyn Host, input: &Input) -> Probe {
     match h.cri_runtime_config(Path::new(path), crate::timeouts::CRI_PROBE) {
         Ok(true) => Probe::Pass(format!("{path} implements RuntimeConfig")),
         Ok(false) => Probe::Warn(RUNTIME_CONFIG_MISSING.into()),
-        Err(e @ crate::preflight::cri::CriError::Connect { .. }) => {
+        Err(e @ crate::cri::CriError::Connect { .. }) => {
             Probe::Fail(format!("could not connect to the container runtime: {e}"))
         }
         Err(e) => Probe::Fail(format!("could not check if the runtime config is available: {e}")),

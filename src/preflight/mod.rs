@@ -7,8 +7,8 @@ mod checks;
 mod input;
 pub use checks::RUNTIME_CONFIG_MISSING;
 pub use input::{PreflightError, enforce};
-pub mod cri;
-mod hpack;
+// The CRI client moved to its own module; the old path stays for callers.
+pub use crate::cri;
 mod proxy;
 mod system;
 

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use super::*;
 use crate::config::values::{Cidr, Version};
+use crate::cri::CriError;
 use crate::host::HostError;
-use crate::preflight::cri::CriError;
 
 /// A machine made of fields: every probe answer is set by the test.
 struct Fake {

@@ -4,28 +4,19 @@
 //! control-plane join, so that boot can join instead when a cluster already answers at the
 //! endpoint (never two clusters).
 
-use super::NodePlan;
-use super::cloud_config::Shorthand;
 use super::init_plan::init_plan;
 use super::join_plan::join_configuration;
 use super::overrides::{Overrides, node_name};
+use super::{NodePlan, PlanInput};
 use crate::config::types::{BootstrapTokenDiscovery, InitConfiguration, JoinConfiguration, JoinControlPlane};
 use crate::config::values::is_dns1123_subdomain;
 use crate::config::{ConfigError, Documents};
 use crate::constants::KUBEADM_API_VERSION;
-use crate::datasource::Gathered;
 
 /// The plan of a machine whose role is control-plane: init, or (with `initNode` naming another
 /// node) a control-plane join.
-pub(super) fn plan(
-    src: &str,
-    mut docs: Documents,
-    sh: &Shorthand,
-    ov: &Overrides,
-    g: &Gathered,
-    upload_certs: bool,
-    notices: &mut Vec<String>,
-) -> Result<NodePlan, ConfigError> {
+pub(super) fn plan(inp: PlanInput, mut docs: Documents, notices: &mut Vec<String>) -> Result<NodePlan, ConfigError> {
+    let PlanInput { src, sh, ov, upload_certs, .. } = inp;
     let key = certificate_key(src, &mut docs, ov)?;
     let join = match &sh.init_node {
         None => {
@@ -39,7 +30,7 @@ pub(super) fn plan(
             }
             // Every machine given this user-data inits; the never-two-clusters check at boot joins
             // a cluster found at the endpoint instead, when the user-data says how (token, pins, key).
-            join_config(src, &docs, sh, ov, g, key.as_deref(), &mut Vec::new()).ok()
+            join_config(inp, &docs, key.as_deref(), &mut Vec::new()).ok()
         }
         Some(init_node) => {
             if !is_dns1123_subdomain(init_node) {
@@ -50,15 +41,15 @@ pub(super) fn plan(
                     format!("{init_node:?} is not a node name (lowercase RFC 1123 subdomain)"),
                 ));
             }
-            let join = join_config(src, &docs, sh, ov, g, key.as_deref(), notices)?;
-            if this_node(src, &docs, sh, g)? != *init_node {
+            let join = join_config(inp, &docs, key.as_deref(), notices)?;
+            if this_node(inp, &docs)? != *init_node {
                 return Ok(NodePlan::Join { join });
             }
             Some(join)
         }
     };
     docs.join = None;
-    let NodePlan::Init { docs, .. } = init_plan(src, docs, sh, ov, g, notices)? else {
+    let NodePlan::Init { docs, .. } = init_plan(inp, docs, notices)? else {
         return Err(ConfigError::file(src, "planned a join for the init node (a kubestrap bug)".into()));
     };
     // The certificate key given, the init node uploads the shared certificates sealed with it.
@@ -90,8 +81,9 @@ fn certificate_key(src: &str, docs: &mut Documents, ov: &Overrides) -> Result<Op
 }
 
 /// This node's name as init would resolve it: the shorthand or InitConfiguration, else
-/// meta-data's local-hostname, else the machine's hostname (lowercased).
-fn this_node(src: &str, docs: &Documents, sh: &Shorthand, g: &Gathered) -> Result<String, ConfigError> {
+/// meta-data's local-hostname, else the machine's hostname as gathered (lowercased).
+fn this_node(inp: PlanInput, docs: &Documents) -> Result<String, ConfigError> {
+    let PlanInput { src, sh, g, .. } = inp;
     let mut name = sh
         .node_name
         .clone()
@@ -99,7 +91,7 @@ fn this_node(src: &str, docs: &Documents, sh: &Shorthand, g: &Gathered) -> Resul
         .unwrap_or_default();
     node_name(src, &mut name, g, "InitConfiguration")?;
     if name.is_empty() {
-        name = crate::host::hostname().to_lowercase();
+        name = g.hostname.to_lowercase();
     }
     Ok(name)
 }
@@ -109,14 +101,12 @@ fn this_node(src: &str, docs: &Documents, sh: &Shorthand, g: &Gathered) -> Resul
 /// InitConfiguration's node registration and bind port (the advertise address in shared
 /// user-data is the init node's, so a joining node uses its own).
 fn join_config(
-    src: &str,
+    inp: PlanInput,
     docs: &Documents,
-    sh: &Shorthand,
-    ov: &Overrides,
-    g: &Gathered,
     key: Option<&str>,
     notices: &mut Vec<String>,
 ) -> Result<JoinConfiguration, ConfigError> {
+    let PlanInput { src, sh, .. } = inp;
     let mut join = docs.join.clone().unwrap_or_else(|| JoinConfiguration {
         api_version: KUBEADM_API_VERSION.into(),
         kind: "JoinConfiguration".into(),
@@ -171,7 +161,7 @@ fn join_config(
     }
     // The shorthand's token, pins and node name are merged (and checked) as for a worker.
     let docs = Documents { join: Some(join), ..Documents::default() };
-    join_configuration(src, docs, sh, true, ov, g, notices)
+    join_configuration(PlanInput { shorthand: true, ..inp }, docs, notices)
 }
 
 #[cfg(test)]

@@ -3,22 +3,19 @@
 //! `kubestrap init --config` would have loaded from the equivalent file; defaults and validation
 //! are left to `resolve_init`, so both paths apply the same rules.
 
-use super::NodePlan;
-use super::cloud_config::Shorthand;
-use super::overrides::{Overrides, node_name, set_field};
+use super::overrides::{node_name, set_field};
+use super::{NodePlan, PlanInput};
 use crate::config::types::{BootstrapToken, ClusterConfiguration, InitConfiguration};
 use crate::config::{ConfigError, Documents};
 use crate::constants::KUBEADM_API_VERSION;
-use crate::datasource::{CRED_TOKEN, Gathered};
+use crate::datasource::CRED_TOKEN;
 
 pub(super) fn init_plan(
-    src: &str,
+    inp: PlanInput,
     mut docs: Documents,
-    sh: &Shorthand,
-    ov: &Overrides,
-    g: &Gathered,
     notices: &mut Vec<String>,
 ) -> Result<NodePlan, ConfigError> {
+    let PlanInput { src, sh, ov, g, .. } = inp;
     let mut init = docs.init.take().unwrap_or_else(|| InitConfiguration {
         api_version: KUBEADM_API_VERSION.into(),
         kind: "InitConfiguration".into(),

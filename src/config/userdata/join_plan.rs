@@ -2,37 +2,27 @@
 //! a worker cannot join without (token, endpoint, CA pin), naming each field the way the user
 //! wrote it: the shorthand key or the kubeadm path.
 
-use super::NodePlan;
-use super::cloud_config::{Shorthand, not_for};
-use super::overrides::{Overrides, node_name, set_field};
+use super::cloud_config::not_for;
+use super::overrides::{node_name, set_field};
+use super::{NodePlan, PlanInput};
 use crate::config::types::{BootstrapTokenDiscovery, JoinConfiguration};
+use crate::config::values::{CertificateKey, TOKEN_FORMAT_HIDDEN, Token};
 use crate::config::{ConfigError, Documents};
 use crate::constants::KUBEADM_API_VERSION;
-use crate::datasource::{CRED_CA_CERT_HASH, CRED_TOKEN, Gathered};
+use crate::datasource::{CRED_CA_CERT_HASH, CRED_TOKEN};
 
 /// `shorthand`: the user-data was `#cloud-config`, so errors name shorthand keys.
-pub(super) fn join_plan(
-    src: &str,
-    docs: Documents,
-    sh: &Shorthand,
-    shorthand: bool,
-    ov: &Overrides,
-    g: &Gathered,
-    notices: &mut Vec<String>,
-) -> Result<NodePlan, ConfigError> {
-    Ok(NodePlan::Join { join: join_configuration(src, docs, sh, shorthand, ov, g, notices)? })
+pub(super) fn join_plan(inp: PlanInput, docs: Documents, notices: &mut Vec<String>) -> Result<NodePlan, ConfigError> {
+    Ok(NodePlan::Join { join: join_configuration(inp, docs, notices)? })
 }
 
 /// [`join_plan`]'s JoinConfiguration; a control-plane join's too (see `control_plane`).
 pub(super) fn join_configuration(
-    src: &str,
+    inp: PlanInput,
     mut docs: Documents,
-    sh: &Shorthand,
-    shorthand: bool,
-    ov: &Overrides,
-    g: &Gathered,
     notices: &mut Vec<String>,
 ) -> Result<JoinConfiguration, ConfigError> {
+    let PlanInput { src, sh, ov, g, shorthand, .. } = inp;
     let mut join = docs.join.take().unwrap_or_else(|| JoinConfiguration {
         api_version: KUBEADM_API_VERSION.into(),
         kind: "JoinConfiguration".into(),
@@ -128,7 +118,7 @@ fn validate_join(src: &str, join: &JoinConfiguration, shorthand: bool) -> Result
     if let Some(cp) = &join.control_plane
         && !cp.certificate_key.is_empty()
     {
-        crate::pki::copycerts::CertificateKey::parse(&cp.certificate_key).map_err(|e| {
+        CertificateKey::parse(&cp.certificate_key).map_err(|e| {
             ConfigError::doc(src, doc, &hint("certificateKey", "controlPlane.certificateKey"), e.to_string())
         })?;
     }
@@ -154,12 +144,12 @@ fn validate_join(src: &str, join: &JoinConfiguration, shorthand: bool) -> Result
                     "is missing; pass it in the user-data or as the kubestrap.token credential".into(),
                 ));
             }
-            if !crate::token::is_valid_token(&bt.token) {
+            if Token::parse(&bt.token).is_err() {
                 return Err(ConfigError::doc(
                     src,
                     doc,
                     &hint("token", "discovery.bootstrapToken.token"),
-                    "bad token format (value hidden): expected [a-z0-9]{6}.[a-z0-9]{16}".into(),
+                    TOKEN_FORMAT_HIDDEN.into(),
                 ));
             }
             if bt.api_server_endpoint.is_empty() {

@@ -6,13 +6,14 @@
 use super::Role;
 use super::write_files::WriteFile;
 use crate::cli::{self, Command};
+use crate::config::flags::{InitFlags, mixed_error, mixed_with_config};
 use crate::config::types::{BootstrapTokenDiscovery, FileDiscovery, InitConfiguration, JoinConfiguration};
 use crate::config::{ConfigError, Documents, parse_documents};
 use crate::constants::KUBEADM_API_VERSION;
 
 /// The flags a user-data kubeadm line may carry, per subcommand: those kubestrap applies here.
 /// kubeadm's other init flags (`--pod-network-cidr` ...) are refused by name until they are
-/// mapped (see `commands::init_flags`), never dropped.
+/// mapped (see `config::flags`), never dropped.
 const INIT_FLAGS: &[&str] = &[
     "config",
     "ignore-preflight-errors",
@@ -54,8 +55,6 @@ const JOIN_FLAGS: &[&str] = &[
     "apiserver-advertise-address",
     "apiserver-bind-port",
 ];
-/// kubeadm's ValidateMixedArguments: what may stand next to `--config` (plus every `skip-*`).
-const WITH_CONFIG: &[&str] = &["config", "ignore-preflight-errors", "dry-run", "node-name", "upload-certs", "v"];
 
 /// The role and documents of a kubeadm line. `origin` is `runcmd[i]`.
 pub(super) fn documents(
@@ -78,10 +77,10 @@ pub(super) fn documents(
         )));
     }
     if flags.iter().any(|f| f == "config") {
-        let mixed: Vec<&str> =
-            flags.iter().map(String::as_str).filter(|f| !WITH_CONFIG.contains(f) && !f.starts_with("skip-")).collect();
-        if !mixed.is_empty() {
-            return Err(err(format!("kubeadm {sub}: can not mix '--config' with arguments [{}]", mixed.join(" "))));
+        // In the order written, as this check has always reported them.
+        let mixed = mixed_with_config(flags.iter().map(|f| (f.as_str(), true)));
+        if let Some(m) = mixed_error(&mixed) {
+            return Err(err(format!("kubeadm {sub}: {m}")));
         }
     }
     let cli = cli::parse_args(&argv).map_err(|e| err(format!("kubeadm {sub}: {e}")))?;
@@ -94,7 +93,7 @@ pub(super) fn documents(
                 config(src, origin, i.config.as_deref(), files)?
             } else {
                 // kubeadm's flags alone build the documents, as `kubestrap init` does.
-                crate::commands::init_flags::InitFlags::from_cli(&i)
+                InitFlags::from_cli(&i)
                     .documents_with_token()
                     .map_err(|e| err(format!("kubeadm init: {}", e.message)))?
             };

@@ -132,6 +132,20 @@ pub fn plan(g: &Gathered) -> Result<NodePlan, ConfigError> {
     Ok(p.plan)
 }
 
+/// What every plan function reads, passed as one value.
+#[derive(Clone, Copy)]
+struct PlanInput<'a> {
+    /// Names the user-data in errors.
+    src: &'a str,
+    sh: &'a Shorthand,
+    ov: &'a Overrides,
+    g: &'a Gathered,
+    /// The user-data was `#cloud-config` shorthand, so errors name shorthand keys.
+    shorthand: bool,
+    /// A kubeadm line's `--upload-certs`.
+    upload_certs: bool,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Role {
     /// A control plane: init, or with `initNode` (or a live cluster at the endpoint) join one.
@@ -195,11 +209,11 @@ pub fn plan_detailed(g: &Gathered) -> Result<Planned, ConfigError> {
     let token = Overrides::read(&src, g, &sh, &mut notices)?;
     // Errors name kubeadm's paths unless the user wrote the shorthand.
     let shorthand = is_cloud_config && script.is_none();
+    let upload_certs = matches!(role, Role::ControlPlane { upload_certs: true });
+    let input = PlanInput { src: &src, sh: &sh, ov: &token, g, shorthand, upload_certs };
     let plan = match role {
-        Role::ControlPlane { upload_certs } => {
-            control_plane::plan(&src, docs, &sh, &token, g, upload_certs, &mut notices)?
-        }
-        Role::Join => join_plan::join_plan(&src, docs, &sh, shorthand, &token, g, &mut notices)?,
+        Role::ControlPlane { .. } => control_plane::plan(input, docs, &mut notices)?,
+        Role::Join => join_plan::join_plan(input, docs, &mut notices)?,
     };
     Ok(Planned { plan, script, notices })
 }

@@ -7,7 +7,7 @@ use serde_yaml::Value;
 
 use super::cloud_config::Shorthand;
 use crate::config::ConfigError;
-use crate::config::values::is_dns1123_subdomain;
+use crate::config::values::{CertificateKey, TOKEN_FORMAT_HIDDEN, Token, is_dns1123_subdomain};
 use crate::datasource::{CRED_CA_CERT_HASH, CRED_CERTIFICATE_KEY, CRED_TOKEN, Gathered};
 
 /// The token and CA hashes after applying credentials.
@@ -45,10 +45,9 @@ impl Overrides {
             token_origin = origin;
         }
         if let Some(t) = &token
-            && !crate::token::is_valid_token(t)
+            && Token::parse(t).is_err()
         {
-            let msg = "bad token format (value hidden): expected [a-z0-9]{6}.[a-z0-9]{16}, e.g. from `kubestrap token generate`"
-                .to_string();
+            let msg = format!("{TOKEN_FORMAT_HIDDEN}, e.g. from `kubestrap token generate`");
             return Err(if g.credentials.contains_key(CRED_TOKEN) {
                 ConfigError::file(&token_origin, msg)
             } else {
@@ -87,7 +86,7 @@ fn certificate_key(
     notices: &mut Vec<String>,
 ) -> Result<Option<String>, ConfigError> {
     let check = |k: String, bad: &dyn Fn(String) -> ConfigError| {
-        crate::pki::copycerts::CertificateKey::parse(&k).map(|_| k).map_err(|e| bad(format!("{e} (value hidden)")))
+        CertificateKey::parse(&k).map(|_| k).map_err(|e| bad(format!("{e} (value hidden)")))
     };
     let given = match &sh.certificate_key {
         None => None,

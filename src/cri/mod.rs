@@ -2,7 +2,9 @@
 //! kubeadm's ContainerRuntimeVersion check) over HTTP/2 on the runtime's unix socket,
 //! hand-framed (the requests are fixed). An answer is a DATA frame carrying a gRPC message; for
 //! RuntimeConfig a trailers-only reply's `grpc-status` is read too (see `hpack`), because
-//! Unimplemented (12) is what an older runtime says.
+//! Unimplemented (12) is what an older runtime says. A leaf: preflight and host use it.
+
+mod hpack;
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -203,7 +205,7 @@ pub enum Status {
 
 /// Reads the server's frames for the end of stream 1, decoding its header blocks.
 pub fn parse_status(buf: &[u8]) -> Status {
-    let mut decoder = super::hpack::Decoder::default();
+    let mut decoder = hpack::Decoder::default();
     let (mut block, mut ends) = (Vec::new(), false);
     let mut i = 0;
     while buf.len() >= i + 9 {
@@ -368,7 +370,7 @@ mod tests {
         let mut block = vec![0x88];
         for (n, v) in [("content-type", "application/grpc"), ("grpc-status", status), ("grpc-message", "unknown")] {
             block.push(0x40);
-            block.extend(crate::preflight::hpack::huffman_literal(n));
+            block.extend(super::hpack::huffman_literal(n));
             block.push(v.len() as u8);
             block.extend(v.as_bytes());
         }
