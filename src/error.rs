@@ -11,6 +11,7 @@
 use std::fmt;
 
 use crate::cli::UsageError;
+use crate::config::flags::FlagsError;
 use crate::config::values::ValueError;
 use crate::config::{ConfigError, LoadError};
 use crate::cri::CriError;
@@ -171,6 +172,10 @@ layer! {
     UsageError => |_e| Kind::Usage;
     ConfigError => |_e| Kind::Config;
     LoadError => |_e| Kind::Config;
+    FlagsError => |e| match e {
+        FlagsError::Usage(_) => Kind::Usage,
+        FlagsError::Config(_) | FlagsError::Load(_) => Kind::Config,
+    };
     ValueError => |_e| Kind::Config;
     PreflightError => |_e| Kind::Preflight;
 

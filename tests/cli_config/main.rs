@@ -16,4 +16,5 @@ mod golden;
 mod join_dry_run_golden;
 mod kubeadm_cmdlines;
 mod kubeadm_corpus;
+mod layers;
 mod malformed;

@@ -93,9 +93,7 @@ pub(super) fn documents(
                 config(src, origin, i.config.as_deref(), files)?
             } else {
                 // kubeadm's flags alone build the documents, as `kubestrap init` does.
-                InitFlags::from_cli(&i)
-                    .documents_with_token()
-                    .map_err(|e| err(format!("kubeadm init: {}", e.message)))?
+                InitFlags::from_cli(&i).documents_with_token().map_err(|e| err(format!("kubeadm init: {e}")))?
             };
             if docs.init.is_none() && docs.cluster.is_none() {
                 if docs.join.is_some() {
