@@ -18,7 +18,7 @@ pub const SWITCHES: &[&str] = &[
 ];
 
 /// Flags that may be given several times, each value adding to a list (pflag's StringSlice).
-pub const REPEATABLE: &[&str] =
+pub(crate) const REPEATABLE: &[&str] =
     &["apiserver-cert-extra-sans", "discovery-token-ca-cert-hash", "ignore-preflight-errors", "skip-phases"];
 
 /// Flags whose value is a secret: never echoed, whatever its shape.
@@ -130,7 +130,7 @@ fn parse_bool(v: &str) -> Option<bool> {
 
 /// `message` with every bootstrap-token-shaped string (`[a-z0-9]{6}.[a-z0-9]{16}`) and every
 /// value given to a secret flag in `args` replaced by `<redacted>`.
-pub fn redact(message: &str, args: &[String]) -> String {
+pub(crate) fn redact(message: &str, args: &[String]) -> String {
     let mut out = redact_token_shapes(message);
     for v in secret_values(args) {
         // Short values would blank out ordinary words; those are not secrets worth the name.
@@ -160,7 +160,7 @@ fn is_token_char(b: u8) -> bool {
 }
 
 /// Replaces each `[a-z0-9]{6}\.[a-z0-9]{16}` match, scanning left to right.
-pub fn redact_token_shapes(s: &str) -> String {
+pub(crate) fn redact_token_shapes(s: &str) -> String {
     let b = s.as_bytes();
     let mut out = String::with_capacity(s.len());
     let mut i = 0;

@@ -44,7 +44,7 @@ pub fn run(args: BootArgs) -> Result<()> {
 }
 
 /// [`run`] with the runner for user-data shell commands given.
-pub fn run_with(args: BootArgs, runner: &dyn script::Runner) -> Result<()> {
+pub(crate) fn run_with(args: BootArgs, runner: &dyn script::Runner) -> Result<()> {
     let fs = NodeFs::new(&args.root);
     let _lock = fs.lock()?;
     let attempts = paths::boot_attempts(args.stage.name());
@@ -226,7 +226,7 @@ fn scrub_tokens(text: &str) -> String {
 }
 
 /// `text` (a command line, for the log) with its bootstrap tokens hidden.
-pub fn hide_tokens(text: &str) -> String {
+pub(crate) fn hide_tokens(text: &str) -> String {
     crate::token::replace_tokens(text, "<token hidden>")
 }
 

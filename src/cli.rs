@@ -228,12 +228,12 @@ pub struct CaHash {
 pub struct Version {}
 
 /// Splits a comma-separated flag value, dropping empty items.
-pub fn split_list(s: Option<&str>) -> Vec<String> {
+pub(crate) fn split_list(s: Option<&str>) -> Vec<String> {
     s.map(|s| s.split(',').map(str::trim).filter(|x| !x.is_empty()).map(str::to_string).collect()).unwrap_or_default()
 }
 
 /// Splits every value of a repeatable, comma-separated flag (pflag's StringSlice).
-pub fn split_all(values: &[String]) -> Vec<String> {
+pub(crate) fn split_all(values: &[String]) -> Vec<String> {
     values.iter().flat_map(|v| split_list(Some(v))).collect()
 }
 
@@ -498,7 +498,7 @@ pub fn parse(argv: &[String]) -> Result<Parsed, UsageError> {
 
 /// [`parse`] for callers that run what they parse (the CLI, and `kubeadm init|join ...` lines
 /// found in user-data): a request for help is a usage error there.
-pub fn parse_args(argv: &[String]) -> Result<Cli, UsageError> {
+pub(crate) fn parse_args(argv: &[String]) -> Result<Cli, UsageError> {
     match parse(argv)? {
         Parsed::Run(cli) => Ok(*cli),
         Parsed::Help(_) => Err(UsageError("--help asks for help, not for a command to run".into())),

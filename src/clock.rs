@@ -12,7 +12,7 @@ pub trait Clock: Send + Sync {
 }
 
 /// The real clock.
-pub struct SystemClock;
+pub(crate) struct SystemClock;
 
 impl Clock for SystemClock {
     fn now(&self) -> Instant {

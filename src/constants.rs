@@ -2,57 +2,57 @@
 //! the doc line says otherwise.
 
 /// Kubernetes version targeted when the config names none.
-pub const DEFAULT_KUBERNETES_VERSION: &str = "v1.37.0";
+pub(crate) const DEFAULT_KUBERNETES_VERSION: &str = "v1.37.0";
 /// Oldest and newest Kubernetes minor versions kubestrap generates for.
-pub const MIN_MINOR: u32 = 35;
-pub const MAX_MINOR: u32 = 37;
+pub(crate) const MIN_MINOR: u32 = 35;
+pub(crate) const MAX_MINOR: u32 = 37;
 
 /// kubeadm config API group/version we read.
-pub const KUBEADM_API_VERSION: &str = "kubeadm.k8s.io/v1beta4";
-pub const KUBELET_API_VERSION: &str = "kubelet.config.k8s.io/v1beta1";
-pub const KUBEPROXY_API_VERSION: &str = "kubeproxy.config.k8s.io/v1alpha1";
+pub(crate) const KUBEADM_API_VERSION: &str = "kubeadm.k8s.io/v1beta4";
+pub(crate) const KUBELET_API_VERSION: &str = "kubelet.config.k8s.io/v1beta1";
+pub(crate) const KUBEPROXY_API_VERSION: &str = "kubeproxy.config.k8s.io/v1alpha1";
 
 /// Node directories live in `paths` (with their modes); re-exported for the manifest builders.
 pub use crate::paths::{DEFAULT_CERTS_DIR, ETCD_DATA_DIR, KUBELET_DIR, KUBERNETES_DIR, MANIFESTS_DIR};
 
 /// Kubeconfig file names in /etc/kubernetes.
-pub const ADMIN_CONF: &str = "admin.conf";
+pub(crate) const ADMIN_CONF: &str = "admin.conf";
 pub const SUPER_ADMIN_CONF: &str = "super-admin.conf";
-pub const KUBELET_CONF: &str = "kubelet.conf";
-pub const CONTROLLER_MANAGER_CONF: &str = "controller-manager.conf";
-pub const SCHEDULER_CONF: &str = "scheduler.conf";
+pub(crate) const KUBELET_CONF: &str = "kubelet.conf";
+pub(crate) const CONTROLLER_MANAGER_CONF: &str = "controller-manager.conf";
+pub(crate) const SCHEDULER_CONF: &str = "scheduler.conf";
 
 /// Ports.
-pub const DEFAULT_API_PORT: u16 = 6443;
-pub const KUBELET_PORT: u16 = 10250;
-pub const KCM_PORT: u16 = 10257;
-pub const SCHEDULER_PORT: u16 = 10259;
-pub const ETCD_CLIENT_PORT: u16 = 2379;
-pub const ETCD_PEER_PORT: u16 = 2380;
-pub const ETCD_METRICS_PORT: u16 = 2381;
+pub(crate) const DEFAULT_API_PORT: u16 = 6443;
+pub(crate) const KUBELET_PORT: u16 = 10250;
+pub(crate) const KCM_PORT: u16 = 10257;
+pub(crate) const SCHEDULER_PORT: u16 = 10259;
+pub(crate) const ETCD_CLIENT_PORT: u16 = 2379;
+pub(crate) const ETCD_PEER_PORT: u16 = 2380;
+pub(crate) const ETCD_METRICS_PORT: u16 = 2381;
 
 /// Networking defaults.
-pub const DEFAULT_SERVICE_SUBNET: &str = "10.96.0.0/12";
-pub const DEFAULT_DNS_DOMAIN: &str = "cluster.local";
-pub const DEFAULT_CLUSTER_NAME: &str = "kubernetes";
-pub const DEFAULT_IMAGE_REPOSITORY: &str = "registry.k8s.io";
+pub(crate) const DEFAULT_SERVICE_SUBNET: &str = "10.96.0.0/12";
+pub(crate) const DEFAULT_DNS_DOMAIN: &str = "cluster.local";
+pub(crate) const DEFAULT_CLUSTER_NAME: &str = "kubernetes";
+pub(crate) const DEFAULT_IMAGE_REPOSITORY: &str = "registry.k8s.io";
 /// containerd's socket: the runtime our images ship (kubeadm would probe for one).
-pub const DEFAULT_CRI_SOCKET: &str = "unix:///var/run/containerd/containerd.sock";
+pub(crate) const DEFAULT_CRI_SOCKET: &str = "unix:///var/run/containerd/containerd.sock";
 /// A service subnet must hold at least this many addresses, and use at most this many bits.
-pub const MIN_SERVICE_ADDRESSES: u128 = 10;
-pub const MAX_SERVICE_SUBNET_BITS: u32 = 20;
+pub(crate) const MIN_SERVICE_ADDRESSES: u128 = 10;
+pub(crate) const MAX_SERVICE_SUBNET_BITS: u32 = 20;
 
 /// Certificate validity and backdating (kubeadm's CertificateBackdate).
 pub const CERT_VALIDITY_SECS: u64 = 365 * 24 * 3600;
 pub const CA_VALIDITY_SECS: u64 = 10 * 365 * 24 * 3600;
-pub const CERT_BACKDATE_SECS: i64 = 5 * 60;
+pub(crate) const CERT_BACKDATE_SECS: i64 = 5 * 60;
 
 /// Groups and users that certificates name.
-pub const CLUSTER_ADMINS_GROUP: &str = "kubeadm:cluster-admins";
-pub const MASTERS_GROUP: &str = "system:masters";
-pub const NODES_GROUP: &str = "system:nodes";
-pub const NODE_USER_PREFIX: &str = "system:node:";
+pub(crate) const CLUSTER_ADMINS_GROUP: &str = "kubeadm:cluster-admins";
+pub(crate) const MASTERS_GROUP: &str = "system:masters";
+pub(crate) const NODES_GROUP: &str = "system:nodes";
+pub(crate) const NODE_USER_PREFIX: &str = "system:node:";
 
 /// Labels and taint for control-plane nodes.
-pub const CONTROL_PLANE_LABEL: &str = "node-role.kubernetes.io/control-plane";
-pub const EXCLUDE_LB_LABEL: &str = "node.kubernetes.io/exclude-from-external-load-balancers";
+pub(crate) const CONTROL_PLANE_LABEL: &str = "node-role.kubernetes.io/control-plane";
+pub(crate) const EXCLUDE_LB_LABEL: &str = "node.kubernetes.io/exclude-from-external-load-balancers";

@@ -9,24 +9,24 @@ use serde_json::{Value, json};
 use x509_parser::prelude::FromDer;
 
 /// Organization of every node client certificate.
-pub const NODES_GROUP: &str = "system:nodes";
+pub(crate) const NODES_GROUP: &str = "system:nodes";
 /// Prefix of a node client certificate's CN; the node name follows.
-pub const NODE_CN_PREFIX: &str = "system:node:";
+pub(crate) const NODE_CN_PREFIX: &str = "system:node:";
 /// The signer that issues kubelet client certificates.
 pub const KUBELET_CLIENT_SIGNER: &str = "kubernetes.io/kube-apiserver-client-kubelet";
 /// The usages the kubelet requests for an ECDSA (any non-RSA) key, in its order: a real kubelet
 /// v1.37's client certificate has no "key encipherment" (tests/real/join_parity.rs).
 pub const KUBELET_CLIENT_USAGES: [&str; 2] = ["digital signature", "client auth"];
 /// The kubelet's usages for an RSA key.
-pub const KUBELET_CLIENT_USAGES_RSA: [&str; 3] = ["digital signature", "key encipherment", "client auth"];
+pub(crate) const KUBELET_CLIENT_USAGES_RSA: [&str; 3] = ["digital signature", "key encipherment", "client auth"];
 
 /// The usages the kubelet would request with `key` (its bootstrap's getUsages).
-pub fn kubelet_client_usages(key: &KeyPair) -> &'static [&'static str] {
+pub(crate) fn kubelet_client_usages(key: &KeyPair) -> &'static [&'static str] {
     let rsa = [&rcgen::PKCS_RSA_SHA256, &rcgen::PKCS_RSA_SHA384, &rcgen::PKCS_RSA_SHA512];
     if rsa.contains(&key.algorithm()) { &KUBELET_CLIENT_USAGES_RSA } else { &KUBELET_CLIENT_USAGES }
 }
 /// Prefix of the CSR object name the kubelet uses.
-pub const NODE_CSR_PREFIX: &str = "node-csr-";
+pub(crate) const NODE_CSR_PREFIX: &str = "node-csr-";
 
 /// Why a node certificate request could not be made, or what its status says went wrong.
 /// Every variant names the request (its CN or its object name).
@@ -57,7 +57,7 @@ pub enum CsrError {
 /// The kubelet's `digestedName`: `node-csr-` + base64url-no-pad(SHA-512/256(stream)), where
 /// the stream is, for the PKIX-DER public key, the CN, each O and each usage in order,
 /// base64url-no-pad(field) followed by '|'.
-pub fn digested_name(spki_der: &[u8], cn: &str, orgs: &[&str], usages: &[&str]) -> String {
+pub(crate) fn digested_name(spki_der: &[u8], cn: &str, orgs: &[&str], usages: &[&str]) -> String {
     let mut ctx = ring::digest::Context::new(&ring::digest::SHA512_256);
     let fields = [spki_der, cn.as_bytes()]
         .into_iter()
@@ -100,7 +100,7 @@ pub fn node_csr(node_name: &str, key: &KeyPair) -> Result<(String, String), CsrE
 }
 
 /// The `certificates.k8s.io/v1` CertificateSigningRequest object to POST.
-pub fn csr_object(name: &str, pem: &str, usages: &[&str]) -> Value {
+pub(crate) fn csr_object(name: &str, pem: &str, usages: &[&str]) -> Value {
     json!({
         "apiVersion": "certificates.k8s.io/v1",
         "kind": "CertificateSigningRequest",

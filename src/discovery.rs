@@ -20,7 +20,7 @@ pub const TLS_BOOTSTRAP_CLUSTER: &str = "kubernetes";
 /// User of the TLS-bootstrap kubeconfig; its context is `<user>@kubernetes`.
 pub const TLS_BOOTSTRAP_USER: &str = "tls-bootstrap-token-user";
 /// Prefix of the ConfigMap keys the bootstrap signer writes, one per signing token id.
-pub const JWS_KEY_PREFIX: &str = "jws-kubeconfig-";
+pub(crate) const JWS_KEY_PREFIX: &str = "jws-kubeconfig-";
 
 // ---------------------------------------------------------------------------------------------
 // Token
@@ -147,7 +147,7 @@ impl CaPin {
     }
 
     /// The pin of a DER SubjectPublicKeyInfo.
-    pub fn of_spki(spki_der: &[u8]) -> CaPin {
+    pub(crate) fn of_spki(spki_der: &[u8]) -> CaPin {
         CaPin(Sha256::digest(spki_der).into())
     }
 
@@ -397,7 +397,7 @@ struct ServerAndCa {
 
 /// The pins of the CA certificates in a cluster-info ConfigMap, unverified (no token needed):
 /// enough to tell which cluster answers, never to trust it.
-pub fn cluster_info_pins(configmap: &Value) -> Result<Vec<CaPin>, DiscoveryProblem> {
+pub(crate) fn cluster_info_pins(configmap: &Value) -> Result<Vec<CaPin>, DiscoveryProblem> {
     server_and_ca(kubeconfig_of(configmap)?)?
         .certs
         .iter()
@@ -407,7 +407,7 @@ pub fn cluster_info_pins(configmap: &Value) -> Result<Vec<CaPin>, DiscoveryProbl
 }
 
 /// Step 7: the kubeconfig from the second, CA-verified fetch must be byte-identical.
-pub fn same_kubeconfig(first: &ClusterInfo, second_cm: &Value) -> Result<(), DiscoveryProblem> {
+pub(crate) fn same_kubeconfig(first: &ClusterInfo, second_cm: &Value) -> Result<(), DiscoveryProblem> {
     if kubeconfig_of(second_cm)? == first.kubeconfig { Ok(()) } else { Err(DiscoveryProblem::Changed) }
 }
 

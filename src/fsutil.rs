@@ -88,7 +88,7 @@ impl NodeFs {
         }
     }
 
-    pub fn is_dry_run(&self) -> bool {
+    pub(crate) fn is_dry_run(&self) -> bool {
         self.plan.is_some()
     }
 
@@ -173,7 +173,7 @@ impl NodeFs {
     /// Writes a file now, atomically (temp + rename) but without waiting for the disk: for a
     /// report whose loss in a power cut costs nothing. The next commit's syncfs, which flushes
     /// the whole filesystem, makes it durable too. Not in dry-run mode.
-    pub fn write_unsynced(&self, file: &NodeFile, data: &[u8]) -> Result<()> {
+    pub(crate) fn write_unsynced(&self, file: &NodeFile, data: &[u8]) -> Result<()> {
         if self.is_dry_run() {
             return Ok(());
         }
@@ -249,7 +249,7 @@ impl NodeFs {
     }
 
     /// Drops staged writes (after a failed phase): their temp files are removed.
-    pub fn discard(&self) {
+    pub(crate) fn discard(&self) {
         for s in std::mem::take(&mut *self.staged.borrow_mut()) {
             let _ = fs::remove_file(&s.tmp);
         }
@@ -287,7 +287,7 @@ impl NodeFs {
 
     /// Removes temp files that a killed run left in any directory kubestrap writes to (they are
     /// never trusted); `certs_dir` is the configured certificatesDir.
-    pub fn remove_stale_temps(&self, certs_dir: &str) {
+    pub(crate) fn remove_stale_temps(&self, certs_dir: &str) {
         let etcd = format!("{certs_dir}/etcd");
         let mut dirs = vec![certs_dir, etcd.as_str()];
         dirs.extend_from_slice(paths::WRITTEN_DIRS);
@@ -311,7 +311,7 @@ impl NodeFs {
 
     /// The dry-run writes, links (with the link's own mode) and directories as (path, mode), in
     /// the order they were made; a path written twice appears twice.
-    pub fn dry_run_log(&self) -> Vec<(String, String)> {
+    pub(crate) fn dry_run_log(&self) -> Vec<(String, String)> {
         self.log.borrow().clone()
     }
 
@@ -402,7 +402,7 @@ fn sync_filesystems(dirs: &[&Path]) -> Result<()> {
 }
 
 /// Writes one file atomically and durably right away (temp, fsync, rename, fsync the dir).
-pub fn atomic_write(path: &Path, data: &[u8], mode: u32) -> Result<()> {
+pub(crate) fn atomic_write(path: &Path, data: &[u8], mode: u32) -> Result<()> {
     replace(path, data, mode, true)
 }
 

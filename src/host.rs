@@ -61,7 +61,7 @@ pub trait Host: Sync {
 }
 
 /// The real machine.
-pub struct LinuxHost;
+pub(crate) struct LinuxHost;
 
 impl Host for LinuxHost {
     fn euid(&self) -> u32 {
@@ -259,7 +259,7 @@ pub fn facts() -> HostFacts {
 }
 
 /// Environment variables named `*_proxy` (any case), sorted, for the static Pods.
-pub fn proxy_env() -> Vec<(String, String)> {
+pub(crate) fn proxy_env() -> Vec<(String, String)> {
     let mut v: Vec<(String, String)> = std::env::vars().filter(|(k, _)| k.to_lowercase().ends_with("_proxy")).collect();
     v.sort();
     v

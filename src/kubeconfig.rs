@@ -34,7 +34,7 @@ fn field_prefix(field: &str) -> String {
 
 impl KubeconfigError {
     /// Names the field a [`KubeconfigError::Base64`] came from; other errors are unchanged.
-    pub fn in_field(self, name: &str) -> Self {
+    pub(crate) fn in_field(self, name: &str) -> Self {
         match self {
             KubeconfigError::Base64 { detail, .. } => KubeconfigError::Base64 { field: name.to_string(), detail },
             other => other,

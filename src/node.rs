@@ -27,12 +27,12 @@ impl<'a> Node<'a> {
     }
 
     /// A real run on this machine (not a dry run): one that may restart the kubelet.
-    pub fn acts(&self) -> bool {
+    pub(crate) fn acts(&self) -> bool {
         self.live && !self.fs.is_dry_run()
     }
 }
 
 /// Is a node root this machine's own root?
-pub fn is_live(root: &Path) -> bool {
+pub(crate) fn is_live(root: &Path) -> bool {
     root == Path::new("/")
 }

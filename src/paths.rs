@@ -9,23 +9,23 @@ use std::borrow::Cow;
 /// Keys, kubeconfigs with credentials, tokens, manifests, kubestrap's own state.
 pub const PRIVATE: u32 = 0o600;
 /// Certificates, public keys, the kubelet's config and flags.
-pub const READABLE: u32 = 0o644;
+pub(crate) const READABLE: u32 = 0o644;
 /// Any directory not in [`DIRS`] (custom certificatesDir, pki/etcd, parents).
-pub const DIR_DEFAULT: u32 = 0o755;
+pub(crate) const DIR_DEFAULT: u32 = 0o755;
 
 pub const KUBERNETES_DIR: &str = "/etc/kubernetes";
 pub const MANIFESTS_DIR: &str = "/etc/kubernetes/manifests";
 pub const DEFAULT_CERTS_DIR: &str = "/etc/kubernetes/pki";
 pub const ETCD_DATA_DIR: &str = "/var/lib/etcd";
 pub const KUBELET_DIR: &str = "/var/lib/kubelet";
-pub const KUBELET_PKI_DIR: &str = "/var/lib/kubelet/pki";
+pub(crate) const KUBELET_PKI_DIR: &str = "/var/lib/kubelet/pki";
 /// kubestrap's own state: the boot plan, stamps, the run lock, a generated token.
-pub const STATE_DIR: &str = "/var/lib/kubestrap";
+pub(crate) const STATE_DIR: &str = "/var/lib/kubestrap";
 /// Lost at reboot: the status file and datasource mounts.
-pub const RUN_DIR: &str = "/run/kubestrap";
+pub(crate) const RUN_DIR: &str = "/run/kubestrap";
 
 /// Directories with a mode of their own, as kubeadm and the kubelet create them.
-pub const DIRS: &[(&str, u32)] = &[
+pub(crate) const DIRS: &[(&str, u32)] = &[
     (KUBERNETES_DIR, 0o755),
     // kubeadm's CreateStaticPodFiles: MkdirAll(manifestDir, 0700).
     (MANIFESTS_DIR, 0o700),
@@ -40,7 +40,7 @@ pub const DIRS: &[(&str, u32)] = &[
 ];
 
 /// The mode a directory is created with.
-pub fn dir_mode(host_dir: &str) -> u32 {
+pub(crate) fn dir_mode(host_dir: &str) -> u32 {
     let d = host_dir.trim_end_matches('/');
     DIRS.iter().find(|(p, _)| *p == d).map_or(DIR_DEFAULT, |(_, m)| *m)
 }
@@ -89,11 +89,11 @@ pub struct Dir {
 pub fn kubeconfig(file_name: &str) -> File {
     File::at(format!("{KUBERNETES_DIR}/{file_name}"), PRIVATE)
 }
-pub const ADMIN_CONF: File = File::fixed("/etc/kubernetes/admin.conf", PRIVATE);
+pub(crate) const ADMIN_CONF: File = File::fixed("/etc/kubernetes/admin.conf", PRIVATE);
 pub const SUPER_ADMIN_CONF: File = File::fixed("/etc/kubernetes/super-admin.conf", PRIVATE);
-pub const KUBELET_CONF: File = File::fixed("/etc/kubernetes/kubelet.conf", PRIVATE);
+pub(crate) const KUBELET_CONF: File = File::fixed("/etc/kubernetes/kubelet.conf", PRIVATE);
 /// Written by join's discovery (it holds the bootstrap token), removed once the TLS bootstrap is done.
-pub const BOOTSTRAP_KUBELET_CONF: File = File::fixed("/etc/kubernetes/bootstrap-kubelet.conf", PRIVATE);
+pub(crate) const BOOTSTRAP_KUBELET_CONF: File = File::fixed("/etc/kubernetes/bootstrap-kubelet.conf", PRIVATE);
 
 /// `/etc/kubernetes/manifests/<component>.yaml`.
 pub fn manifest(component: &str) -> File {
@@ -119,64 +119,65 @@ pub fn sa_pub_downloaded(certs_dir: &str) -> File {
     File::at(format!("{certs_dir}/sa.pub"), READABLE)
 }
 /// A CA certificate at a configured path (JoinConfiguration.caCertPath).
-pub fn ca_cert_at(path: &str) -> File {
+pub(crate) fn ca_cert_at(path: &str) -> File {
     File::at(path.to_string(), READABLE)
 }
-pub fn default_ca_cert() -> String {
+pub(crate) fn default_ca_cert() -> String {
     format!("{DEFAULT_CERTS_DIR}/ca.crt")
 }
 
 /// The local etcd's data dir.
-pub fn etcd_data_dir(path: &str) -> Dir {
+pub(crate) fn etcd_data_dir(path: &str) -> Dir {
     Dir { path: path.to_string(), mode: 0o700 }
 }
 
 // The kubelet.
 
-pub const KUBELET_CONFIG: File = File::fixed("/var/lib/kubelet/config.yaml", READABLE);
-pub const KUBELET_FLAGS_ENV: File = File::fixed("/var/lib/kubelet/kubeadm-flags.env", READABLE);
+pub(crate) const KUBELET_CONFIG: File = File::fixed("/var/lib/kubelet/config.yaml", READABLE);
+pub(crate) const KUBELET_FLAGS_ENV: File = File::fixed("/var/lib/kubelet/kubeadm-flags.env", READABLE);
 /// The node's own KubeletConfiguration fields (kubeadm 1.34+: the CRI endpoint), merged into config.yaml.
-pub const KUBELET_INSTANCE_CONFIG: File = File::fixed("/var/lib/kubelet/instance-config.yaml", READABLE);
+pub(crate) const KUBELET_INSTANCE_CONFIG: File = File::fixed("/var/lib/kubelet/instance-config.yaml", READABLE);
 /// The key of a pending TLS bootstrap, kept so a rerun finds the same CSR (named by the key).
-pub const KUBELET_CLIENT_KEY_TMP: File = File::fixed("/var/lib/kubelet/pki/kubelet-client.key.tmp", PRIVATE);
+pub(crate) const KUBELET_CLIENT_KEY_TMP: File = File::fixed("/var/lib/kubelet/pki/kubelet-client.key.tmp", PRIVATE);
 /// The kubelet's rotating identity: an absolute symlink to the newest timestamped bundle.
-pub const KUBELET_CLIENT_CURRENT: File = File::fixed("/var/lib/kubelet/pki/kubelet-client-current.pem", PRIVATE);
+pub(crate) const KUBELET_CLIENT_CURRENT: File = File::fixed("/var/lib/kubelet/pki/kubelet-client-current.pem", PRIVATE);
 /// `kubelet-client-<ts>.pem`: certificate chain then key.
-pub fn kubelet_client_bundle(timestamp: &str) -> File {
+pub(crate) fn kubelet_client_bundle(timestamp: &str) -> File {
     File::at(format!("{KUBELET_PKI_DIR}/kubelet-client-{timestamp}.pem"), PRIVATE)
 }
 
 // kubestrap's own state.
 
 /// The plan the pre-kubelet boot stage worked from, for the post-kubelet one (holds the token).
-pub const BOOT_PLAN: File = File::fixed("/var/lib/kubestrap/plan.yaml", PRIVATE);
+pub(crate) const BOOT_PLAN: File = File::fixed("/var/lib/kubestrap/plan.yaml", PRIVATE);
 /// Held (flock) for a whole run so two runs on one root never interleave.
-pub const RUN_LOCK: File = File::fixed("/var/lib/kubestrap/lock", PRIVATE);
+pub(crate) const RUN_LOCK: File = File::fixed("/var/lib/kubestrap/lock", PRIVATE);
 /// A bootstrap token kubestrap generated, so a rerun prints and uses the same one.
-pub const GENERATED_TOKEN: File = File::fixed("/var/lib/kubestrap/bootstrap-token", PRIVATE);
+pub(crate) const GENERATED_TOKEN: File = File::fixed("/var/lib/kubestrap/bootstrap-token", PRIVATE);
 /// A certificate key kubestrap generated for `--upload-certs`, kept for reruns and the join command.
-pub const GENERATED_CERTIFICATE_KEY: File = File::fixed("/var/lib/kubestrap/certificate-key", PRIVATE);
+pub(crate) const GENERATED_CERTIFICATE_KEY: File = File::fixed("/var/lib/kubestrap/certificate-key", PRIVATE);
 /// Left by an init/join that got past preflight, so a resumed run accepts its own files.
-pub const INIT_IN_PROGRESS: File = File::fixed("/var/lib/kubestrap/init-in-progress", PRIVATE);
-pub const JOIN_IN_PROGRESS: File = File::fixed("/var/lib/kubestrap/join-in-progress", PRIVATE);
+pub(crate) const INIT_IN_PROGRESS: File = File::fixed("/var/lib/kubestrap/init-in-progress", PRIVATE);
+pub(crate) const JOIN_IN_PROGRESS: File = File::fixed("/var/lib/kubestrap/join-in-progress", PRIVATE);
 /// A boot stage's done stamp and attempt counter.
-pub fn boot_done(stage: &str) -> File {
+pub(crate) fn boot_done(stage: &str) -> File {
     File::at(format!("{STATE_DIR}/done-{stage}"), PRIVATE)
 }
-pub fn boot_attempts(stage: &str) -> File {
+pub(crate) fn boot_attempts(stage: &str) -> File {
     File::at(format!("{STATE_DIR}/attempts-{stage}"), PRIVATE)
 }
 /// How many of a boot stage's user-data steps (bootcmd, write_files, runcmd entries) are done,
 /// so a retried stage does not run a command or append a file twice.
-pub fn boot_script_progress(stage: &str) -> File {
+pub(crate) fn boot_script_progress(stage: &str) -> File {
     File::at(format!("{STATE_DIR}/script-{stage}"), PRIVATE)
 }
 /// Readable by anyone who debugs the node; holds no secrets.
-pub const STATUS: File = File::fixed("/run/kubestrap/status.json", READABLE);
+pub(crate) const STATUS: File = File::fixed("/run/kubestrap/status.json", READABLE);
 
 /// Every directory kubestrap writes into besides the certificates dir: where a killed run may
 /// have left temp files.
-pub const WRITTEN_DIRS: &[&str] = &[KUBERNETES_DIR, MANIFESTS_DIR, KUBELET_DIR, KUBELET_PKI_DIR, STATE_DIR, RUN_DIR];
+pub(crate) const WRITTEN_DIRS: &[&str] =
+    &[KUBERNETES_DIR, MANIFESTS_DIR, KUBELET_DIR, KUBELET_PKI_DIR, STATE_DIR, RUN_DIR];
 
 #[cfg(test)]
 mod tests {

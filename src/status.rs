@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::fsutil::NodeFs;
 use crate::paths;
 
-pub const EVENT_PREFIX: &str = "KUBESTRAP-EVENT ";
+pub(crate) const EVENT_PREFIX: &str = "KUBESTRAP-EVENT ";
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Status {
@@ -144,7 +144,7 @@ pub fn read(fs: &NodeFs) -> Option<Status> {
 }
 
 /// The last run in words, for `kubestrap status`.
-pub fn describe(s: &Status) -> String {
+pub(crate) fn describe(s: &Status) -> String {
     let mut out = format!(
         "kubestrap {} stage: {} (attempt {}, started {}, updated {})\n",
         s.stage, s.state, s.attempt, s.started_at, s.updated_at

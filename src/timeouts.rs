@@ -6,62 +6,63 @@ use std::time::Duration;
 use crate::retry::Backoff;
 
 /// kubeadm's DiscoveryTimeout: how long join keeps trying to find and trust the cluster.
-pub const DISCOVERY: Duration = Duration::from_secs(5 * 60);
+pub(crate) const DISCOVERY: Duration = Duration::from_secs(5 * 60);
 /// At boot, workers often start before the control plane: wait this long instead.
-pub const BOOT_DISCOVERY: Duration = Duration::from_secs(15 * 60);
+pub(crate) const BOOT_DISCOVERY: Duration = Duration::from_secs(15 * 60);
 /// At first boot, a node told to init asks the controlPlaneEndpoint once whether a cluster
 /// already answers there (never two clusters); no answer within this means none.
-pub const EXISTING_CLUSTER_PROBE: Duration = Duration::from_secs(5);
+pub(crate) const EXISTING_CLUSTER_PROBE: Duration = Duration::from_secs(5);
 /// kubeadm's TLSBootstrapTimeout: waiting for the node's client certificate.
-pub const TLS_BOOTSTRAP: Duration = Duration::from_secs(5 * 60);
+pub(crate) const TLS_BOOTSTRAP: Duration = Duration::from_secs(5 * 60);
 /// kubeadm's KubernetesAPICallTimeout: one logical API write, retries included.
-pub const KUBERNETES_API_CALL: Duration = Duration::from_secs(60);
+pub(crate) const KUBERNETES_API_CALL: Duration = Duration::from_secs(60);
 /// kubeadm's ControlPlaneComponentHealthCheckTimeout (also sets the startup probes).
-pub const CONTROL_PLANE_COMPONENT_HEALTH_CHECK: Duration = Duration::from_secs(240);
+pub(crate) const CONTROL_PLANE_COMPONENT_HEALTH_CHECK: Duration = Duration::from_secs(240);
 /// kubeadm's KubeletHealthCheckTimeout: waiting for the kubelet's healthz.
-pub const KUBELET_HEALTH_CHECK: Duration = Duration::from_secs(240);
+pub(crate) const KUBELET_HEALTH_CHECK: Duration = Duration::from_secs(240);
 /// Polling the kubelet and the control-plane components while waiting for them: every 50 ms
 /// for the first 5 s, so a component that comes up at first boot is seen within a poll, then
 /// doubling to kubeadm's 500 ms (these are local endpoints: a refused attempt costs nothing).
-pub const CONTROL_PLANE_CHECK_RETRY: Backoff =
+pub(crate) const CONTROL_PLANE_CHECK_RETRY: Backoff =
     Backoff { initial: Duration::from_millis(50), max: Duration::from_millis(500), hold: 100 };
 /// One HTTP request (kubeadm's discovery client uses 10 s).
 pub const REQUEST: Duration = Duration::from_secs(10);
 /// One CSR watch window; the watch is re-opened (after a GET) until the TLS bootstrap deadline.
-pub const CSR_WATCH_WINDOW: Duration = Duration::from_secs(60);
+pub(crate) const CSR_WATCH_WINDOW: Duration = Duration::from_secs(60);
 /// How long `boot` waits for a datasource to appear (the `--datasource-timeout` default).
-pub const DATASOURCE: Duration = Duration::from_secs(5 * 60);
+pub(crate) const DATASOURCE: Duration = Duration::from_secs(5 * 60);
 /// The CRI Version call: a runtime that accepts but never answers is reported, not waited on.
-pub const CRI_PROBE: Duration = Duration::from_secs(2);
+pub(crate) const CRI_PROBE: Duration = Duration::from_secs(2);
 
 /// API calls and waits for the control plane: start fast, back off to kubeadm's 5 s poll.
-pub const API_BACKOFF: Backoff = Backoff { initial: Duration::from_millis(200), max: Duration::from_secs(5), hold: 0 };
+pub(crate) const API_BACKOFF: Backoff =
+    Backoff { initial: Duration::from_millis(200), max: Duration::from_secs(5), hold: 0 };
 /// Discovery: kubeadm's DiscoveryRetryInterval is 5 s; we start at 1 s and back off to it.
-pub const DISCOVERY_BACKOFF: Backoff =
+pub(crate) const DISCOVERY_BACKOFF: Backoff =
     Backoff { initial: Duration::from_secs(1), max: Duration::from_secs(5), hold: 0 };
 /// After a broken CSR watch, before the next GET.
-pub const CSR_REWATCH_BACKOFF: Backoff =
+pub(crate) const CSR_REWATCH_BACKOFF: Backoff =
     Backoff { initial: Duration::from_millis(500), max: Duration::from_millis(500), hold: 0 };
 /// Datasource probing: media and metadata services appear within seconds of boot.
-pub const DATASOURCE_BACKOFF: Backoff =
+pub(crate) const DATASOURCE_BACKOFF: Backoff =
     Backoff { initial: Duration::from_millis(500), max: Duration::from_millis(500), hold: 0 };
 /// One IMDS request: a metadata service answers in milliseconds or is not there.
-pub const DATASOURCE_HTTP: Duration = Duration::from_secs(2);
+pub(crate) const DATASOURCE_HTTP: Duration = Duration::from_secs(2);
 
 /// kubeadm's EtcdAPICallTimeout (v1beta4 `timeouts.etcdAPICall`): one logical etcd call (member
 /// list, learner add, promote), retries included.
-pub const ETCD_API_CALL: Duration = Duration::from_secs(2 * 60);
+pub(crate) const ETCD_API_CALL: Duration = Duration::from_secs(2 * 60);
 /// kubeadm's EtcdAPICallRetryInterval: the pause between etcd attempts (with our ±25% jitter, so
 /// concurrent joins do not collide in lockstep).
-pub const ETCD_API_CALL_RETRY: Backoff =
+pub(crate) const ETCD_API_CALL_RETRY: Backoff =
     Backoff { initial: Duration::from_millis(500), max: Duration::from_millis(500), hold: 0 };
 /// kubeadm's etcdTimeout: one etcd request (its gRPC context; here connect + answer).
-pub const ETCD_REQUEST: Duration = Duration::from_secs(2);
+pub(crate) const ETCD_REQUEST: Duration = Duration::from_secs(2);
 /// kubeadm's WaitForClusterAvailable(8, 5s): up to 8 rounds of Status on every endpoint, 5 s
 /// apart, so 35 s from the first round to the last ("This can take up to 40s").
-pub const ETCD_WAIT_AVAILABLE: Duration = Duration::from_secs(7 * 5);
-pub const ETCD_WAIT_AVAILABLE_RETRY: Backoff =
+pub(crate) const ETCD_WAIT_AVAILABLE: Duration = Duration::from_secs(7 * 5);
+pub(crate) const ETCD_WAIT_AVAILABLE_RETRY: Backoff =
     Backoff { initial: Duration::from_secs(5), max: Duration::from_secs(5), hold: 0 };
 /// kubeadm's KubernetesAPICallRetryInterval: polling the API for the etcd Pods' annotations.
-pub const KUBERNETES_API_CALL_RETRY: Backoff =
+pub(crate) const KUBERNETES_API_CALL_RETRY: Backoff =
     Backoff { initial: Duration::from_millis(500), max: Duration::from_millis(500), hold: 0 };

@@ -11,7 +11,7 @@ pub fn is_valid_token(t: &str) -> bool {
 
 /// `text` with every `<id>.<secret>` token that stands alone (not inside a longer run of letters
 /// and digits) replaced by `with`: for logs, errors and kept files that must not hold a secret.
-pub fn replace_tokens(text: &str, with: &str) -> String {
+pub(crate) fn replace_tokens(text: &str, with: &str) -> String {
     let b = text.as_bytes();
     let mut out = String::with_capacity(text.len());
     let mut i = 0;
@@ -35,7 +35,7 @@ pub fn replace_tokens(text: &str, with: &str) -> String {
 }
 
 /// `system:bootstrappers:[a-z0-9:-]{0,255}[a-z0-9]`.
-pub fn is_valid_extra_group(g: &str) -> bool {
+pub(crate) fn is_valid_extra_group(g: &str) -> bool {
     let Some(rest) = g.strip_prefix("system:bootstrappers:") else {
         return false;
     };

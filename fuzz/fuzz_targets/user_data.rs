@@ -9,6 +9,7 @@ fuzz_target!(|data: &[u8]| {
         meta: kubestrap::datasource::MetaData { instance_id: None, local_hostname: Some("node-1".into()) },
         credentials: Default::default(),
         notices: Vec::new(),
+        hostname: "node-1".into(),
     };
     let _ = kubestrap::config::userdata::plan(&g);
 });

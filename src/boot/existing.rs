@@ -118,7 +118,7 @@ pub fn decide(
 /// Puts the `kubestrap.ca-crt`/`kubestrap.ca-key` credentials where init's certs phase reuses
 /// them, and checks that the init node's CA is one the user-data pins (else the other nodes
 /// would refuse the cluster it makes).
-pub fn prepare_ca(fs: &NodeFs, g: &Gathered, cfg: &InitConfig, join: Option<&JoinConfiguration>) -> Result<()> {
+pub(crate) fn prepare_ca(fs: &NodeFs, g: &Gathered, cfg: &InitConfig, join: Option<&JoinConfiguration>) -> Result<()> {
     let dir = cfg.certs_dir();
     let (crt, key) = (paths::cert(dir, "ca"), paths::key(dir, "ca"));
     match (g.credentials.get(CRED_CA_CRT), g.credentials.get(CRED_CA_KEY)) {

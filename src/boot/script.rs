@@ -24,7 +24,7 @@ pub trait Runner {
 }
 
 /// `/bin/sh -c LINE`, output to the journal and console as the unit's own.
-pub struct Shell {
+pub(crate) struct Shell {
     pub program: PathBuf,
 }
 
@@ -44,7 +44,7 @@ impl Runner for Shell {
 }
 
 /// Under a node root other than `/`: a shell command would act on this machine, not the root.
-pub struct NotUnderRoot {
+pub(crate) struct NotUnderRoot {
     pub root: PathBuf,
 }
 
@@ -60,7 +60,7 @@ impl Runner for NotUnderRoot {
 }
 
 /// The runner for a node root: the real shell only for `/`.
-pub fn runner_for(root: &Path) -> Box<dyn Runner> {
+pub(crate) fn runner_for(root: &Path) -> Box<dyn Runner> {
     if crate::node::is_live(root) {
         Box::new(Shell { program: PathBuf::from("/bin/sh") })
     } else {

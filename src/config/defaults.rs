@@ -13,13 +13,13 @@ use crate::constants::*;
 
 /// kubestrap's key algorithm (kubeadm's is RSA-2048): ECDSA keys are generated in microseconds,
 /// which matters at first boot.
-pub const DEFAULT_ENCRYPTION_ALGORITHM: &str = "ECDSA-P256";
+pub(crate) const DEFAULT_ENCRYPTION_ALGORITHM: &str = "ECDSA-P256";
 
 /// kubeadm's PlaceholderToken: printed defaults must validate without creating a real secret.
-pub const PLACEHOLDER_TOKEN: &str = "abcdef.0123456789abcdef";
+pub(crate) const PLACEHOLDER_TOKEN: &str = "abcdef.0123456789abcdef";
 
 /// kubeadm's SetDefaults_Timeouts.
-pub fn default_timeouts() -> Timeouts {
+pub(crate) fn default_timeouts() -> Timeouts {
     Timeouts {
         control_plane_component_health_check: Some("4m0s".into()),
         kubelet_health_check: Some("4m0s".into()),
@@ -43,7 +43,7 @@ fn node_registration(name: &str) -> NodeRegistrationOptions {
 
 /// kubeadm's DefaultedStaticInitConfiguration (node `node` on 1.2.3.4, the placeholder token),
 /// with kubestrap's default version and key algorithm.
-pub fn init_defaults() -> (InitConfiguration, ClusterConfiguration) {
+pub(crate) fn init_defaults() -> (InitConfiguration, ClusterConfiguration) {
     let init = InitConfiguration {
         api_version: KUBEADM_API_VERSION.into(),
         kind: "InitConfiguration".into(),
@@ -86,7 +86,7 @@ pub fn init_defaults() -> (InitConfiguration, ClusterConfiguration) {
 
 /// kubeadm's `config print join-defaults`: token discovery of `kube-apiserver:6443` with the
 /// placeholder token and no CA pin, node name = this machine's.
-pub fn join_defaults(node_name: &str) -> JoinConfiguration {
+pub(crate) fn join_defaults(node_name: &str) -> JoinConfiguration {
     JoinConfiguration {
         api_version: KUBEADM_API_VERSION.into(),
         kind: "JoinConfiguration".into(),

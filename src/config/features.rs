@@ -8,7 +8,7 @@ use super::ConfigError;
 use super::types::ClusterConfiguration;
 
 /// Every gate kubeadm v1.37.2 knows (features.go `InitFeatureGates`).
-pub const KNOWN_GATES: &[&str] = &["RootlessControlPlane"];
+pub(crate) const KNOWN_GATES: &[&str] = &["RootlessControlPlane"];
 
 /// Gates older kubeadm releases knew, and the release that removed each (all GA or replaced).
 const REMOVED_GATES: &[(&str, &str)] = &[
@@ -28,7 +28,7 @@ fn hint(key: &str) -> String {
 }
 
 /// `featureGates` in a ClusterConfiguration, as `kubeadm config validate` words it.
-pub fn check_gates(source: &str, label: &str, gates: &BTreeMap<String, bool>) -> Result<(), ConfigError> {
+pub(crate) fn check_gates(source: &str, label: &str, gates: &BTreeMap<String, bool>) -> Result<(), ConfigError> {
     let Some(bad) = gates.keys().find(|k| !KNOWN_GATES.contains(&k.as_str())) else { return Ok(()) };
     let all = serde_json::to_string(gates).unwrap_or_default();
     Err(ConfigError::doc(
@@ -40,12 +40,12 @@ pub fn check_gates(source: &str, label: &str, gates: &BTreeMap<String, bool>) ->
 }
 
 /// `--feature-gates` on the command line: features.go NewFeatureGate's error.
-pub fn check_flag_gate(key: &str) -> Result<(), String> {
+pub(crate) fn check_flag_gate(key: &str) -> Result<(), String> {
     if KNOWN_GATES.contains(&key) { Ok(()) } else { Err(format!("unrecognized feature-gate key: {key}.{}", hint(key))) }
 }
 
 /// The checks kubeadm makes on a ClusterConfiguration that resolve does not.
-pub fn check_cluster(source: &str, label: &str, c: &ClusterConfiguration) -> Result<(), ConfigError> {
+pub(crate) fn check_cluster(source: &str, label: &str, c: &ClusterConfiguration) -> Result<(), ConfigError> {
     check_gates(source, label, &c.feature_gates)?;
     if let Some(ext) = &c.etcd.external {
         for u in &ext.http_endpoints {

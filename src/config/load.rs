@@ -44,7 +44,7 @@ struct TypeMeta {
 }
 
 /// Hard limit on config size: user-data is small, and this bounds memory on hostile input.
-pub const MAX_CONFIG_BYTES: usize = 1 << 20;
+pub(crate) const MAX_CONFIG_BYTES: usize = 1 << 20;
 
 /// Parses and checks user input (a file, user-data, flags' documents).
 pub fn parse_documents(source: &str, text: &str) -> Result<Documents, ConfigError> {
@@ -205,7 +205,7 @@ fn parse(source: &str, text: &str, user_input: bool) -> Result<Documents, Config
 impl Documents {
     /// `init --config F` needs an InitConfiguration or a ClusterConfiguration, as kubeadm's
     /// "no InitConfiguration or ClusterConfiguration kind was found in the configuration file".
-    pub fn require_init(&self, source: &str) -> Result<(), ConfigError> {
+    pub(crate) fn require_init(&self, source: &str) -> Result<(), ConfigError> {
         if self.init.is_some() || self.cluster.is_some() {
             return Ok(());
         }

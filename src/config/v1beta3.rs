@@ -15,7 +15,7 @@ use super::types::{
 };
 use crate::constants::KUBEADM_API_VERSION;
 
-pub const API_VERSION: &str = "kubeadm.k8s.io/v1beta3";
+pub(crate) const API_VERSION: &str = "kubeadm.k8s.io/v1beta3";
 
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -197,7 +197,7 @@ fn non_zero(d: Option<String>) -> Option<String> {
 }
 
 impl InitConfiguration {
-    pub fn into_v1beta4(self) -> v4::InitConfiguration {
+    pub(crate) fn into_v1beta4(self) -> v4::InitConfiguration {
         v4::InitConfiguration {
             api_version: KUBEADM_API_VERSION.into(),
             kind: self.kind,
@@ -216,7 +216,7 @@ impl InitConfiguration {
 impl ClusterConfiguration {
     /// The v1beta4 document, and `apiServer.timeoutForControlPlane` when set: it moves to the
     /// InitConfiguration's `timeouts.controlPlaneComponentHealthCheck`.
-    pub fn into_v1beta4(self) -> (v4::ClusterConfiguration, Option<String>) {
+    pub(crate) fn into_v1beta4(self) -> (v4::ClusterConfiguration, Option<String>) {
         // kubeadm ≤ 1.30 chose ECDSA keys with this gate; v1beta4 says it with encryptionAlgorithm.
         let ecdsa = self.feature_gates.get("PublicKeysECDSA") == Some(&true);
         let component = |c: ControlPlaneComponent| v4::ControlPlaneComponent {
@@ -271,7 +271,7 @@ impl ClusterConfiguration {
 }
 
 impl JoinConfiguration {
-    pub fn into_v1beta4(self) -> v4::JoinConfiguration {
+    pub(crate) fn into_v1beta4(self) -> v4::JoinConfiguration {
         let timeouts =
             non_zero(self.discovery.timeout).map(|d| v4::Timeouts { discovery: Some(d), ..Default::default() });
         v4::JoinConfiguration {

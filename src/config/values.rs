@@ -57,7 +57,7 @@ impl Cidr {
         }
     }
 
-    pub fn host_bits(&self) -> u32 {
+    pub(crate) fn host_bits(&self) -> u32 {
         let max = if self.addr.is_ipv4() { 32 } else { 128 };
         max - u32::from(self.prefix)
     }
@@ -160,7 +160,7 @@ impl Version {
     }
 
     /// The image tag: `+` is not allowed in tags, so kubeadm turns it into `_`.
-    pub fn image_tag(&self) -> String {
+    pub(crate) fn image_tag(&self) -> String {
         self.to_string().replace('+', "_")
     }
 }
@@ -172,7 +172,7 @@ impl fmt::Display for Version {
 }
 
 /// RFC 1123 subdomain: what Kubernetes accepts as a node name.
-pub fn is_dns1123_subdomain(s: &str) -> bool {
+pub(crate) fn is_dns1123_subdomain(s: &str) -> bool {
     !s.is_empty() && s.len() <= 253 && s.split('.').all(is_dns1123_label_part)
 }
 
@@ -186,7 +186,7 @@ fn is_dns1123_label_part(l: &str) -> bool {
 }
 
 /// A DNS SAN kubeadm accepts: an RFC 1123 subdomain, or a wildcard `*.subdomain`.
-pub fn is_dns_san(s: &str) -> bool {
+pub(crate) fn is_dns_san(s: &str) -> bool {
     is_dns1123_subdomain(s) || s.strip_prefix("*.").is_some_and(is_dns1123_subdomain)
 }
 
@@ -194,7 +194,7 @@ pub fn is_dns_san(s: &str) -> bool {
 const TOKEN_FORM: &str = "a bootstrap token is <6 characters [a-z0-9]>.<16 characters [a-z0-9]>";
 
 /// What a config field or credential says about a malformed token: never the value.
-pub const TOKEN_FORMAT_HIDDEN: &str = "bad token format (value hidden): expected [a-z0-9]{6}.[a-z0-9]{16}";
+pub(crate) const TOKEN_FORMAT_HIDDEN: &str = "bad token format (value hidden): expected [a-z0-9]{6}.[a-z0-9]{16}";
 
 /// Why a string is not a bootstrap token. Never carries the input: any part of it may be the
 /// secret. Only the id is named, once it is known to be well-formed.
@@ -293,7 +293,7 @@ impl CertificateKey {
     }
 
     /// As [`parse`](Self::parse), but whitespace counts as not hex (config fields and flags).
-    pub fn parse_exact(hex: &str) -> Result<CertificateKey, BadCertificateKey> {
+    pub(crate) fn parse_exact(hex: &str) -> Result<CertificateKey, BadCertificateKey> {
         if !hex.len().is_multiple_of(2) || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(BadCertificateKey::NotHex);
         }

@@ -7,7 +7,7 @@ const STATIC_LEN: usize = 61;
 
 /// The header fields decoded so far on one connection: the dynamic table, newest first.
 #[derive(Debug, Default)]
-pub struct Decoder {
+pub(crate) struct Decoder {
     dynamic: Vec<(String, String)>,
 }
 

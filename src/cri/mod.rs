@@ -45,12 +45,12 @@ fn literal(out: &mut Vec<u8>, name: &str, value: &str) {
 }
 
 /// The bytes of a complete Version request on stream 1.
-pub fn version_request() -> Vec<u8> {
+pub(crate) fn version_request() -> Vec<u8> {
     request("/runtime.v1.RuntimeService/Version")
 }
 
 /// The bytes of a complete RuntimeConfig request on stream 1.
-pub fn runtime_config_request() -> Vec<u8> {
+pub(crate) fn runtime_config_request() -> Vec<u8> {
     request("/runtime.v1.RuntimeService/RuntimeConfig")
 }
 
@@ -161,7 +161,7 @@ pub enum CriError {
 }
 
 /// Connects, sends the Version call, and waits (bounded) for the reply.
-pub fn version_over_unix_socket(socket: &Path, timeout: Duration) -> Result<String, CriError> {
+pub(crate) fn version_over_unix_socket(socket: &Path, timeout: Duration) -> Result<String, CriError> {
     let at = || socket.to_path_buf();
     exchange(socket, timeout, &version_request(), |buf| match parse_reply(buf) {
         Reply::Answer(v) if v.is_empty() => Some(Ok("answered the CRI Version call".into())),
@@ -174,7 +174,7 @@ pub fn version_over_unix_socket(socket: &Path, timeout: Duration) -> Result<Stri
 
 /// Connects, sends the RuntimeConfig call: `Ok(false)` when the runtime answers Unimplemented
 /// (as kubeadm's `IsRuntimeConfigImplemented`), an error for any other failure.
-pub fn runtime_config_over_unix_socket(socket: &Path, timeout: Duration) -> Result<bool, CriError> {
+pub(crate) fn runtime_config_over_unix_socket(socket: &Path, timeout: Duration) -> Result<bool, CriError> {
     let at = || socket.to_path_buf();
     exchange(socket, timeout, &runtime_config_request(), |buf| match parse_status(buf) {
         Status::Message | Status::Ended(Some(0), _) => Some(Ok(true)),
@@ -204,7 +204,7 @@ pub enum Status {
 }
 
 /// Reads the server's frames for the end of stream 1, decoding its header blocks.
-pub fn parse_status(buf: &[u8]) -> Status {
+pub(crate) fn parse_status(buf: &[u8]) -> Status {
     let mut decoder = hpack::Decoder::default();
     let (mut block, mut ends) = (Vec::new(), false);
     let mut i = 0;

@@ -23,7 +23,7 @@ pub enum FsType {
 }
 
 impl FsType {
-    pub fn mount_name(self) -> &'static str {
+    pub(crate) fn mount_name(self) -> &'static str {
         match self {
             FsType::Iso9660 => "iso9660",
             FsType::Vfat => "vfat",
@@ -52,7 +52,7 @@ pub fn read_label(dev: &Path) -> std::io::Result<Option<(FsType, String)>> {
 }
 
 /// The pure part of [`read_label`].
-pub fn label_from_bytes(b: &[u8]) -> Option<(FsType, String)> {
+pub(crate) fn label_from_bytes(b: &[u8]) -> Option<(FsType, String)> {
     let pvd = ISO_PVD as usize;
     if b.len() >= pvd + 0x48 && b[pvd] == 1 && &b[pvd + 1..pvd + 6] == b"CD001" {
         return Some((FsType::Iso9660, text(&b[pvd + 0x28..pvd + 0x48])));

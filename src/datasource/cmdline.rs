@@ -165,7 +165,7 @@ fn check_http(key: &str, url: &str) -> Result<(), OverrideProblem> {
 
 /// NoCloud over HTTP: `<url>user-data` and `<url>meta-data` (cloud-init appends to the seed URL as
 /// given, so it should end with `/`).
-pub struct NoCloudNet {
+pub(crate) struct NoCloudNet {
     seed: NetSeed,
     timeout: Duration,
 }

@@ -5,10 +5,10 @@
 use super::block;
 use super::{Datasource, Env, Gathered, MetaData, SourceError};
 
-pub const CONFIG_DRIVE_LABELS: [&str; 2] = ["config-2", "CONFIG-2"];
+pub(crate) const CONFIG_DRIVE_LABELS: [&str; 2] = ["config-2", "CONFIG-2"];
 
 /// Reads the config drive's files from a mounted (or test) directory.
-pub fn read_drive(dir: &std::path::Path) -> Result<Gathered, SourceError> {
+pub(crate) fn read_drive(dir: &std::path::Path) -> Result<Gathered, SourceError> {
     let latest = dir.join("openstack/latest");
     let meta_path = latest.join("meta_data.json");
     let meta_bytes = super::read_capped(&meta_path)?.ok_or_else(|| SourceError::Missing { path: meta_path.clone() })?;
@@ -26,7 +26,7 @@ pub fn read_drive(dir: &std::path::Path) -> Result<Gathered, SourceError> {
     Ok(Gathered { source: "configdrive".into(), user_data, meta, notices, ..Default::default() })
 }
 
-pub struct ConfigDrive {
+pub(crate) struct ConfigDrive {
     env: Env,
 }
 

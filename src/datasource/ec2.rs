@@ -8,12 +8,12 @@ use std::time::Duration;
 use super::http;
 use super::{Datasource, Gathered, MAX_READ_BYTES, MetaData, SourceError};
 
-pub const TOKEN_TTL_HEADER: &str = "X-aws-ec2-metadata-token-ttl-seconds";
-pub const TOKEN_HEADER: &str = "X-aws-ec2-metadata-token";
+pub(crate) const TOKEN_TTL_HEADER: &str = "X-aws-ec2-metadata-token-ttl-seconds";
+pub(crate) const TOKEN_HEADER: &str = "X-aws-ec2-metadata-token";
 /// Session token lifetime we ask for; we only need it for a few requests.
-pub const TOKEN_TTL_SECS: &str = "300";
+pub(crate) const TOKEN_TTL_SECS: &str = "300";
 
-pub struct Ec2 {
+pub(crate) struct Ec2 {
     base: String,
     timeout: Duration,
 }

@@ -36,27 +36,27 @@ use std::time::Duration;
 use crate::clock::Clock;
 
 /// Default IMDS address (EC2 and the many clouds that copy it).
-pub const DEFAULT_IMDS_BASE: &str = "http://169.254.169.254";
+pub(crate) const DEFAULT_IMDS_BASE: &str = "http://169.254.169.254";
 /// Where read-only datasource filesystems are mounted while they are read.
-pub const DEFAULT_MOUNT_DIR: &str = "/run/kubestrap/mnt";
+pub(crate) const DEFAULT_MOUNT_DIR: &str = "/run/kubestrap/mnt";
 /// systemd's system credentials (SMBIOS type 11, fw_cfg), used when `$CREDENTIALS_DIRECTORY` is unset.
-pub const SYSTEM_CREDENTIALS_DIR: &str = "run/credentials/@system";
+pub(crate) const SYSTEM_CREDENTIALS_DIR: &str = "run/credentials/@system";
 /// NoCloud's seed directory, relative to the root.
-pub const NOCLOUD_SEED_DIR: &str = "var/lib/cloud/seed/nocloud";
+pub(crate) const NOCLOUD_SEED_DIR: &str = "var/lib/cloud/seed/nocloud";
 /// Optional file naming the datasource, relative to the root (same words as the kernel cmdline).
-pub const OVERRIDE_FILE: &str = "etc/kubestrap/datasource";
+pub(crate) const OVERRIDE_FILE: &str = "etc/kubestrap/datasource";
 /// The largest user-data, meta-data or credential file we read (bounds memory on hostile input).
-pub const MAX_READ_BYTES: u64 = 1 << 20;
+pub(crate) const MAX_READ_BYTES: u64 = 1 << 20;
 
 /// The credential names kubestrap reads; no other credential is touched.
-pub const CRED_TOKEN: &str = "kubestrap.token";
-pub const CRED_USER_DATA: &str = "kubestrap.user-data";
-pub const CRED_CA_CERT_HASH: &str = "kubestrap.ca-cert-hash";
-pub const CRED_CERTIFICATE_KEY: &str = "kubestrap.certificate-key";
+pub(crate) const CRED_TOKEN: &str = "kubestrap.token";
+pub(crate) const CRED_USER_DATA: &str = "kubestrap.user-data";
+pub(crate) const CRED_CA_CERT_HASH: &str = "kubestrap.ca-cert-hash";
+pub(crate) const CRED_CERTIFICATE_KEY: &str = "kubestrap.certificate-key";
 /// A CA for the init node to use instead of generating one, so that the pins in shared
 /// control-plane user-data can name it beforehand.
-pub const CRED_CA_CRT: &str = "kubestrap.ca-crt";
-pub const CRED_CA_KEY: &str = "kubestrap.ca-key";
+pub(crate) const CRED_CA_CRT: &str = "kubestrap.ca-crt";
+pub(crate) const CRED_CA_KEY: &str = "kubestrap.ca-key";
 pub const CREDENTIAL_NAMES: [&str; 6] =
     [CRED_TOKEN, CRED_USER_DATA, CRED_CA_CERT_HASH, CRED_CERTIFICATE_KEY, CRED_CA_CRT, CRED_CA_KEY];
 
@@ -79,7 +79,7 @@ pub struct Env {
 
 impl Env {
     /// The real machine: `/`, `/proc/cmdline`, `$CREDENTIALS_DIRECTORY`, the EC2 IMDS address.
-    pub fn from_system() -> Env {
+    pub(crate) fn from_system() -> Env {
         Env {
             root: PathBuf::from("/"),
             cmdline: std::fs::read_to_string("/proc/cmdline").unwrap_or_default(),
@@ -95,7 +95,7 @@ impl Env {
     }
 
     /// The credentials directory in effect.
-    pub fn credentials_path(&self) -> PathBuf {
+    pub(crate) fn credentials_path(&self) -> PathBuf {
         self.credentials_dir.clone().unwrap_or_else(|| self.path(SYSTEM_CREDENTIALS_DIR))
     }
 }

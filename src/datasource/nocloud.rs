@@ -10,7 +10,7 @@ use super::block;
 use super::{Datasource, Env, Gathered, MetaData, NOCLOUD_SEED_DIR, SourceError};
 
 /// Seed labels NoCloud accepts.
-pub const CIDATA_LABELS: [&str; 2] = ["cidata", "CIDATA"];
+pub(crate) const CIDATA_LABELS: [&str; 2] = ["cidata", "CIDATA"];
 
 /// Where a seed's files are: a directory, or the root of an ISO 9660 seed read in place.
 enum Seed<'a> {
@@ -46,7 +46,7 @@ impl Seed<'_> {
 }
 
 /// Reads a NoCloud seed from a directory; None when it has neither user-data nor meta-data.
-pub fn read_seed(dir: &Path, source: &str) -> Result<Option<Gathered>, SourceError> {
+pub(crate) fn read_seed(dir: &Path, source: &str) -> Result<Option<Gathered>, SourceError> {
     read_from(&Seed::Dir(dir), source)
 }
 
@@ -87,7 +87,7 @@ fn read_unmounted(dev: &Path, source: &str) -> Result<Option<Gathered>, SourceEr
 }
 
 /// `nocloud-seed`: the seed directory baked into the image.
-pub struct SeedDir {
+pub(crate) struct SeedDir {
     dir: PathBuf,
 }
 

@@ -32,11 +32,11 @@ pub struct Member {
 }
 
 impl Member {
-    pub fn has_peer_url(&self, url: &str) -> bool {
+    pub(crate) fn has_peer_url(&self, url: &str) -> bool {
         self.peer_urls.iter().any(|u| u == url)
     }
     /// Started members have published their name.
-    pub fn is_started(&self) -> bool {
+    pub(crate) fn is_started(&self) -> bool {
         !self.name.is_empty()
     }
 }
@@ -155,7 +155,7 @@ impl Client {
     }
 
     /// Adds an endpoint (a joining member's client URL) at the end, once.
-    pub fn add_endpoint(&self, url: &str) {
+    pub(crate) fn add_endpoint(&self, url: &str) {
         let mut eps = self.endpoints.lock().unwrap_or_else(|p| p.into_inner());
         if !eps.iter().any(|e| e == url) {
             eps.push(url.to_string());
@@ -185,7 +185,7 @@ impl Client {
         self.call("MemberAdd", "/v3/cluster/member/add", &body, |v| Ok((member(&v["member"])?, members(v)?)))
     }
 
-    pub fn member_promote(&self, id: u64) -> Result<Vec<Member>, EtcdError> {
+    pub(crate) fn member_promote(&self, id: u64) -> Result<Vec<Member>, EtcdError> {
         self.call("MemberPromote", "/v3/cluster/member/promote", &json!({ "ID": id.to_string() }), members)
     }
 

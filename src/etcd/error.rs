@@ -5,11 +5,11 @@ use crate::retry::GaveUp;
 
 /// gRPC status codes etcd's gateway puts in `"code"` (the ones we act on).
 pub mod grpc {
-    pub const INVALID_ARGUMENT: i64 = 3;
+    pub(crate) const INVALID_ARGUMENT: i64 = 3;
     pub const NOT_FOUND: i64 = 5;
-    pub const PERMISSION_DENIED: i64 = 7;
-    pub const UNIMPLEMENTED: i64 = 12;
-    pub const UNAVAILABLE: i64 = 14;
+    pub(crate) const PERMISSION_DENIED: i64 = 7;
+    pub(crate) const UNIMPLEMENTED: i64 = 12;
+    pub(crate) const UNAVAILABLE: i64 = 14;
     pub const UNAUTHENTICATED: i64 = 16;
 }
 
@@ -85,22 +85,22 @@ impl EtcdError {
     }
 
     /// etcd allows one learner at a time (3.4; 3.5+ by default): another node is joining.
-    pub fn is_too_many_learners(&self) -> bool {
+    pub(crate) fn is_too_many_learners(&self) -> bool {
         self.rejected().is_some_and(|(_, m)| m.contains("too many learner members"))
     }
 
     /// The learner has not caught up with the leader yet.
-    pub fn is_learner_not_ready(&self) -> bool {
+    pub(crate) fn is_learner_not_ready(&self) -> bool {
         self.rejected().is_some_and(|(_, m)| m.contains("can only promote a learner member which is in sync"))
     }
 
     /// Promote of a member that is already a voter.
-    pub fn is_not_learner(&self) -> bool {
+    pub(crate) fn is_not_learner(&self) -> bool {
         self.rejected().is_some_and(|(_, m)| m.trim_end() == "etcdserver: can only promote a learner member")
     }
 
     /// The peer URL (or the member ID derived from it) is already in the cluster.
-    pub fn is_already_member(&self) -> bool {
+    pub(crate) fn is_already_member(&self) -> bool {
         self.rejected()
             .is_some_and(|(_, m)| m.contains("Peer URLs already exists") || m.contains("member ID already exist"))
     }
@@ -122,7 +122,7 @@ impl EtcdError {
 
     /// Waiting can help: a member may come up, elect a leader, catch up, or another join may
     /// finish. TLS, credentials, bad input and refusals by etcd's auth cannot fix themselves.
-    pub fn is_transient(&self) -> bool {
+    pub(crate) fn is_transient(&self) -> bool {
         match self {
             EtcdError::Unreachable { kind, .. } => *kind != Transport::Tls,
             EtcdError::Rejected { code, .. } => !matches!(

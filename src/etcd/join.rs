@@ -41,7 +41,7 @@ pub struct NewMember {
 
 impl NewMember {
     /// The member kubeadm makes of a control-plane node: name and advertise address.
-    pub fn for_node(name: &str, advertise: IpAddr) -> NewMember {
+    pub(crate) fn for_node(name: &str, advertise: IpAddr) -> NewMember {
         NewMember { name: name.to_string(), peer_url: peer_url(advertise), client_url: client_url(advertise) }
     }
 

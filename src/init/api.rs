@@ -125,7 +125,7 @@ pub fn wait_control_plane(ctx: &InitContext) -> Result<()> {
     Ok(())
 }
 
-pub fn upload_config(ctx: &InitContext) -> Result<()> {
+pub(crate) fn upload_config(ctx: &InitContext) -> Result<()> {
     let client = ctx.admin()?;
     info!(
         "[upload-config] Storing the configuration used in ConfigMap \"kubeadm-config\" in the \"kube-system\" Namespace"
@@ -230,7 +230,7 @@ fn apply_with_retry(ctx: &InitContext, client: &Client, obj: &Value) -> Result<(
 /// What kubeadm prints at the end: how to use admin.conf and the exact join command. The token
 /// goes to stdout because the user asked for it; it is never logged. A dry run logs the command
 /// with the token withheld (stdout carries the plan).
-pub fn show_join_command(ctx: &InitContext) -> Result<()> {
+pub(crate) fn show_join_command(ctx: &InitContext) -> Result<()> {
     let ca = ctx
         .node
         .fs

@@ -54,10 +54,10 @@ pub const KUBECONFIGS: &[KubeconfigSpec] = &[
 ];
 
 impl KubeconfigSpec {
-    pub fn user_name(&self, cfg: &InitConfig) -> String {
+    pub(crate) fn user_name(&self, cfg: &InitConfig) -> String {
         self.user.map(str::to_string).unwrap_or_else(|| format!("{NODE_USER_PREFIX}{}", cfg.node_name))
     }
-    pub fn server_url(&self, cfg: &InitConfig) -> String {
+    pub(crate) fn server_url(&self, cfg: &InitConfig) -> String {
         match self.server {
             Server::ControlPlane => cfg.endpoint.url(),
             Server::Local => cfg.local_endpoint.url(),
@@ -102,7 +102,7 @@ pub fn write(ctx: &InitContext, files: &[&str]) -> Result<()> {
 }
 
 /// How many new keys this phase will make: one per kubeconfig file not on disk.
-pub fn keys_needed(ctx: &InitContext) -> usize {
+pub(crate) fn keys_needed(ctx: &InitContext) -> usize {
     KUBECONFIGS.iter().filter(|k| !ctx.node.fs.exists(path(k))).count()
 }
 

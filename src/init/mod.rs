@@ -27,17 +27,6 @@ use crate::status::Reporter;
 pub use kubeconfig::{KUBECONFIGS, KubeconfigSpec};
 pub use upload_certs::UploadCerts;
 
-/// Init's building blocks that a control-plane join reuses for its own node.
-pub fn write_kubeconfigs(ctx: &InitContext, files: &[&str]) -> Result<()> {
-    kubeconfig::write(ctx, files)
-}
-pub fn write_control_plane(ctx: &InitContext) -> Result<()> {
-    control_plane::run(ctx)
-}
-pub fn mark_control_plane(ctx: &InitContext) -> Result<()> {
-    api::mark_control_plane(ctx)
-}
-
 /// Everything an init phase may read: the validated config, the node, the start time
 /// (certificates are backdated from it) and host facts for the manifests. It owns its config so
 /// a control-plane join can keep one for all its phases.
@@ -65,7 +54,7 @@ pub struct InitContext<'a> {
 impl InitContext<'_> {
     /// Starts making every key the certs and kubeconfig phases will need, on every core, while
     /// the phases before and between them run (RSA generation is most of init's time).
-    pub fn reserve_keys(&self, certs: bool, kubeconfig: bool) {
+    pub(crate) fn reserve_keys(&self, certs: bool, kubeconfig: bool) {
         let certs_keys = if certs { crate::pki::keys_needed(self.node.fs, &self.cfg) } else { 0 };
         let kubeconfig_keys = if kubeconfig { kubeconfig::keys_needed(self) } else { 0 };
         self.keys.reserve(certs_keys + kubeconfig_keys);
@@ -75,7 +64,7 @@ impl InitContext<'_> {
         api::admin(self)
     }
     /// The key that seals kubeadm-certs (see `upload_certs::certificate_key`).
-    pub fn certificate_key(&self) -> Result<crate::pki::copycerts::CertificateKey> {
+    pub(crate) fn certificate_key(&self) -> Result<crate::pki::copycerts::CertificateKey> {
         upload_certs::certificate_key(self)
     }
     /// Retrying against the control plane, with kubeadm's poll figures and this run's clock.
@@ -83,7 +72,7 @@ impl InitContext<'_> {
         Retry { what, tag, timeout, backoff: &crate::timeouts::API_BACKOFF, clock: self.node.clock }
     }
     /// Waiting for the local kubelet and API server (kubeadm's poll; see `CONTROL_PLANE_CHECK_RETRY`).
-    pub fn poll<'b>(&'b self, what: &'b str, tag: &'b str, timeout: std::time::Duration) -> Retry<'b> {
+    pub(crate) fn poll<'b>(&'b self, what: &'b str, tag: &'b str, timeout: std::time::Duration) -> Retry<'b> {
         Retry { what, tag, timeout, backoff: &crate::timeouts::CONTROL_PLANE_CHECK_RETRY, clock: self.node.clock }
     }
 }

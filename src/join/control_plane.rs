@@ -61,7 +61,7 @@ fn client(ctx: &JoinContext) -> Result<Client> {
 
 /// This node's InitConfig: the cluster's ClusterConfiguration, this node's registration and
 /// LocalAPIEndpoint.
-pub fn node_config<'a>(ctx: &'a JoinContext, cp: &ControlPlaneJoin) -> Result<&'a InitConfig> {
+pub(crate) fn node_config<'a>(ctx: &'a JoinContext, cp: &ControlPlaneJoin) -> Result<&'a InitConfig> {
     Ok(&init_context(ctx, cp)?.cfg)
 }
 
@@ -108,7 +108,7 @@ fn fetch_node_config(ctx: &JoinContext, cp: &ControlPlaneJoin) -> Result<InitCon
 
 /// `control-plane-prepare/download-certs`: the shared files from kubeadm-certs, all decrypted
 /// before any is written, so a wrong key writes nothing.
-pub fn download_certs(ctx: &JoinContext) -> Result<()> {
+pub(crate) fn download_certs(ctx: &JoinContext) -> Result<()> {
     let Some(cp) = control_plane(ctx, "download-certs") else { return Ok(()) };
     let Some(hex) = &cp.certificate_key else {
         info!("[download-certs] Skipped: no --certificate-key; the shared CAs and keys must already be on disk");
@@ -242,7 +242,7 @@ pub fn etcd_join(ctx: &JoinContext) -> Result<()> {
 
 /// kubeadm's closing words for a control-plane join; the etcd line only when this run added a
 /// stacked etcd member.
-pub fn done_message(etcd_member_added: bool) -> String {
+pub(crate) fn done_message(etcd_member_added: bool) -> String {
     let etcd =
         if etcd_member_added { "* A new etcd member was added to the local/stacked etcd cluster.\n" } else { "" };
     format!(

@@ -35,7 +35,7 @@ pub enum Discovery {
 
 impl Discovery {
     /// The API server host, for the proxy and forwarding checks.
-    pub fn endpoint_host(&self) -> Option<String> {
+    pub(crate) fn endpoint_host(&self) -> Option<String> {
         match self {
             Discovery::Token { endpoint, .. } => Some(
                 endpoint.rsplit_once(':').map_or(endpoint.as_str(), |(h, _)| h).trim_matches(['[', ']']).to_string(),
@@ -109,7 +109,12 @@ fn still_valid(prev: &Found, d: &Discovery) -> bool {
 }
 
 /// `record`: a dry run's recorder, which answers every request instead of the cluster.
-pub fn discover(d: &Discovery, timeout: Duration, clock: &dyn Clock, record: Option<&Recorder>) -> Result<Found> {
+pub(crate) fn discover(
+    d: &Discovery,
+    timeout: Duration,
+    clock: &dyn Clock,
+    record: Option<&Recorder>,
+) -> Result<Found> {
     let retry = |what| Retry { what, tag: "discovery", timeout, backoff: &DISCOVERY_BACKOFF, clock };
     match d {
         Discovery::Token { endpoint, token, pins, unsafe_skip_ca, tls_bootstrap_token } => {

@@ -61,7 +61,7 @@ fn kubelet_server(ctx: &JoinContext, found: &Found) -> Result<String> {
 
 /// A finished kubelet-start, judged from disk alone (kubelet.conf, the identity, the CA at
 /// caCertPath): for `join phase kubelet-start` run again after the join completed.
-pub fn identity_from_disk(ctx: &JoinContext) -> Option<String> {
+pub(crate) fn identity_from_disk(ctx: &JoinContext) -> Option<String> {
     let ca = ctx.node.fs.read(&ctx.args.ca_cert_path).ok()??;
     ctx.node.fs.exists(&KUBELET_CONF).then_some(())?;
     existing_identity(ctx.node.fs, &ca, &ctx.args.node_name)

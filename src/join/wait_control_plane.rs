@@ -19,7 +19,7 @@ use crate::timeouts::{CONTROL_PLANE_CHECK_RETRY, REQUEST};
 
 /// One endpoint to wait for.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Check {
+pub(crate) struct Check {
     /// "kubelet" or "kube-apiserver".
     pub component: &'static str,
     pub url: String,
@@ -28,7 +28,7 @@ pub struct Check {
 
 /// The kubelet's healthz from its config on disk (kubelet-start wrote it); `None` when the
 /// config turns it off (`healthzPort: 0`).
-pub fn kubelet_check(config_yaml: &str, timeout: Duration) -> Option<Check> {
+pub(crate) fn kubelet_check(config_yaml: &str, timeout: Duration) -> Option<Check> {
     let kc: serde_yaml::Value = serde_yaml::from_str(config_yaml).unwrap_or_default();
     let port = kc.get("healthzPort").and_then(serde_yaml::Value::as_u64).unwrap_or(10248);
     let addr = kc.get("healthzBindAddress").and_then(serde_yaml::Value::as_str).unwrap_or("127.0.0.1");
@@ -37,13 +37,13 @@ pub fn kubelet_check(config_yaml: &str, timeout: Duration) -> Option<Check> {
 }
 
 /// This node's API server, where its manifest makes it listen.
-pub fn apiserver_check(local: SocketAddr, timeout: Duration) -> Check {
+pub(crate) fn apiserver_check(local: SocketAddr, timeout: Duration) -> Check {
     Check { component: "kube-apiserver", url: format!("https://{local}/livez"), timeout }
 }
 
 /// Waits for each check in turn (kubeadm: the kubelet first), polling (`CONTROL_PLANE_CHECK_RETRY`)
 /// until its own timeout; `probe` answers one attempt.
-pub fn wait_all(
+pub(crate) fn wait_all(
     checks: &[Check],
     clock: &dyn Clock,
     probe: &dyn Fn(&Check) -> std::result::Result<(), String>,

@@ -42,7 +42,7 @@ impl ApiError {
     }
 
     /// Worth retrying: the server may come up, or become ready, later.
-    pub fn is_transient(&self) -> bool {
+    pub(crate) fn is_transient(&self) -> bool {
         match self {
             ApiError::Transport { kind, .. } => *kind != Transport::Tls,
             ApiError::Status { code, .. } => matches!(code, 429 | 500 | 502 | 503 | 504),
@@ -111,7 +111,7 @@ impl From<super::paths::PathError> for ApiError {
 }
 
 /// Sorts a ureq failure into the transport kinds an operator acts on.
-pub fn classify(url: &str, e: &ureq::Error) -> ApiError {
+pub(crate) fn classify(url: &str, e: &ureq::Error) -> ApiError {
     let detail = e.to_string();
     let kind = match e {
         ureq::Error::HostNotFound => Transport::Dns,

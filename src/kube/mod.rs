@@ -363,7 +363,7 @@ fn parse_certs(what: &str, pem: &[u8]) -> Result<Vec<Certificate<'static>>, ApiE
 /// Why a health endpoint said no, in a line: the checks a /livez or /readyz body marks failed
 /// (`[-]…`), else a Status message, else the body cut short. The whole body is 40 lines of
 /// passing checks, printed on every attempt.
-pub fn why_unhealthy(body: &Value) -> String {
+pub(crate) fn why_unhealthy(body: &Value) -> String {
     if let Some(text) = body.as_str() {
         let failed: Vec<&str> = text.lines().filter(|l| l.starts_with("[-]")).collect();
         if !failed.is_empty() {
@@ -380,7 +380,7 @@ pub fn why_unhealthy(body: &Value) -> String {
     }
 }
 
-pub fn http_ok(url: &str, timeout: Duration) -> Result<(), ApiError> {
+pub(crate) fn http_ok(url: &str, timeout: Duration) -> Result<(), ApiError> {
     let agent: ureq::Agent =
         ureq::Agent::config_builder().http_status_as_error(false).timeout_global(Some(timeout)).build().into();
     match agent.get(url).call() {

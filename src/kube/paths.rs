@@ -65,7 +65,7 @@ pub fn object(obj: &Value) -> Result<String, PathError> {
 
 /// "ClusterRoleBinding kubeadm:get-nodes" or "ConfigMap kube-public/cluster-info".
 /// "ClusterConfiguration" for an object without metadata.
-pub fn describe(obj: &Value) -> String {
+pub(crate) fn describe(obj: &Value) -> String {
     let kind = obj["kind"].as_str().unwrap_or("object");
     let meta = &obj["metadata"];
     match (meta["namespace"].as_str(), meta["name"].as_str()) {

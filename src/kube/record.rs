@@ -64,12 +64,12 @@ pub struct Recorder(Arc<Mutex<State>>);
 
 impl Recorder {
     /// The changes so far, in order.
-    pub fn recorded(&self) -> Vec<Recorded> {
+    pub(crate) fn recorded(&self) -> Vec<Recorded> {
         self.state().log.clone()
     }
 
     /// Every request so far (reads included), in order.
-    pub fn exchanges(&self) -> Vec<Exchange> {
+    pub(crate) fn exchanges(&self) -> Vec<Exchange> {
         self.state().exchanges.clone()
     }
 
@@ -78,12 +78,12 @@ impl Recorder {
         self.state().objects.insert(path.to_string(), object);
     }
 
-    pub fn set_stand_in(&self, stand_in: Arc<dyn StandIn>) {
+    pub(crate) fn set_stand_in(&self, stand_in: Arc<dyn StandIn>) {
         self.state().stand_in = Some(stand_in);
     }
 
     /// [`Self::answer`], logged as an exchange made by `who`.
-    pub fn exchange(&self, method: &'static str, path: &str, body: Option<&Value>, who: &str) -> (u16, Value) {
+    pub(crate) fn exchange(&self, method: &'static str, path: &str, body: Option<&Value>, who: &str) -> (u16, Value) {
         let stand_in = self.state().stand_in.clone();
         let sent = body.cloned().unwrap_or(Value::Null);
         let (status, answer) = match stand_in.and_then(|s| s.answer(method, path, &sent)) {

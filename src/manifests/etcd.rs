@@ -19,7 +19,7 @@ pub fn etcd_join(cfg: &InitConfig, env: &HostEnv, initial_cluster: &str) -> Opti
 
 /// kubeadm's GetEtcdProbeEndpoint: the first URL of the user's (last) `listen-metrics-urls`,
 /// else the loopback metrics port over HTTP. Returns (host, port, scheme).
-pub fn probe_endpoint(cfg: &InitConfig, extra: &[crate::config::types::Arg]) -> (String, u16, &'static str) {
+pub(crate) fn probe_endpoint(cfg: &InitConfig, extra: &[crate::config::types::Arg]) -> (String, u16, &'static str) {
     let localhost = if cfg.advertise_address.is_ipv6() { "::1" } else { "127.0.0.1" };
     let fallback = (localhost.to_string(), ETCD_METRICS_PORT, "HTTP");
     let Some(urls) = last_arg(extra, "listen-metrics-urls") else {

@@ -15,7 +15,7 @@ use pod::{Component, Probe, Volume, command, last_arg, merge_env, probe_address,
 pub use etcd::{etcd, etcd_join};
 
 /// CA bundle dirs mounted into the API server and controller-manager when they exist on the host.
-pub const OPTIONAL_CA_DIRS: &[&str] = &[
+pub(crate) const OPTIONAL_CA_DIRS: &[&str] = &[
     "/etc/ca-certificates",
     "/etc/pki/ca-trust",
     "/etc/pki/tls/certs",
@@ -23,7 +23,7 @@ pub const OPTIONAL_CA_DIRS: &[&str] = &[
     "/usr/share/ca-certificates",
 ];
 /// kubeadm before 1.36 mounted this into the controller-manager; 1.36 removed flex volumes.
-pub const FLEXVOLUME_DIR: &str = "/usr/libexec/kubernetes/kubelet-plugins/volume/exec";
+pub(crate) const FLEXVOLUME_DIR: &str = "/usr/libexec/kubernetes/kubelet-plugins/volume/exec";
 
 /// What the manifests take from the machine rather than the config.
 #[derive(Debug, Clone, Default)]
@@ -92,7 +92,7 @@ fn ca_volumes(env: &HostEnv) -> Vec<Volume> {
     v
 }
 
-pub fn kube_apiserver(cfg: &InitConfig, env: &HostEnv) -> Value {
+pub(crate) fn kube_apiserver(cfg: &InitConfig, env: &HostEnv) -> Value {
     let p = cfg.certs_dir();
     let comp = &cfg.cluster.api_server;
     let mut d = kv(&[
@@ -177,7 +177,7 @@ pub fn kube_apiserver(cfg: &InitConfig, env: &HostEnv) -> Value {
 }
 
 /// `external_ca`: the cluster CA has no key on this node, so the controller-manager cannot sign.
-pub fn kube_controller_manager(cfg: &InitConfig, env: &HostEnv, external_ca: bool) -> Value {
+pub(crate) fn kube_controller_manager(cfg: &InitConfig, env: &HostEnv, external_ca: bool) -> Value {
     let p = cfg.certs_dir();
     let k = format!("{KUBERNETES_DIR}/{CONTROLLER_MANAGER_CONF}");
     let comp = &cfg.cluster.controller_manager;
@@ -237,7 +237,7 @@ pub fn kube_controller_manager(cfg: &InitConfig, env: &HostEnv, external_ca: boo
     })
 }
 
-pub fn kube_scheduler(cfg: &InitConfig, env: &HostEnv) -> Value {
+pub(crate) fn kube_scheduler(cfg: &InitConfig, env: &HostEnv) -> Value {
     let s = format!("{KUBERNETES_DIR}/{SCHEDULER_CONF}");
     let comp = &cfg.cluster.scheduler;
     let d = kv(&[

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use crate::config::types::{Arg, EnvVar, HostPathMount};
 
 /// The named container port every probe targets (kubeadm's ProbePort, all components since 1.34).
-pub const PROBE_PORT: &str = "probe-port";
+pub(crate) const PROBE_PORT: &str = "probe-port";
 
 /// A hostPath volume and its mount.
 #[derive(Debug, Clone)]
@@ -30,7 +30,7 @@ impl Volume {
             path_type: path_type.into(),
         }
     }
-    pub fn from_extra(v: &HostPathMount) -> Volume {
+    pub(crate) fn from_extra(v: &HostPathMount) -> Volume {
         Volume {
             name: v.name.clone(),
             host_path: v.host_path.clone(),
@@ -58,13 +58,13 @@ pub fn flag_value<'a>(command: &'a [String], name: &str) -> Option<&'a str> {
 }
 
 /// The last extra arg of that name, as kubeadm's GetArgValue(args, name, -1) finds it.
-pub fn last_arg<'a>(extra: &'a [Arg], name: &str) -> Option<&'a str> {
+pub(crate) fn last_arg<'a>(extra: &'a [Arg], name: &str) -> Option<&'a str> {
     extra.iter().rev().find(|a| a.name == name).map(|a| a.value.as_str())
 }
 
 /// kubeadm's getProbeAddress: only the literal wildcards mean "no host" (the kubelet then
 /// probes the Pod IP, which is the node's with hostNetwork).
-pub fn probe_address(addr: &str) -> Option<String> {
+pub(crate) fn probe_address(addr: &str) -> Option<String> {
     if addr == "0.0.0.0" || addr == "::" { None } else { Some(addr.to_string()) }
 }
 
@@ -113,7 +113,7 @@ pub struct Component {
 }
 
 /// kubeadm's MergeKubeadmEnvVars: later lists override earlier ones by name; sorted by name.
-pub fn merge_env(proxy_env: &[(String, String)], extra: &[EnvVar]) -> Vec<EnvVar> {
+pub(crate) fn merge_env(proxy_env: &[(String, String)], extra: &[EnvVar]) -> Vec<EnvVar> {
     // kubeadm's GetProxyEnvVars skips a *_proxy variable with an empty value.
     let mut out: Vec<EnvVar> = proxy_env
         .iter()

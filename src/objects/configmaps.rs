@@ -7,14 +7,14 @@ use super::{KUBE_PUBLIC, KUBE_SYSTEM, RenderError, b64, config_map, sign_config_
 use crate::config::InitConfig;
 
 pub const CLUSTER_INFO: &str = "cluster-info";
-pub const KUBEADM_CONFIG: &str = "kubeadm-config";
-pub const KUBELET_CONFIG: &str = "kubelet-config";
+pub(crate) const KUBEADM_CONFIG: &str = "kubeadm-config";
+pub(crate) const KUBELET_CONFIG: &str = "kubelet-config";
 
 /// The cluster-info kubeconfig: one cluster named "" and nothing else. Written out by hand so the
 /// text is what clientcmd.Write gives for such a Config (sorted keys; `contexts` and `users` are
 /// nil slices, hence `null`; no `preferences`, `omitzero` since client-go v0.34). The server is
 /// https://<IP or DNS name>:<port> and the CA data is base64, so both are plain YAML scalars.
-pub fn cluster_info_kubeconfig(server: &str, ca_pem: &[u8]) -> String {
+pub(crate) fn cluster_info_kubeconfig(server: &str, ca_pem: &[u8]) -> String {
     format!(
         "apiVersion: v1\n\
          clusters:\n\
@@ -39,7 +39,7 @@ pub fn cluster_info(cfg: &InitConfig, ca_pem: &[u8]) -> (Value, String) {
 
 /// The ClusterConfiguration as uploaded: kubeadm marshals the defaulted v1beta4 object with its
 /// apiVersion/kind and sorted keys, without component configs (those have their own ConfigMaps).
-pub fn cluster_configuration_yaml(cfg: &InitConfig) -> Result<String, RenderError> {
+pub(crate) fn cluster_configuration_yaml(cfg: &InitConfig) -> Result<String, RenderError> {
     let v = serde_json::to_value(&cfg.cluster)
         .map_err(|e| RenderError { what: "the ClusterConfiguration".into(), detail: e.to_string() })?;
     to_yaml(&v)
@@ -59,7 +59,7 @@ pub fn kubelet_config_map(cfg: &InitConfig) -> Result<Value, RenderError> {
 
 /// Like [`kubelet_config_map`] with the config text already rendered (e.g. by
 /// `kubelet::config_yaml_with` on a systemd-resolved node), so config.yaml and the ConfigMap agree.
-pub fn kubelet_config_map_from(cfg: &InitConfig, kubelet_yaml: &str) -> Value {
+pub(crate) fn kubelet_config_map_from(cfg: &InitConfig, kubelet_yaml: &str) -> Value {
     let mut cm = config_map(KUBELET_CONFIG, KUBE_SYSTEM, &[("kubelet", kubelet_yaml)]);
     if cfg.kubelet.is_none() {
         sign_config_map(&mut cm);

@@ -9,19 +9,19 @@ use crate::config::InitConfig;
 use crate::constants::{CONTROL_PLANE_LABEL, DEFAULT_IMAGE_REPOSITORY};
 
 pub const NAME: &str = "coredns";
-pub const SERVICE_NAME: &str = "kube-dns";
-pub const CLUSTER_ROLE: &str = "system:coredns";
+pub(crate) const SERVICE_NAME: &str = "kube-dns";
+pub(crate) const CLUSTER_ROLE: &str = "system:coredns";
 /// kubeadm v1.37.2's CoreDNSVersion, one tag whatever the Kubernetes minor.
-pub const COREDNS_VERSION: &str = "v1.14.6";
+pub(crate) const COREDNS_VERSION: &str = "v1.14.6";
 /// kubeadm's coreDNSReplicas for a fresh cluster.
-pub const REPLICAS: u32 = 2;
+pub(crate) const REPLICAS: u32 = 2;
 /// Label every CoreDNS object selects on (kept from the kube-dns days).
 const APP_LABEL: &str = "kube-dns";
 
 /// kubeadm's GetDNSImage: dns.imageRepository, else the cluster's imageRepository; the image
 /// lives one level deeper (`coredns/coredns`) only in the default registry; dns.imageTag, else
 /// the CoreDNS version kubeadm pins.
-pub fn coredns_image(cfg: &InitConfig) -> String {
+pub(crate) fn coredns_image(cfg: &InitConfig) -> String {
     let dns = &cfg.cluster.dns;
     let mut repo = if dns.image_repository.is_empty() {
         cfg.cluster.image_repository.clone()
@@ -67,11 +67,11 @@ pub fn corefile(dns_domain: &str) -> String {
     )
 }
 
-pub fn coredns_config_map(cfg: &InitConfig) -> Value {
+pub(crate) fn coredns_config_map(cfg: &InitConfig) -> Value {
     config_map(NAME, KUBE_SYSTEM, &[("Corefile", &corefile(&cfg.cluster.networking.dns_domain))])
 }
 
-pub fn coredns_cluster_role() -> Value {
+pub(crate) fn coredns_cluster_role() -> Value {
     cluster_role(
         CLUSTER_ROLE,
         json!([
@@ -82,7 +82,7 @@ pub fn coredns_cluster_role() -> Value {
 }
 
 /// The Deployment, as kubeadm's CoreDNSDeployment template.
-pub fn coredns_deployment(cfg: &InitConfig) -> Value {
+pub(crate) fn coredns_deployment(cfg: &InitConfig) -> Value {
     let labels = json!({"k8s-app": APP_LABEL});
     json!({
         "apiVersion": "apps/v1",

@@ -19,15 +19,15 @@ pub fn pause_version(minor: u32) -> &'static str {
     if minor <= 35 { "3.10.1" } else { "3.10.2" }
 }
 /// The kubelet's healthz endpoint kubeadm waits on.
-pub const HEALTHZ_BIND_ADDRESS: &str = "127.0.0.1";
-pub const HEALTHZ_PORT: u16 = 10248;
+pub(crate) const HEALTHZ_BIND_ADDRESS: &str = "127.0.0.1";
+pub(crate) const HEALTHZ_PORT: u16 = 10248;
 /// Where kubeadm points resolvConf when systemd-resolved is active on the node.
-pub const SYSTEMD_RESOLVED_RESOLV_CONF: &str = "/run/systemd/resolve/resolv.conf";
+pub(crate) const SYSTEMD_RESOLVED_RESOLV_CONF: &str = "/run/systemd/resolve/resolv.conf";
 /// The variable the kubelet drop-in expands.
-pub const FLAGS_ENV_VAR: &str = "KUBELET_KUBEADM_ARGS";
+pub(crate) const FLAGS_ENV_VAR: &str = "KUBELET_KUBEADM_ARGS";
 
 /// The effective KubeletConfiguration, as if systemd-resolved were not active.
-pub fn kubelet_configuration(cfg: &InitConfig) -> Mapping {
+pub(crate) fn kubelet_configuration(cfg: &InitConfig) -> Mapping {
     kubelet_configuration_with(cfg, false)
 }
 
@@ -35,7 +35,7 @@ pub fn kubelet_configuration(cfg: &InitConfig) -> Mapping {
 /// Default): each set only where the user left the field empty, except rotateCertificates, which
 /// kubeadm always forces to true. `systemd_resolved` is whether systemd-resolved is active on this
 /// machine (a host fact the caller supplies); kubeadm then defaults resolvConf to its resolv.conf.
-pub fn kubelet_configuration_with(cfg: &InitConfig, systemd_resolved: bool) -> Mapping {
+pub(crate) fn kubelet_configuration_with(cfg: &InitConfig, systemd_resolved: bool) -> Mapping {
     let mut m = cfg.kubelet.clone().unwrap_or_default();
     m.insert("apiVersion".into(), KUBELET_API_VERSION.into());
     m.insert("kind".into(), "KubeletConfiguration".into());
@@ -65,7 +65,7 @@ pub fn config_yaml(cfg: &InitConfig) -> Result<String, RenderError> {
 
 /// Init's /var/lib/kubelet/config.yaml: [`config_yaml`] with the node's instance-config.yaml
 /// (its CRI socket) merged in.
-pub fn init_node_config_yaml(cfg: &InitConfig) -> Result<String, RenderError> {
+pub(crate) fn init_node_config_yaml(cfg: &InitConfig) -> Result<String, RenderError> {
     mapping_yaml(&with_instance_config(kubelet_configuration(cfg), &cfg.init.node_registration.cri_socket))
 }
 
@@ -87,7 +87,7 @@ pub fn instance_config_yaml(cri_socket: &str) -> String {
 
 /// Merges instance-config.yaml into a KubeletConfiguration, as kubeadm's WriteConfigToDisk
 /// does (a strategic merge patch of that one field): the node's endpoint wins.
-pub fn with_instance_config(mut m: Mapping, cri_socket: &str) -> Mapping {
+pub(crate) fn with_instance_config(mut m: Mapping, cri_socket: &str) -> Mapping {
     m.insert("containerRuntimeEndpoint".into(), cri_socket.into());
     m
 }
@@ -95,7 +95,7 @@ pub fn with_instance_config(mut m: Mapping, cri_socket: &str) -> Mapping {
 /// The node's config.yaml: the cluster-wide KubeletConfiguration text (the kubelet-config
 /// ConfigMap's, or init's own) with instance-config.yaml merged in, keys sorted as kubeadm's
 /// YAML round-trip leaves them.
-pub fn node_config_yaml(cluster_yaml: &str, cri_socket: &str) -> Result<String, RenderError> {
+pub(crate) fn node_config_yaml(cluster_yaml: &str, cri_socket: &str) -> Result<String, RenderError> {
     let m: Mapping = serde_yaml::from_str(cluster_yaml)
         .map_err(|e| RenderError { what: "the KubeletConfiguration".into(), detail: e.to_string() })?;
     mapping_yaml(&with_instance_config(m, cri_socket))
@@ -112,14 +112,14 @@ fn taint_string(t: &Taint) -> String {
 }
 
 /// The `--register-with-taints` value for a worker, None when there are no taints.
-pub fn taints_flag(taints: &[Taint]) -> Option<String> {
+pub(crate) fn taints_flag(taints: &[Taint]) -> Option<String> {
     (!taints.is_empty()).then(|| taints.iter().map(taint_string).collect::<Vec<_>>().join(","))
 }
 
 /// Go's `%q` (strconv.Quote): double quotes, with `"` and `\` escaped, C escapes for common
 /// control characters, `\xNN` for other ASCII controls and `\uNNNN`/`\UNNNNNNNN` for non-printable
 /// Unicode; printable Unicode is kept as is.
-pub fn go_quote(s: &str) -> String {
+pub(crate) fn go_quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {

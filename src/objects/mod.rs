@@ -34,12 +34,12 @@ pub struct RenderError {
 /// NodeBootstrapTokenAuthGroup); the RBAC below is bound to it.
 pub const BOOTSTRAP_GROUP: &str = "system:bootstrappers:kubeadm:default-node-token";
 /// Namespaces kubeadm writes to.
-pub const KUBE_SYSTEM: &str = "kube-system";
-pub const KUBE_PUBLIC: &str = "kube-public";
+pub(crate) const KUBE_SYSTEM: &str = "kube-system";
+pub(crate) const KUBE_PUBLIC: &str = "kube-public";
 /// Annotation kubeadm puts on component-config ConfigMaps it generated itself.
-pub const COMPONENT_CONFIG_HASH_ANNOTATION: &str = "kubeadm.kubernetes.io/component-config.hash";
+pub(crate) const COMPONENT_CONFIG_HASH_ANNOTATION: &str = "kubeadm.kubernetes.io/component-config.hash";
 /// API group of every RBAC roleRef and of User/Group subjects.
-pub const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
+pub(crate) const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
 
 /// `metadata` with a name and, when not empty, a namespace.
 pub(crate) fn meta(name: &str, namespace: &str) -> Value {

@@ -12,7 +12,7 @@ pub const CRI_SOCKET_ANNOTATION: &str = "kubeadm.alpha.kubernetes.io/cri-socket"
 
 /// The taints this control-plane node must carry: `nodeRegistration.taints` when given (`[]`
 /// means none), else the default `node-role.kubernetes.io/control-plane:NoSchedule`.
-pub fn control_plane_taints(cfg: &InitConfig) -> Vec<Taint> {
+pub(crate) fn control_plane_taints(cfg: &InitConfig) -> Vec<Taint> {
     match &cfg.init.node_registration.taints {
         Some(t) => t.clone(),
         None => vec![Taint {
@@ -53,7 +53,7 @@ pub fn control_plane_patch(cfg: &InitConfig) -> Value {
 /// taint and append each wanted taint that is not already present (same key and effect, as
 /// core/v1 Taint.MatchTaint). The result is a merge patch; `spec` is omitted when nothing
 /// needs adding.
-pub fn control_plane_patch_for_node(cfg: &InitConfig, node: &Value) -> Value {
+pub(crate) fn control_plane_patch_for_node(cfg: &InitConfig, node: &Value) -> Value {
     let existing: Vec<Value> = node["spec"]["taints"].as_array().cloned().unwrap_or_default();
     let mut taints = existing.clone();
     for t in control_plane_taints(cfg) {

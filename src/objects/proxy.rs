@@ -14,16 +14,16 @@ use crate::constants::KUBEPROXY_API_VERSION;
 
 pub const NAME: &str = "kube-proxy";
 /// ClusterRoleBinding to the built-in system:node-proxier.
-pub const NODE_PROXIER_BINDING: &str = "kubeadm:node-proxier";
+pub(crate) const NODE_PROXIER_BINDING: &str = "kubeadm:node-proxier";
 /// Where the DaemonSet mounts the ConfigMap, and the two keys in it.
-pub const CONFIG_DIR: &str = "/var/lib/kube-proxy";
-pub const CONFIG_KEY: &str = "config.conf";
-pub const KUBECONFIG_KEY: &str = "kubeconfig.conf";
+pub(crate) const CONFIG_DIR: &str = "/var/lib/kube-proxy";
+pub(crate) const CONFIG_KEY: &str = "config.conf";
+pub(crate) const KUBECONFIG_KEY: &str = "kubeconfig.conf";
 const SA_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
 
 /// The effective KubeProxyConfiguration: the user's document over the zero struct, with
 /// kubeadm's defaults (componentconfigs/kubeproxy.go Default), each set only where empty.
-pub fn kube_proxy_configuration(cfg: &InitConfig) -> Mapping {
+pub(crate) fn kube_proxy_configuration(cfg: &InitConfig) -> Mapping {
     let mut m = super::proxy_zero::with_zero_values(cfg.kube_proxy.clone().unwrap_or_default());
     m.insert("apiVersion".into(), KUBEPROXY_API_VERSION.into());
     m.insert("kind".into(), "KubeProxyConfiguration".into());
@@ -69,7 +69,7 @@ pub fn in_cluster_kubeconfig(server: &str) -> String {
 /// The `kube-proxy` ConfigMap. Both values lose their trailing newline, as kubeadm's `|-`
 /// template does. Signed (component-config hash) only when the user gave no
 /// KubeProxyConfiguration, as kubeadm does.
-pub fn kube_proxy_config_map(cfg: &InitConfig) -> Result<Value, RenderError> {
+pub(crate) fn kube_proxy_config_map(cfg: &InitConfig) -> Result<Value, RenderError> {
     let conf = mapping_yaml(&kube_proxy_configuration(cfg))?;
     let kubeconfig = in_cluster_kubeconfig(&cfg.endpoint.url());
     let mut cm = config_map(
@@ -144,7 +144,7 @@ pub fn kube_proxy_objects(cfg: &InitConfig) -> Result<Vec<Value>, RenderError> {
 }
 
 /// [`kube_proxy_objects`] with the host's proxy environment for the DaemonSet.
-pub fn kube_proxy_objects_with_env(
+pub(crate) fn kube_proxy_objects_with_env(
     cfg: &InitConfig,
     proxy_env: &[(String, String)],
 ) -> Result<Vec<Value>, RenderError> {

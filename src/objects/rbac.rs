@@ -10,15 +10,15 @@ use crate::constants::{CLUSTER_ADMINS_GROUP, NODES_GROUP};
 const RBAC_V1: &str = "rbac.authorization.k8s.io/v1";
 
 /// Names of the objects below, for phases that log or check them.
-pub const GET_NODES: &str = "kubeadm:get-nodes";
-pub const KUBELET_BOOTSTRAP: &str = "kubeadm:kubelet-bootstrap";
-pub const NODE_AUTOAPPROVE_BOOTSTRAP: &str = "kubeadm:node-autoapprove-bootstrap";
-pub const NODE_AUTOAPPROVE_ROTATION: &str = "kubeadm:node-autoapprove-certificate-rotation";
-pub const CLUSTER_INFO_ROLE: &str = "kubeadm:bootstrap-signer-clusterinfo";
-pub const NODES_KUBEADM_CONFIG: &str = "kubeadm:nodes-kubeadm-config";
-pub const KUBELET_CONFIG_ROLE: &str = "kubeadm:kubelet-config";
-pub const CLUSTER_ADMINS: &str = "kubeadm:cluster-admins";
-pub const APISERVER_KUBELET_CLIENT: &str = "kubeadm:apiserver-kubelet-client";
+pub(crate) const GET_NODES: &str = "kubeadm:get-nodes";
+pub(crate) const KUBELET_BOOTSTRAP: &str = "kubeadm:kubelet-bootstrap";
+pub(crate) const NODE_AUTOAPPROVE_BOOTSTRAP: &str = "kubeadm:node-autoapprove-bootstrap";
+pub(crate) const NODE_AUTOAPPROVE_ROTATION: &str = "kubeadm:node-autoapprove-certificate-rotation";
+pub(crate) const CLUSTER_INFO_ROLE: &str = "kubeadm:bootstrap-signer-clusterinfo";
+pub(crate) const NODES_KUBEADM_CONFIG: &str = "kubeadm:nodes-kubeadm-config";
+pub(crate) const KUBELET_CONFIG_ROLE: &str = "kubeadm:kubelet-config";
+pub(crate) const CLUSTER_ADMINS: &str = "kubeadm:cluster-admins";
+pub(crate) const APISERVER_KUBELET_CLIENT: &str = "kubeadm:apiserver-kubelet-client";
 /// The built-in role for full kubelet API access, and the apiserver-kubelet-client cert's CN.
 const KUBELET_API_ADMIN: &str = "system:kubelet-api-admin";
 const APISERVER_KUBELET_CLIENT_CN: &str = "kube-apiserver-kubelet-client";
@@ -109,7 +109,7 @@ pub fn upload_config_rbac() -> Vec<Value> {
 
 /// The upload-certs phase's RBAC: a joining control plane reads `kubeadm-certs` with its
 /// bootstrap token (kubeadm's `kubeadm:kubeadm-certs` Role and RoleBinding).
-pub fn kubeadm_certs_rbac() -> Vec<Value> {
+pub(crate) fn kubeadm_certs_rbac() -> Vec<Value> {
     let name = crate::pki::copycerts::RBAC_NAME;
     vec![
         role(name, KUBE_SYSTEM, json!([get_rule("secrets", &[crate::pki::copycerts::SECRET_NAME])])),

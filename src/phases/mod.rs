@@ -51,8 +51,8 @@ impl Stage {
 
 use Stage::{PostKubelet as Post, PreKubelet as Pre};
 
-pub type InitFn = fn(&InitContext) -> Result<()>;
-pub type JoinFn = fn(&JoinContext) -> Result<()>;
+pub(crate) type InitFn = fn(&InitContext) -> Result<()>;
+pub(crate) type JoinFn = fn(&JoinContext) -> Result<()>;
 
 /// `kubeadm init`'s phases, in kubeadm's order (kubelet-finalize is not ours: kubelet.conf
 /// already uses an embedded certificate).
@@ -85,7 +85,7 @@ pub const INIT_PHASES: &[Phase<InitFn>] = &[
 /// control-plane phases skip themselves on a worker join; the post-kubelet ones need the local
 /// etcd and API server the kubelet runs.
 #[rustfmt::skip]
-pub const JOIN_PHASES: &[Phase<JoinFn>] = &[
+pub(crate) const JOIN_PHASES: &[Phase<JoinFn>] = &[
     Phase { name: "preflight", stage: Pre, commit: true, about: "Check that this machine can become a node", run: crate::join::preflight },
     Phase { name: "discovery", stage: Pre, commit: true, about: "Find the cluster and trust its CA (token + CA pin, or a discovery file); write bootstrap-kubelet.conf", run: crate::join::discovery },
     Phase { name: "control-plane-prepare/download-certs", stage: Pre, commit: true, about: "Control plane: download the shared CAs and keys from the kubeadm-certs Secret (--certificate-key)", run: crate::join::control_plane::download_certs },
@@ -125,7 +125,7 @@ pub fn lookup<F>(list: &'static [Phase<F>], workflow: &str, name: &str) -> Resul
 }
 
 /// Like [`lookup`], but a parent name selects all its sub-phases.
-pub fn lookup_all<F>(list: &'static [Phase<F>], workflow: &str, name: &str) -> Result<Vec<&'static Phase<F>>> {
+pub(crate) fn lookup_all<F>(list: &'static [Phase<F>], workflow: &str, name: &str) -> Result<Vec<&'static Phase<F>>> {
     let found = select(list, name);
     if found.is_empty() { Err(unknown(list, workflow, name)) } else { Ok(found) }
 }
@@ -136,17 +136,17 @@ fn unknown<F>(list: &'static [Phase<F>], workflow: &str, name: &str) -> Error {
 }
 
 /// Checks `--skip-phases` names so a typo is an error rather than a phase that silently runs.
-pub fn check_skip<F>(list: &'static [Phase<F>], workflow: &str, skip: &[String]) -> Result<()> {
+pub(crate) fn check_skip<F>(list: &'static [Phase<F>], workflow: &str, skip: &[String]) -> Result<()> {
     skip.iter().try_for_each(|s| lookup_all(list, workflow, s).map(|_| ()))
 }
 
 /// Does `--skip-phases` name this phase (or its parent)?
-pub fn is_skipped(skip: &[String], name: &str) -> bool {
+pub(crate) fn is_skipped(skip: &[String], name: &str) -> bool {
     skip.iter().any(|s| name == s || name.strip_prefix(s.as_str()).is_some_and(|r| r.starts_with('/')))
 }
 
 /// Runs the init phases not in `skip`, in order.
-pub fn run_init(ctx: &InitContext, skip: &[String]) -> Result<()> {
+pub(crate) fn run_init(ctx: &InitContext, skip: &[String]) -> Result<()> {
     check_skip(INIT_PHASES, "init", skip)?;
     // Every key the run will make starts now, on every core, while the phases before and
     // between them run (RSA generation is most of init's time).
@@ -171,7 +171,7 @@ pub fn run_init_phase(ctx: &InitContext, p: &Phase<InitFn>) -> Result<()> {
     step(&ctx.node, p.name, true, || (p.run)(ctx))
 }
 
-pub fn run_join_phase(ctx: &JoinContext, p: &Phase<JoinFn>) -> Result<()> {
+pub(crate) fn run_join_phase(ctx: &JoinContext, p: &Phase<JoinFn>) -> Result<()> {
     step(&ctx.node, p.name, true, || (p.run)(ctx))
 }
 

@@ -10,13 +10,13 @@ use thiserror::Error;
 use crate::config::InitConfig;
 
 pub use crate::config::values::{BadCertificateKey, CERTIFICATE_KEY_SIZE, CertificateKey};
-pub const SECRET_NAME: &str = "kubeadm-certs";
+pub(crate) const SECRET_NAME: &str = "kubeadm-certs";
 /// The Role and RoleBinding that let bootstrap tokens read the Secret.
-pub const RBAC_NAME: &str = "kubeadm:kubeadm-certs";
+pub(crate) const RBAC_NAME: &str = "kubeadm:kubeadm-certs";
 /// The short-lived token whose expiry deletes the Secret (through its ownerReference).
-pub const PROXY_TOKEN_DESCRIPTION: &str = "Proxy for managing TTL for the kubeadm-certs secret";
+pub(crate) const PROXY_TOKEN_DESCRIPTION: &str = "Proxy for managing TTL for the kubeadm-certs secret";
 /// kubeadm's DefaultCertTokenDuration.
-pub const PROXY_TOKEN_TTL: &str = "2h0m0s";
+pub(crate) const PROXY_TOKEN_TTL: &str = "2h0m0s";
 
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum CopyCertsError {
@@ -54,7 +54,7 @@ impl CertificateKey {
     }
 
     /// Sealing with a given nonce, for interop vectors; production uses [`seal`](Self::seal).
-    pub fn seal_with_nonce(&self, nonce: [u8; NONCE_LEN], plain: &[u8]) -> Vec<u8> {
+    pub(crate) fn seal_with_nonce(&self, nonce: [u8; NONCE_LEN], plain: &[u8]) -> Vec<u8> {
         let mut out = plain.to_vec();
         // Invariant: sealing only fails for inputs beyond AES-GCM's 64 GiB limit.
         let tag = self
@@ -83,7 +83,7 @@ impl CertificateKey {
 
 /// One file that travels in the Secret: its host path and its data key.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Transfer {
+pub(crate) struct Transfer {
     pub path: String,
     pub key: String,
 }
@@ -91,11 +91,11 @@ pub struct Transfer {
 /// The files every control plane shares, relative to the certs dir.
 pub const SHARED: [&str; 6] = ["ca.crt", "ca.key", "front-proxy-ca.crt", "front-proxy-ca.key", "sa.pub", "sa.key"];
 /// Shared too with stacked etcd.
-pub const SHARED_LOCAL_ETCD: [&str; 2] = ["etcd/ca.crt", "etcd/ca.key"];
+pub(crate) const SHARED_LOCAL_ETCD: [&str; 2] = ["etcd/ca.crt", "etcd/ca.key"];
 
 /// kubeadm's `certsToTransfer`: the shared CAs and sa pair, the etcd CA for stacked etcd, or the
 /// external etcd client files. Data keys are the path relative to the certs dir with `/` → `-`.
-pub fn files_to_transfer(cfg: &InitConfig) -> Vec<Transfer> {
+pub(crate) fn files_to_transfer(cfg: &InitConfig) -> Vec<Transfer> {
     let dir = cfg.certs_dir();
     let rel = |r: &str| Transfer { path: format!("{dir}/{r}"), key: r.replace('/', "-") };
     let mut v: Vec<Transfer> = SHARED.iter().map(|r| rel(r)).collect();

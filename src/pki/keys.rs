@@ -129,7 +129,7 @@ impl KeyPool {
     /// The run will take at least `n` more keys: RSA primes start being found now, on every
     /// core. Reserving again raises the count to `n` if it is lower (phases that run alone
     /// reserve their own keys; a whole `init` reserves every phase's keys up front).
-    pub fn reserve(&self, n: usize) {
+    pub(crate) fn reserve(&self, n: usize) {
         let KeyAlgorithm::Rsa(bits) = self.alg else {
             return;
         };
@@ -250,7 +250,7 @@ pub fn spki(key: &KeyPair) -> Vec<u8> {
 }
 
 /// PEM "PUBLIC KEY" (PKIX), as kubeadm writes sa.pub.
-pub fn public_pem(key: &KeyPair) -> String {
+pub(crate) fn public_pem(key: &KeyPair) -> String {
     key.public_key_pem()
 }
 

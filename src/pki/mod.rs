@@ -35,19 +35,19 @@ pub fn ca_hash(pem: &[u8]) -> std::result::Result<String, check::CertProblem> {
 }
 
 /// Loads a certificate file; `None` if absent.
-pub fn load_cert(fs: &NodeFs, path: impl AsRef<str>) -> Result<Option<CertFile>> {
+pub(crate) fn load_cert(fs: &NodeFs, path: impl AsRef<str>) -> Result<Option<CertFile>> {
     let path = path.as_ref();
     fs.read(path)?.map(|b| CertFile::parse(&b).map_err(|m| m.at(path))).transpose()
 }
 
 /// Loads a private key file; `None` if absent.
-pub fn load_key(fs: &NodeFs, path: impl AsRef<str>) -> Result<Option<KeyPair>> {
+pub(crate) fn load_key(fs: &NodeFs, path: impl AsRef<str>) -> Result<Option<KeyPair>> {
     let path = path.as_ref();
     fs.read(path)?.map(|b| keys::parse_pem(&b).map_err(|m| m.at(path))).transpose()
 }
 
 /// Loads a CA pair that must exist (for phases after `certs`).
-pub fn load_ca(fs: &NodeFs, dir: &str, name: &str) -> Result<Ca> {
+pub(crate) fn load_ca(fs: &NodeFs, dir: &str, name: &str) -> Result<Ca> {
     let crt = paths::cert(dir, name);
     let cert = load_cert(fs, &crt)?.ok_or_else(|| PkiError::MissingCa { crt: crt.to_string() })?;
     let key = load_key(fs, paths::key(dir, name))?;
@@ -71,7 +71,7 @@ fn describe_sans(s: &SanList) -> String {
 }
 
 /// Does the cluster CA sit on disk without its key (kubeadm's "external CA" mode)?
-pub fn is_external_ca(fs: &NodeFs, cfg: &InitConfig) -> bool {
+pub(crate) fn is_external_ca(fs: &NodeFs, cfg: &InitConfig) -> bool {
     let dir = cfg.certs_dir();
     fs.exists(paths::cert(dir, "ca")) && !fs.exists(paths::key(dir, "ca"))
 }
@@ -81,7 +81,7 @@ fn wanted_certs(cfg: &InitConfig) -> Vec<&'static CertSpec> {
 }
 
 /// How many new keys the `certs` phase will make: certificates with neither file, plus sa.key.
-pub fn keys_needed(fs: &NodeFs, cfg: &InitConfig) -> usize {
+pub(crate) fn keys_needed(fs: &NodeFs, cfg: &InitConfig) -> usize {
     let dir = cfg.certs_dir();
     wanted_certs(cfg)
         .iter()
@@ -92,7 +92,7 @@ pub fn keys_needed(fs: &NodeFs, cfg: &InitConfig) -> usize {
 
 /// The `certs` phase: every certificate in the table plus sa.key/sa.pub; new keys come from
 /// `fresh` (see [`keys::KeyPool`]).
-pub fn ensure_certs(fs: &NodeFs, cfg: &InitConfig, start: OffsetDateTime, fresh: &keys::KeyPool) -> Result<()> {
+pub(crate) fn ensure_certs(fs: &NodeFs, cfg: &InitConfig, start: OffsetDateTime, fresh: &keys::KeyPool) -> Result<()> {
     let dir = cfg.certs_dir();
     let wanted = wanted_certs(cfg);
     fresh.reserve(keys_needed(fs, cfg));

@@ -10,7 +10,7 @@ use rsa::traits::PublicKeyParts;
 const PUBLIC_EXPONENT: u32 = 65537;
 
 /// An RSA key of `bits` (even, ≥ 1024) from two fresh primes.
-pub fn rsa_key<R: CryptoRng + ?Sized>(rng: &mut R, bits: usize) -> Result<RsaPrivateKey, rsa::Error> {
+pub(crate) fn rsa_key<R: CryptoRng + ?Sized>(rng: &mut R, bits: usize) -> Result<RsaPrivateKey, rsa::Error> {
     loop {
         let p = random_prime(rng, bits / 2);
         let q = random_prime(rng, bits / 2);
@@ -22,7 +22,7 @@ pub fn rsa_key<R: CryptoRng + ?Sized>(rng: &mut R, bits: usize) -> Result<RsaPri
 
 /// The key from primes `p` and `q`, or `None` when the pair cannot make one (equal primes, or a
 /// prime `p` with `p - 1` divisible by the exponent: draw two new ones).
-pub fn rsa_key_from(p: BoxedUint, q: BoxedUint, bits: usize) -> Result<Option<RsaPrivateKey>, rsa::Error> {
+pub(crate) fn rsa_key_from(p: BoxedUint, q: BoxedUint, bits: usize) -> Result<Option<RsaPrivateKey>, rsa::Error> {
     // from_p_q refuses p == q (InvalidPrime) and an exponent that divides p-1.
     match RsaPrivateKey::from_p_q(p, q, BoxedUint::from(PUBLIC_EXPONENT)) {
         Ok(key) => Ok((key.n().bits_vartime() as usize == bits).then_some(key)),

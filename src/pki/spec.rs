@@ -55,7 +55,7 @@ const fn cert(
 }
 
 /// In dependency order: every CA before the leaves it signs.
-pub const CERTS: &[CertSpec] = &[
+pub(crate) const CERTS: &[CertSpec] = &[
     cert("ca", None, Cn::Fixed("kubernetes"), &[], Usage::Ca, Sans::OwnName, false),
     cert("apiserver", Some("ca"), Cn::Fixed("kube-apiserver"), &[], Usage::Server, Sans::ApiServer, false),
     // No O since kubeadm 1.37 (and 1.36.1/1.35.5): the kubelet API access comes from the

@@ -48,7 +48,7 @@ impl Input {
     /// A control-plane join, before discovery: the cluster's configuration is not known yet, so
     /// stacked etcd in the default data dir and the default version are assumed (kubeadm reads
     /// them from the cluster first; the etcd-join phase checks the data dir again).
-    pub fn control_plane_join(
+    pub(crate) fn control_plane_join(
         root: &Path,
         node_name: String,
         cri_socket: String,

@@ -43,7 +43,7 @@ impl Role {
 
 /// What a failing check is, before `--ignore-preflight-errors`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Severity {
+pub(crate) enum Severity {
     Error,
     Warning,
 }
@@ -98,7 +98,7 @@ pub struct BindAddresses {
 }
 
 /// A check's probe: asks the machine, says what it found. Probes run concurrently.
-pub type ProbeFn<'a> = Box<dyn Fn(&dyn Host) -> Probe + Send + Sync + 'a>;
+pub(crate) type ProbeFn<'a> = Box<dyn Fn(&dyn Host) -> Probe + Send + Sync + 'a>;
 
 /// Probes run on this many threads: the slow ones wait on other programs (`kubelet --version`,
 /// the CRI, DNS), so a first boot need not wait for them one after another. The report keeps
@@ -107,7 +107,7 @@ const PROBE_THREADS: usize = 4;
 
 /// One check: kubeadm's name, what a failure is, the roles it applies to, what to do when it
 /// fails, and the probe.
-pub struct Check<'a> {
+pub(crate) struct Check<'a> {
     pub name: String,
     pub severity: Severity,
     pub roles: &'static [Role],
@@ -115,11 +115,11 @@ pub struct Check<'a> {
     pub probe: ProbeFn<'a>,
 }
 
-pub const BOTH: &[Role] = &[Role::ControlPlane, Role::Worker, Role::ControlPlaneJoin];
+pub(crate) const BOTH: &[Role] = &[Role::ControlPlane, Role::Worker, Role::ControlPlaneJoin];
 /// A node that will run the control-plane components (init, or a control-plane join).
-pub const CONTROL_PLANE: &[Role] = &[Role::ControlPlane, Role::ControlPlaneJoin];
+pub(crate) const CONTROL_PLANE: &[Role] = &[Role::ControlPlane, Role::ControlPlaneJoin];
 /// A node that joins (the kubelet's bootstrap files must be free).
-pub const JOINING: &[Role] = &[Role::Worker, Role::ControlPlaneJoin];
+pub(crate) const JOINING: &[Role] = &[Role::Worker, Role::ControlPlaneJoin];
 pub const WORKER: &[Role] = &[Role::Worker];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -238,7 +238,7 @@ pub fn names(input: &Input) -> Vec<String> {
 }
 
 /// kubeadm's name for a path-based check: `/` becomes `-`.
-pub fn path_name(prefix: &str, path: &str) -> String {
+pub(crate) fn path_name(prefix: &str, path: &str) -> String {
     format!("{prefix}-{}", path.replace('/', "-"))
 }
 

@@ -13,7 +13,7 @@ fn var(host: &dyn Host, upper: &str) -> Option<String> {
 }
 
 /// The proxy an HTTPS request to `target` would use, if any.
-pub fn proxy_for(host: &dyn Host, target: &str) -> Option<String> {
+pub(crate) fn proxy_for(host: &dyn Host, target: &str) -> Option<String> {
     let proxy = var(host, "HTTPS_PROXY")?;
     let no_proxy = var(host, "NO_PROXY").unwrap_or_default();
     let target_ip: Option<IpAddr> = target.parse().ok();

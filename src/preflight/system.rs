@@ -59,7 +59,7 @@ fn kernel_supported(release: &str) -> bool {
     (major.len() == 1 && major >= "6") || (major.len() > 1 && !major.starts_with('0'))
 }
 
-pub fn system_verification(h: &dyn Host) -> Probe {
+pub(crate) fn system_verification(h: &dyn Host) -> Probe {
     let release = h.kernel_release();
     let mut problems = Vec::new();
     let mut notes = vec![format!("kernel {release}")];

@@ -87,7 +87,7 @@ pub struct InitConfig {
 }
 
 impl InitConfig {
-    pub fn certs_dir(&self) -> &str {
+    pub(crate) fn certs_dir(&self) -> &str {
         &self.cluster.certificates_dir
     }
     pub fn external_etcd(&self) -> Option<&ExternalEtcd> {
