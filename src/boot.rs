@@ -17,7 +17,10 @@ use std::time::Duration;
 use log::info;
 
 use crate::clock::{Clock, SystemClock};
-use crate::config::userdata::{BootPlan, NodePlan, plan_detailed};
+use crate::config::InitConfig;
+use crate::config::types::JoinConfiguration;
+use crate::config::userdata::{BootPlan, NodePlan, Script, plan_detailed};
+use crate::datasource::Gathered;
 use crate::error::{Error, Result};
 use crate::fsutil::NodeFs;
 use crate::join::{JoinContext, JoinFlags};
@@ -89,48 +92,17 @@ fn stage(
     runner: &dyn script::Runner,
 ) -> Result<()> {
     let node = Node::new(fs, clock, Some(report));
-    let mut gathered = None;
-    // Resolved once per stage: the existing-cluster check and the init phases share it.
-    let mut resolved = None;
-    let BootPlan { node: node_plan, script: user_script } = match args.stage {
+    let (plan, gathered, resolved) = match args.stage {
         Stage::PreKubelet => {
-            report.phase("gather");
-            let g = crate::datasource::detect(&args.env, args.datasource_timeout, clock)?;
-            report.set(|s| s.datasource = g.source.clone());
-            for n in &g.notices {
-                info!("[gather] {n}");
-            }
-            let planned = plan_detailed(&g)?;
-            for n in &planned.notices {
-                log::warn!("[gather] {n}");
-            }
-            let mut p = BootPlan { node: planned.plan, script: planned.script };
-            if let NodePlan::Init { docs, join_existing, .. } = &p.node {
-                let cfg = crate::config::resolve_init("user-data", docs.clone(), &crate::host::facts())?;
-                let existing = join_existing.as_deref();
-                match existing::decide(fs, &cfg, existing, crate::timeouts::EXISTING_CLUSTER_PROBE)? {
-                    Some(join) => p.node = NodePlan::Join { join },
-                    None => resolved = Some(cfg),
-                }
-            }
-            let text = p.to_yaml().map_err(|e| Error::runtime(format!("rendering {PLAN_FILE}: {e}")))?;
-            fs.write(&PLAN_FILE, text.as_bytes())?;
-            fs.commit()?;
-            if let Some(s) = &p.script {
-                let mut progress = script::Progress::new(fs, args.stage.name())?;
-                script::commands(fs, &s.bootcmd, runner, &mut progress, report)?;
-                script::write_files(fs, &s.files, &mut progress, report)?;
-                script::commands(fs, &s.before, runner, &mut progress, report)?;
-                info!("[runcmd] {}: performed by kubestrap", s.kubeadm);
-            }
-            gathered = Some(g);
-            p
+            let pre = pre_kubelet_plan(fs, args, report, clock, runner)?;
+            (pre.plan, Some(pre.gathered), pre.resolved)
         }
         Stage::PostKubelet => {
             report.set(|s| s.datasource = format!("{PLAN_FILE} (gathered by the pre-kubelet stage)"));
-            read_plan(fs)?
+            (read_plan(fs)?, None, None)
         }
     };
+    let BootPlan { node: node_plan, script: user_script } = plan;
     match node_plan {
         NodePlan::Init { docs, upload_certs, join_existing } => {
             report.set(|s| s.role = "control-plane".into());
@@ -141,37 +113,102 @@ fn stage(
             if let Some(g) = &gathered {
                 existing::prepare_ca(fs, g, &cfg, join_existing.as_deref())?;
             }
-            let mut ctx = InitContext::new(cfg, node, Vec::new());
-            // The key came with the user-data: the console and journal need not show it again.
-            ctx.upload = phases::UploadCerts { enabled: upload_certs, certificate_key: None, skip_key_print: true };
-            phases::check_skip(INIT_PHASES, "init", &ctx.cfg.init.skip_phases)?;
-            let mut skip: Vec<String> = phases::outside(INIT_PHASES, args.stage).collect();
-            skip.extend(ctx.cfg.init.skip_phases.iter().cloned());
-            phases::run_init(&ctx, &skip)?;
+            init_stage(args.stage, cfg, node, upload_certs)?;
         }
-        NodePlan::Join { join } => {
-            let control_plane = join.control_plane.is_some();
-            report.set(|s| s.role = if control_plane { "control-plane" } else { "worker" }.into());
-            if args.stage == Stage::PreKubelet || control_plane {
-                let configured = join.timeouts.as_ref().and_then(|t| t.discovery.as_ref()).is_some();
-                let flags = JoinFlags {
-                    discovery_timeout: (!configured).then_some(crate::timeouts::BOOT_DISCOVERY),
-                    root: args.root.clone(),
-                    ..JoinFlags::default()
-                };
-                let ja = crate::join::resolve(&flags, &join)?;
-                phases::check_skip(JOIN_PHASES, "join", &join.skip_phases)?;
-                let mut skip: Vec<String> = phases::outside(JOIN_PHASES, args.stage).collect();
-                skip.extend(join.skip_phases.iter().cloned());
-                phases::run_join(&JoinContext::on(&ja, node), &skip)?;
-            } else if user_script.as_ref().is_none_or(|s| s.after.is_empty()) {
-                info!("[boot] worker: nothing to do after the kubelet starts");
-            }
-        }
+        NodePlan::Join { join } => join_stage(args, report, node, &join, user_script.as_ref())?,
     }
     if let (Stage::PostKubelet, Some(s)) = (args.stage, &user_script) {
         let mut progress = script::Progress::new(fs, args.stage.name())?;
         script::commands(fs, &s.after, runner, &mut progress, report)?;
+    }
+    Ok(())
+}
+
+/// What the pre-kubelet stage gathered and decided, for the phases that follow.
+struct PreKubelet {
+    plan: BootPlan,
+    gathered: Gathered,
+    // Resolved once per stage: the existing-cluster check and the init phases share it.
+    resolved: Option<InitConfig>,
+}
+
+/// Gathers the user-data, turns an init into a join when a cluster already answers, writes the
+/// plan for the post-kubelet stage and runs the user-data's steps before the kubeadm line.
+fn pre_kubelet_plan(
+    fs: &NodeFs,
+    args: &BootArgs,
+    report: &Reporter,
+    clock: &dyn Clock,
+    runner: &dyn script::Runner,
+) -> Result<PreKubelet> {
+    report.phase("gather");
+    let g = crate::datasource::detect(&args.env, args.datasource_timeout, clock)?;
+    report.set(|s| s.datasource = g.source.clone());
+    for n in &g.notices {
+        info!("[gather] {n}");
+    }
+    let planned = plan_detailed(&g)?;
+    for n in &planned.notices {
+        log::warn!("[gather] {n}");
+    }
+    let mut p = BootPlan { node: planned.plan, script: planned.script };
+    let mut resolved = None;
+    if let NodePlan::Init { docs, join_existing, .. } = &p.node {
+        let cfg = crate::config::resolve_init("user-data", docs.clone(), &crate::host::facts())?;
+        let existing = join_existing.as_deref();
+        match existing::decide(fs, &cfg, existing, crate::timeouts::EXISTING_CLUSTER_PROBE)? {
+            Some(join) => p.node = NodePlan::Join { join },
+            None => resolved = Some(cfg),
+        }
+    }
+    let text = p.to_yaml().map_err(|e| Error::runtime(format!("rendering {PLAN_FILE}: {e}")))?;
+    fs.write(&PLAN_FILE, text.as_bytes())?;
+    fs.commit()?;
+    if let Some(s) = &p.script {
+        let mut progress = script::Progress::new(fs, args.stage.name())?;
+        script::commands(fs, &s.bootcmd, runner, &mut progress, report)?;
+        script::write_files(fs, &s.files, &mut progress, report)?;
+        script::commands(fs, &s.before, runner, &mut progress, report)?;
+        info!("[runcmd] {}: performed by kubestrap", s.kubeadm);
+    }
+    Ok(PreKubelet { plan: p, gathered: g, resolved })
+}
+
+/// The init phases of this stage.
+fn init_stage(stage: Stage, cfg: InitConfig, node: Node<'_>, upload_certs: bool) -> Result<()> {
+    let mut ctx = InitContext::new(cfg, node, Vec::new());
+    // The key came with the user-data: the console and journal need not show it again.
+    ctx.upload = phases::UploadCerts { enabled: upload_certs, certificate_key: None, skip_key_print: true };
+    phases::check_skip(INIT_PHASES, "init", &ctx.cfg.init.skip_phases)?;
+    let mut skip: Vec<String> = phases::outside(INIT_PHASES, stage).collect();
+    skip.extend(ctx.cfg.init.skip_phases.iter().cloned());
+    phases::run_init(&ctx, &skip)
+}
+
+/// The join phases of this stage: all of a worker's run before the kubelet starts.
+fn join_stage(
+    args: &BootArgs,
+    report: &Reporter,
+    node: Node<'_>,
+    join: &JoinConfiguration,
+    user_script: Option<&Script>,
+) -> Result<()> {
+    let control_plane = join.control_plane.is_some();
+    report.set(|s| s.role = if control_plane { "control-plane" } else { "worker" }.into());
+    if args.stage == Stage::PreKubelet || control_plane {
+        let configured = join.timeouts.as_ref().and_then(|t| t.discovery.as_ref()).is_some();
+        let flags = JoinFlags {
+            discovery_timeout: (!configured).then_some(crate::timeouts::BOOT_DISCOVERY),
+            root: args.root.clone(),
+            ..JoinFlags::default()
+        };
+        let ja = crate::join::resolve(&flags, join)?;
+        phases::check_skip(JOIN_PHASES, "join", &join.skip_phases)?;
+        let mut skip: Vec<String> = phases::outside(JOIN_PHASES, args.stage).collect();
+        skip.extend(join.skip_phases.iter().cloned());
+        phases::run_join(&JoinContext::on(&ja, node), &skip)?;
+    } else if user_script.is_none_or(|s| s.after.is_empty()) {
+        info!("[boot] worker: nothing to do after the kubelet starts");
     }
     Ok(())
 }

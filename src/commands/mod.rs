@@ -22,51 +22,8 @@ use crate::phases::{self, INIT_PHASES, InitContext, JOIN_PHASES};
 pub fn run(cli: cli::Cli) -> Result<()> {
     match cli.command {
         Command::Init(i) => match i.phase {
-            Some(InitSub::Phase(p)) => {
-                // kubeadm spells a sub-phase as a second word; a parent runs all its sub-phases.
-                let name = match &p.sub {
-                    Some(sub) => format!("{}/{sub}", p.name),
-                    None => p.name.clone(),
-                };
-                let selected = phases::lookup_all(INIT_PHASES, "init", &name)?;
-                let run = InitRun {
-                    config: p.config.as_deref(),
-                    flags: InitFlags::default(),
-                    root: &p.root,
-                    dry_run: p.dry_run,
-                    ignore_preflight: cli::split_all(&p.ignore_preflight_errors),
-                    upload: phases::UploadCerts {
-                        enabled: p.upload_certs,
-                        certificate_key: p.certificate_key,
-                        skip_key_print: p.skip_certificate_key_print,
-                    },
-                };
-                init(run, |ctx| selected.iter().try_for_each(|phase| phases::run_init_phase(ctx, phase)))
-            }
-            None => {
-                let mut skip = cli::split_all(&i.skip_phases);
-                phases::check_skip(INIT_PHASES, "init", &skip)?;
-                if i.on_disk_only {
-                    skip.extend(phases::outside(INIT_PHASES, phases::Stage::PreKubelet));
-                }
-                let upload = phases::UploadCerts {
-                    enabled: i.upload_certs,
-                    certificate_key: i.certificate_key.clone(),
-                    skip_key_print: i.skip_certificate_key_print,
-                };
-                let run = InitRun {
-                    config: i.config.as_deref(),
-                    flags: InitFlags::from_cli(&i),
-                    root: &i.root,
-                    dry_run: i.dry_run,
-                    ignore_preflight: cli::split_all(&i.ignore_preflight_errors),
-                    upload,
-                };
-                init(run, |ctx| {
-                    skip.extend(ctx.cfg.init.skip_phases.iter().cloned());
-                    phases::run_init(ctx, &skip)
-                })
-            }
+            Some(InitSub::Phase(p)) => init_phase(p),
+            None => init_all(&i),
         },
         Command::Preflight(p) => preflight(p),
         Command::Boot(b) => boot(b),
@@ -74,38 +31,95 @@ pub fn run(cli: cli::Cli) -> Result<()> {
         Command::Join(j) => join::run(j),
         Command::Token(t) => token::run(t),
         Command::Config(c) => config_command::run(c),
-        Command::Phases(_) => {
-            let mut out = std::io::stdout().lock();
-            for p in INIT_PHASES {
-                writeln!(out, "init  {:<19} {}", p.name, p.about).ctx("writing to stdout")?;
-            }
-            for p in JOIN_PHASES {
-                writeln!(out, "join  {:<19} {}", p.name, p.about).ctx("writing to stdout")?;
-            }
-            Ok(())
-        }
-        Command::Certs(c) => match c.command {
-            cli::CertsCommand::CertificateKey(_) => {
-                println!("{}", crate::pki::copycerts::CertificateKey::generate()?.to_hex());
-                Ok(())
-            }
-            cli::CertsCommand::CaHash(h) => {
-                let path = match h.file {
-                    Some(f) => f,
-                    None => NodeFs::new(&h.root).real(&crate::paths::default_ca_cert()),
-                };
-                let pem = std::fs::read(&path).map_err(|e| Error::usage(format!("reading {}: {e}", path.display())))?;
-                let hash = crate::pki::ca_hash(&pem).map_err(|m| Error::state(format!("{} {m}", path.display())))?;
-                println!("{hash}");
-                Ok(())
-            }
-        },
+        Command::Phases(_) => list_phases(),
+        Command::Certs(c) => certs(c),
         Command::Version(_) => {
             println!(
                 "kubestrap {} (Kubernetes {} by default)",
                 env!("CARGO_PKG_VERSION"),
                 crate::constants::DEFAULT_KUBERNETES_VERSION
             );
+            Ok(())
+        }
+    }
+}
+
+/// `init phase NAME [SUB]`.
+fn init_phase(p: cli::InitPhase) -> Result<()> {
+    // kubeadm spells a sub-phase as a second word; a parent runs all its sub-phases.
+    let name = match &p.sub {
+        Some(sub) => format!("{}/{sub}", p.name),
+        None => p.name.clone(),
+    };
+    let selected = phases::lookup_all(INIT_PHASES, "init", &name)?;
+    let run = InitRun {
+        config: p.config.as_deref(),
+        flags: InitFlags::default(),
+        root: &p.root,
+        dry_run: p.dry_run,
+        ignore_preflight: cli::split_all(&p.ignore_preflight_errors),
+        upload: phases::UploadCerts {
+            enabled: p.upload_certs,
+            certificate_key: p.certificate_key,
+            skip_key_print: p.skip_certificate_key_print,
+        },
+    };
+    init(run, |ctx| selected.iter().try_for_each(|phase| phases::run_init_phase(ctx, phase)))
+}
+
+/// `init`: every phase not skipped.
+fn init_all(i: &cli::Init) -> Result<()> {
+    let mut skip = cli::split_all(&i.skip_phases);
+    phases::check_skip(INIT_PHASES, "init", &skip)?;
+    if i.on_disk_only {
+        skip.extend(phases::outside(INIT_PHASES, phases::Stage::PreKubelet));
+    }
+    let upload = phases::UploadCerts {
+        enabled: i.upload_certs,
+        certificate_key: i.certificate_key.clone(),
+        skip_key_print: i.skip_certificate_key_print,
+    };
+    let run = InitRun {
+        config: i.config.as_deref(),
+        flags: InitFlags::from_cli(i),
+        root: &i.root,
+        dry_run: i.dry_run,
+        ignore_preflight: cli::split_all(&i.ignore_preflight_errors),
+        upload,
+    };
+    init(run, |ctx| {
+        skip.extend(ctx.cfg.init.skip_phases.iter().cloned());
+        phases::run_init(ctx, &skip)
+    })
+}
+
+/// `phases`: both tables, one phase a line.
+fn list_phases() -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    for p in INIT_PHASES {
+        writeln!(out, "init  {:<19} {}", p.name, p.about).ctx("writing to stdout")?;
+    }
+    for p in JOIN_PHASES {
+        writeln!(out, "join  {:<19} {}", p.name, p.about).ctx("writing to stdout")?;
+    }
+    Ok(())
+}
+
+/// `certs certificate-key` and `certs ca-hash`.
+fn certs(c: cli::Certs) -> Result<()> {
+    match c.command {
+        cli::CertsCommand::CertificateKey(_) => {
+            println!("{}", crate::pki::copycerts::CertificateKey::generate()?.to_hex());
+            Ok(())
+        }
+        cli::CertsCommand::CaHash(h) => {
+            let path = match h.file {
+                Some(f) => f,
+                None => NodeFs::new(&h.root).real(&crate::paths::default_ca_cert()),
+            };
+            let pem = std::fs::read(&path).map_err(|e| Error::usage(format!("reading {}: {e}", path.display())))?;
+            let hash = crate::pki::ca_hash(&pem).map_err(|m| Error::state(format!("{} {m}", path.display())))?;
+            println!("{hash}");
             Ok(())
         }
     }

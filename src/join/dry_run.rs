@@ -17,6 +17,7 @@ use log::info;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use self::objects::requests;
 use super::{Discovery, JoinArgs, JoinContext};
 use crate::clock::FakeClock;
 use crate::config::InitConfig;
@@ -24,7 +25,7 @@ use crate::constants::{ETCD_CLIENT_PORT, ETCD_PEER_PORT};
 use crate::discovery::{CLUSTER_INFO, CaPin};
 use crate::error::{Error, Result};
 use crate::etcd::{ADVERTISE_CLIENT_URLS_ANNOTATION, ETCD_PODS, HEALTHCHECK_CLIENT};
-use crate::fsutil::NodeFs;
+use crate::fsutil::{NodeFs, PlannedFile};
 use crate::kube::{Exchange, Recorder, StandIn};
 use crate::node::Node;
 use crate::paths::{self, DEFAULT_CERTS_DIR, ETCD_DATA_DIR};
@@ -49,18 +50,7 @@ pub fn run(
     );
     let has = |name: &str| selected.contains(&name);
     let discovery = args.discovery.as_ref().filter(|_| has("discovery")).map(describe);
-    // The stand-in's own certs phase would log as if it were this node's.
-    let level = log::max_level();
-    log::set_max_level(log::LevelFilter::Warn.min(level));
-    let cluster = Cluster::new(&args);
-    log::set_max_level(level);
-    let cluster = cluster?;
-    let recorder = cluster.recorder(&args)?;
-    if let Some(Discovery::Token { pins, .. }) = &mut args.discovery
-        && !pins.is_empty()
-    {
-        *pins = vec![cluster.ca_pin()?];
-    }
+    let (cluster, recorder) = stand_in(&mut args)?;
     let clock = FakeClock::new();
     let mut ctx = JoinContext::on(&args, Node::new(fs, &clock, None));
     ctx.dry_run_api = Some(recorder.clone());
@@ -77,38 +67,9 @@ pub fn run(
         run_phase(&ctx, name)?;
         slices.push((name, start, fs.dry_run_log().len()));
     }
-    let log = fs.dry_run_log();
-    let mut local = HashSet::new();
-    let mut from_cluster = Vec::new();
-    for (phase, start, end) in slices {
-        for (path, mode) in &log[start..end] {
-            if phase == "preflight" {
-                local.insert(path.clone());
-            } else {
-                from_cluster.extend(describe_file(&args, phase, path, mode));
-            }
-        }
-    }
-    let files: Vec<_> = fs.planned().into_iter().filter(|f| local.contains(&f.path)).collect();
+    let (files, from_cluster) = split_files(&args, fs, slices);
     let exchanges = recorder.exchanges();
-    let control_plane = args.control_plane.as_ref().map(|cp| {
-        let address = cp.advertise_address.parse().ok().or_else(|| crate::host::facts().default_address);
-        let bind_port = cp.bind_port.and_then(|p| u16::try_from(p).ok()).unwrap_or(6443);
-        let mut waits = Vec::new();
-        if has("wait-control-plane") {
-            let api = std::net::SocketAddr::new(address.unwrap_or(std::net::IpAddr::from([0, 0, 0, 0])), bind_port);
-            let secs = |d: std::time::Duration| format!("{}s", d.as_secs());
-            waits.push(json!({"component": "kubelet", "url": "http://<healthzBindAddress>:<healthzPort>/healthz of the cluster's kubelet-config (127.0.0.1:10248 by default)", "timeout": secs(args.kubelet_health_timeout)}));
-            waits.push(json!({"component": "kube-apiserver", "url": format!("https://{api}/livez"), "timeout": secs(args.control_plane_health_timeout)}));
-        }
-        json!({
-            "advertiseAddress": address.map(|a| a.to_string()),
-            "bindPort": bind_port,
-            "assumes": ASSUMES,
-            "etcdCalls": etcd_calls(&exchanges, address),
-            "waits": waits,
-        })
-    });
+    let control_plane = control_plane_plan(&args, has("wait-control-plane"), &exchanges);
     Ok(json!({
         "dryRun": true,
         "root": fs.root().display().to_string(),
@@ -119,6 +80,69 @@ pub fn run(
         "objects": requests(&exchanges),
         "controlPlane": control_plane,
     }))
+}
+
+/// The stand-in cluster and the recorder that answers as it; a token discovery's pins become the
+/// stand-in's CA.
+fn stand_in(args: &mut JoinArgs) -> Result<(Cluster, Recorder)> {
+    // The stand-in's own certs phase would log as if it were this node's.
+    let level = log::max_level();
+    log::set_max_level(log::LevelFilter::Warn.min(level));
+    let cluster = Cluster::new(args);
+    log::set_max_level(level);
+    let cluster = cluster?;
+    let recorder = cluster.recorder(args)?;
+    if let Some(Discovery::Token { pins, .. }) = &mut args.discovery
+        && !pins.is_empty()
+    {
+        *pins = vec![cluster.ca_pin()?];
+    }
+    Ok((cluster, recorder))
+}
+
+/// The files the phases wrote, from each phase's `(name, start, end)` slice of the dry-run log:
+/// preflight's are this node's own (planned in full), the rest come from the cluster.
+fn split_files(
+    args: &JoinArgs,
+    fs: &NodeFs,
+    slices: Vec<(&str, usize, usize)>,
+) -> (Vec<PlannedFile>, Vec<FromCluster>) {
+    let log = fs.dry_run_log();
+    let mut local = HashSet::new();
+    let mut from_cluster = Vec::new();
+    for (phase, start, end) in slices {
+        for (path, mode) in &log[start..end] {
+            if phase == "preflight" {
+                local.insert(path.clone());
+            } else {
+                from_cluster.extend(describe_file(args, phase, path, mode));
+            }
+        }
+    }
+    let files: Vec<_> = fs.planned().into_iter().filter(|f| local.contains(&f.path)).collect();
+    (files, from_cluster)
+}
+
+/// A control-plane join's part of the plan: its address, etcd-join's calls and the waits.
+fn control_plane_plan(args: &JoinArgs, waits_run: bool, exchanges: &[Exchange]) -> Option<Value> {
+    args.control_plane.as_ref().map(|cp| {
+        let address = cp.advertise_address.parse().ok().or_else(|| crate::host::facts().default_address);
+        let bind_port = cp.bind_port.and_then(|p| u16::try_from(p).ok()).unwrap_or(6443);
+        let mut waits = Vec::new();
+        if waits_run {
+            let api = std::net::SocketAddr::new(address.unwrap_or(std::net::IpAddr::from([0, 0, 0, 0])), bind_port);
+            let secs = |d: std::time::Duration| format!("{}s", d.as_secs());
+            waits.push(json!({"component": "kubelet", "url": "http://<healthzBindAddress>:<healthzPort>/healthz of the cluster's kubelet-config (127.0.0.1:10248 by default)", "timeout": secs(args.kubelet_health_timeout)}));
+            waits.push(json!({"component": "kube-apiserver", "url": format!("https://{api}/livez"), "timeout": secs(args.control_plane_health_timeout)}));
+        }
+        json!({
+            "advertiseAddress": address.map(|a| a.to_string()),
+            "bindPort": bind_port,
+            "assumes": ASSUMES,
+            "etcdCalls": etcd_calls(exchanges, address),
+            "waits": waits,
+        })
+    })
 }
 
 /// Discovery as the plan shows it: never the token secret.
@@ -353,126 +377,6 @@ fn describe_file(args: &JoinArgs, phase: &str, path: &str, mode: &str) -> Option
     Some(FromCluster { path: shown, mode: mode.to_string(), content })
 }
 
-/// A request join sends.
-#[derive(Debug, Serialize)]
-struct Request {
-    verb: &'static str,
-    kind: String,
-    #[serde(skip_serializing_if = "String::is_empty")]
-    namespace: String,
-    name: String,
-    path: String,
-    /// Who sends it: anonymous (discovery), the bootstrap token (TLS bootstrap) or admin.conf.
-    #[serde(rename = "as")]
-    identity: &'static str,
-    #[serde(skip_serializing_if = "Value::is_null")]
-    object: Value,
-}
-
-fn identity(who: &str) -> &'static str {
-    if who.starts_with("bootstrap token") {
-        "bootstrap token"
-    } else if who.starts_with("client certificate") {
-        "admin.conf"
-    } else {
-        "anonymous"
-    }
-}
-
-/// The API requests in order: each read once (a re-read, or a read of what this run created,
-/// adds nothing), every change the cluster accepts (a create of what exists changes nothing),
-/// every watch.
-fn requests(exchanges: &[Exchange]) -> Vec<Request> {
-    let mut created = HashSet::new();
-    let mut read = HashSet::new();
-    let mut out = Vec::new();
-    let meta = |v: &Value, field: &str| v["metadata"][field].as_str().unwrap_or_default().to_string();
-    for e in exchanges.iter().filter(|e| e.path.starts_with("/api/") || e.path.starts_with("/apis/")) {
-        let identity = identity(&e.who);
-        let (own, query) = e.path.split_once('?').unwrap_or((&e.path, ""));
-        let change = !matches!(e.method, "GET" | "WATCH");
-        if change && !(200..300).contains(&e.status) {
-            continue;
-        }
-        let r = match e.method {
-            "GET" => {
-                if created.contains(own) || !read.insert((e.path.clone(), identity)) {
-                    continue;
-                }
-                match e.answer["kind"].as_str().and_then(|k| k.strip_suffix("List")) {
-                    Some(kind) => Request {
-                        verb: "list",
-                        kind: kind.to_string(),
-                        namespace: namespace_of(own),
-                        name: String::new(),
-                        path: e.path.clone(),
-                        identity,
-                        object: Value::Null,
-                    },
-                    None => Request {
-                        verb: "get",
-                        kind: e.answer["kind"].as_str().unwrap_or_default().to_string(),
-                        namespace: meta(&e.answer, "namespace"),
-                        name: meta(&e.answer, "name"),
-                        path: e.path.clone(),
-                        identity,
-                        object: Value::Null,
-                    },
-                }
-            }
-            "POST" => {
-                if let Ok(p) = crate::kube::paths::object(&e.body) {
-                    created.insert(p);
-                }
-                Request {
-                    verb: "create",
-                    kind: e.body["kind"].as_str().unwrap_or_default().to_string(),
-                    namespace: meta(&e.body, "namespace"),
-                    name: meta(&e.body, "name"),
-                    path: e.path.clone(),
-                    identity,
-                    object: e.body.clone(),
-                }
-            }
-            "WATCH" => Request {
-                verb: "watch",
-                kind: e.answer["kind"].as_str().unwrap_or_default().to_string(),
-                namespace: meta(&e.answer, "namespace"),
-                name: query
-                    .split('&')
-                    .find_map(|q| q.strip_prefix("fieldSelector=metadata.name%3D"))
-                    .unwrap_or_default()
-                    .to_string(),
-                path: own.to_string(),
-                identity,
-                object: Value::Null,
-            },
-            method => Request {
-                verb: match method {
-                    "PUT" => "update",
-                    "PATCH" => "patch",
-                    _ => "delete",
-                },
-                kind: e.answer["kind"].as_str().unwrap_or_default().to_string(),
-                namespace: meta(&e.answer, "namespace"),
-                name: meta(&e.answer, "name"),
-                path: e.path.clone(),
-                identity,
-                object: e.body.clone(),
-            },
-        };
-        out.push(r);
-    }
-    out
-}
-
-/// `/api/v1/namespaces/<ns>/...` → ns.
-fn namespace_of(path: &str) -> String {
-    let mut parts = path.split('/');
-    parts.find(|p| *p == "namespaces");
-    parts.next().unwrap_or_default().to_string()
-}
-
 /// etcd-join's calls (JSON gateway, with the healthcheck client certificate), each at its first
 /// use.
 fn etcd_calls(exchanges: &[Exchange], address: Option<std::net::IpAddr>) -> Vec<Value> {
@@ -525,6 +429,8 @@ fn etcd_calls(exchanges: &[Exchange], address: Option<std::net::IpAddr>) -> Vec<
     }
     out
 }
+
+mod objects;
 
 #[cfg(test)]
 mod tests;

@@ -98,80 +98,95 @@ pub(crate) fn ensure_certs(fs: &NodeFs, cfg: &InitConfig, start: OffsetDateTime,
     fresh.reserve(keys_needed(fs, cfg));
     let mut cas: HashMap<&str, Ca> = HashMap::new();
     for spec in wanted {
-        let crt = paths::cert(dir, spec.name);
-        let key_file = paths::key(dir, spec.name);
-        let want = request(spec, cfg, start);
-        let existing_cert = load_cert(fs, &crt)?;
-        let existing_key = load_key(fs, &key_file)?;
-        let ca = spec.ca.and_then(|n| cas.get(n));
+        let slot = Slot {
+            spec,
+            crt: paths::cert(dir, spec.name),
+            key_file: paths::key(dir, spec.name),
+            want: request(spec, cfg, start),
+            ca: spec.ca.and_then(|n| cas.get(n)),
+        };
+        let existing_cert = load_cert(fs, &slot.crt)?;
+        let existing_key = load_key(fs, &slot.key_file)?;
         let made = match (existing_cert, existing_key) {
-            (Some(cert), key) => {
-                let spki = key.as_ref().map(keys::spki);
-                let expect = Expect {
-                    usage: spec.usage,
-                    sans: &want.sans,
-                    ca: ca.map(|c| &c.cert),
-                    key_spki: spki.as_deref(),
-                    now: start,
-                };
-                check::check(&cert, &expect).map_err(|problem| PkiError::Rejected {
-                    crt: crt.to_string(),
-                    key: key_file.to_string(),
-                    problem,
-                })?;
-                match (&key, spec.is_ca()) {
-                    (None, true) => info!(
-                        "[certs] Using existing {} certificate authority without its key (external CA mode)",
-                        spec.name
-                    ),
-                    (None, false) => {
-                        return Err(PkiError::MissingKey { crt: crt.to_string(), key: key_file.to_string() });
-                    }
-                    (Some(_), true) => {
-                        info!("[certs] Using existing {} certificate authority", spec.name)
-                    }
-                    (Some(_), false) => info!("[certs] Using existing {} certificate and key on disk", spec.name),
-                }
-                Ca { cert, key }
-            }
-            (None, key) => {
-                if let Some(ca) = ca
-                    && ca.key.is_none()
-                {
-                    return Err(PkiError::ExternalCaLeaf {
-                        crt: crt.to_string(),
-                        key: key_file.to_string(),
-                        ca: spec.ca.unwrap_or_default().to_string(),
-                    });
-                }
-                let key = match key {
-                    Some(k) => {
-                        info!("[certs] Reusing the existing key {key_file} (its certificate was never written)");
-                        k
-                    }
-                    None => fresh.take()?,
-                };
-                info!("[certs] Generating {:?} certificate and key", spec.name);
-                if matches!(spec.usage, Usage::Server | Usage::ServerAndClient) {
-                    info!("[certs] {} serving cert is signed for {}", spec.name, describe_sans(&want.sans));
-                }
-                let pem = match ca {
-                    None => issue::self_signed(&want, &key)?,
-                    Some(Ca { cert, key: Some(ca_key) }) => issue::signed(&want, &key, &cert.pem, ca_key)?,
-                    Some(Ca { key: None, .. }) => unreachable!("checked above"),
-                };
-                // Key first: a crash before the cert leaves a key we reuse, never a cert without its key.
-                fs.write(&key_file, keys::to_pem(&key).as_bytes())?;
-                fs.write(&crt, pem.as_bytes())?;
-                let cert = CertFile::parse(pem.as_bytes()).map_err(PkiError::Issued)?;
-                Ca { cert, key: Some(key) }
-            }
+            (Some(cert), key) => use_existing(&slot, cert, key, start)?,
+            (None, key) => issue_new(fs, &slot, key, fresh)?,
         };
         if spec.is_ca() {
             cas.insert(spec.name, made);
         }
     }
     ensure_sa(fs, dir, fresh)
+}
+
+/// One certificate of the table: where it lives, what it must say and the CA that signs it.
+struct Slot<'a> {
+    spec: &'static CertSpec,
+    crt: paths::File,
+    key_file: paths::File,
+    want: issue::Request,
+    ca: Option<&'a Ca>,
+}
+
+/// A certificate already on disk, checked against what the table wants; its key may be missing
+/// only for a CA (external CA mode).
+fn use_existing(slot: &Slot, cert: CertFile, key: Option<KeyPair>, start: OffsetDateTime) -> Result<Ca> {
+    let Slot { spec, crt, key_file, want, ca } = slot;
+    let spki = key.as_ref().map(keys::spki);
+    let expect =
+        Expect { usage: spec.usage, sans: &want.sans, ca: ca.map(|c| &c.cert), key_spki: spki.as_deref(), now: start };
+    check::check(&cert, &expect).map_err(|problem| PkiError::Rejected {
+        crt: crt.to_string(),
+        key: key_file.to_string(),
+        problem,
+    })?;
+    match (&key, spec.is_ca()) {
+        (None, true) => {
+            info!("[certs] Using existing {} certificate authority without its key (external CA mode)", spec.name)
+        }
+        (None, false) => {
+            return Err(PkiError::MissingKey { crt: crt.to_string(), key: key_file.to_string() });
+        }
+        (Some(_), true) => {
+            info!("[certs] Using existing {} certificate authority", spec.name)
+        }
+        (Some(_), false) => info!("[certs] Using existing {} certificate and key on disk", spec.name),
+    }
+    Ok(Ca { cert, key })
+}
+
+/// A certificate not on disk: issued with the key left by an earlier cut, or a fresh one.
+fn issue_new(fs: &NodeFs, slot: &Slot, key: Option<KeyPair>, fresh: &keys::KeyPool) -> Result<Ca> {
+    let Slot { spec, crt, key_file, want, ca } = slot;
+    if let Some(ca) = ca
+        && ca.key.is_none()
+    {
+        return Err(PkiError::ExternalCaLeaf {
+            crt: crt.to_string(),
+            key: key_file.to_string(),
+            ca: spec.ca.unwrap_or_default().to_string(),
+        });
+    }
+    let key = match key {
+        Some(k) => {
+            info!("[certs] Reusing the existing key {key_file} (its certificate was never written)");
+            k
+        }
+        None => fresh.take()?,
+    };
+    info!("[certs] Generating {:?} certificate and key", spec.name);
+    if matches!(spec.usage, Usage::Server | Usage::ServerAndClient) {
+        info!("[certs] {} serving cert is signed for {}", spec.name, describe_sans(&want.sans));
+    }
+    let pem = match ca {
+        None => issue::self_signed(want, &key)?,
+        Some(Ca { cert, key: Some(ca_key) }) => issue::signed(want, &key, &cert.pem, ca_key)?,
+        Some(Ca { key: None, .. }) => unreachable!("checked above"),
+    };
+    // Key first: a crash before the cert leaves a key we reuse, never a cert without its key.
+    fs.write(key_file, keys::to_pem(&key).as_bytes())?;
+    fs.write(crt, pem.as_bytes())?;
+    let cert = CertFile::parse(pem.as_bytes()).map_err(PkiError::Issued)?;
+    Ok(Ca { cert, key: Some(key) })
 }
 
 fn ensure_sa(fs: &NodeFs, dir: &str, fresh: &keys::KeyPool) -> Result<()> {
