@@ -62,26 +62,12 @@ fn parse(source: &str, text: &str, user_input: bool) -> Result<Documents, Config
     if text.len() > MAX_CONFIG_BYTES {
         return Err(ConfigError::file(source, format!("is {} bytes; the limit is {MAX_CONFIG_BYTES}", text.len())));
     }
-    let mut docs = Documents::default();
+    let mut d =
+        Decoder { source, text, user_input, docs: Documents::default(), moved_timeout: None, init_was_v1beta3: false };
     let mut seen: Vec<String> = Vec::new();
-    // v1beta3's apiServer.timeoutForControlPlane, bound for the InitConfiguration's timeouts.
-    let mut moved_timeout: Option<String> = None;
-    let mut init_was_v1beta3 = false;
     for (index, de) in serde_yaml::Deserializer::from_str(text).enumerate() {
         let label = format!("document {}", index + 1);
-        // Only apiVersion/kind here; the typed second pass reports everything else with its path.
-        let meta = Option::<TypeMeta>::deserialize(de).map_err(|e| {
-            let m = with_location(&e);
-            let m = if m.contains("expected struct TypeMeta") {
-                "is not a mapping with apiVersion and kind".into()
-            } else {
-                m
-            };
-            ConfigError::doc(source, &label, "", m)
-        })?;
-        let Some(meta) = meta else { continue };
-        let api_version = required_string(source, &label, "apiVersion", meta.api_version)?;
-        let kind = required_string(source, &label, "kind", meta.kind)?;
+        let Some((api_version, kind)) = type_meta(source, &label, de)? else { continue };
         let label = format!("{kind} ({label})");
         if seen.contains(&kind) {
             return Err(ConfigError::doc(
@@ -92,114 +78,176 @@ fn parse(source: &str, text: &str, user_input: bool) -> Result<Documents, Config
             ));
         }
         seen.push(kind.clone());
+        d.decode(index, &label, &api_version, &kind)?;
+    }
+    Ok(d.finish())
+}
+
+/// A document's apiVersion and kind, or `None` for an empty document.
+fn type_meta(
+    source: &str,
+    label: &str,
+    de: serde_yaml::Deserializer<'_>,
+) -> Result<Option<(String, String)>, ConfigError> {
+    // Only apiVersion/kind here; the typed second pass reports everything else with its path.
+    let meta = Option::<TypeMeta>::deserialize(de).map_err(|e| {
+        let m = with_location(&e);
+        let m =
+            if m.contains("expected struct TypeMeta") { "is not a mapping with apiVersion and kind".into() } else { m };
+        ConfigError::doc(source, label, "", m)
+    })?;
+    let Some(meta) = meta else { return Ok(None) };
+    let api_version = required_string(source, label, "apiVersion", meta.api_version)?;
+    let kind = required_string(source, label, "kind", meta.kind)?;
+    Ok(Some((api_version, kind)))
+}
+
+/// One pass over a file's documents: what it has decoded so far.
+struct Decoder<'a> {
+    source: &'a str,
+    text: &'a str,
+    user_input: bool,
+    docs: Documents,
+    /// v1beta3's apiServer.timeoutForControlPlane, bound for the InitConfiguration's timeouts.
+    moved_timeout: Option<String>,
+    init_was_v1beta3: bool,
+}
+
+impl Decoder<'_> {
+    fn typed<T: DeserializeOwned>(&self, label: &str, index: usize) -> Result<T, ConfigError> {
+        decode_typed(self.source, label, self.text, index)
+    }
+
+    fn check_cluster(&self, label: &str, cluster: &ClusterConfiguration) -> Result<(), ConfigError> {
+        if self.user_input {
+            super::features::check_cluster(self.source, label, cluster)?;
+        }
+        Ok(())
+    }
+
+    /// Decodes document `index` by its apiVersion and kind, or warns that it is ignored.
+    fn decode(&mut self, index: usize, label: &str, api_version: &str, kind: &str) -> Result<(), ConfigError> {
+        let source = self.source;
         let group = api_version.split('/').next().unwrap_or_default();
-        match (group, api_version.as_str(), kind.as_str()) {
-            ("kubeadm.k8s.io", KUBEADM_API_VERSION, "InitConfiguration") => {
-                docs.init = Some(decode_typed(source, &label, text, index)?);
-            }
-            ("kubeadm.k8s.io", KUBEADM_API_VERSION, "ClusterConfiguration") => {
-                let cluster = decode_typed(source, &label, text, index)?;
-                if user_input {
-                    super::features::check_cluster(source, &label, &cluster)?;
-                }
-                docs.cluster = Some(cluster);
-            }
-            ("kubeadm.k8s.io", KUBEADM_API_VERSION, "JoinConfiguration") => {
-                docs.join = Some(decode_typed(source, &label, text, index)?);
-            }
-            (
-                "kubeadm.k8s.io",
-                v1beta3::API_VERSION,
-                "InitConfiguration" | "ClusterConfiguration" | "JoinConfiguration",
-            ) => {
-                docs.warnings.push(format!(
-                    "{source}: {label}: {api_version} is removed: kubeadm 1.31-1.36 read it with a warning and \
-                     kubeadm 1.37 refuses it (\"Please use kubeadm v1.36 instead\"); kubestrap still converts it. \
-                     `kubestrap config migrate --old-config {source}` writes the v1beta4 equivalent"
-                ));
-                match kind.as_str() {
-                    "InitConfiguration" => {
-                        let old: v1beta3::InitConfiguration = decode_typed(source, &label, text, index)?;
-                        docs.init = Some(old.into_v1beta4());
-                        init_was_v1beta3 = true;
-                    }
-                    "ClusterConfiguration" => {
-                        let old: v1beta3::ClusterConfiguration = decode_typed(source, &label, text, index)?;
-                        let (cluster, timeout) = old.into_v1beta4();
-                        if user_input {
-                            super::features::check_cluster(source, &label, &cluster)?;
-                        }
-                        docs.cluster = Some(cluster);
-                        moved_timeout = timeout;
-                    }
-                    _ => {
-                        let old: v1beta3::JoinConfiguration = decode_typed(source, &label, text, index)?;
-                        docs.join = Some(old.into_v1beta4());
-                    }
-                }
-            }
-            ("kubeadm.k8s.io", v1beta3::API_VERSION, "ResetConfiguration") => {
-                docs.warnings.push(format!("{source}: {label}: ignored, kubestrap does not reset"));
-            }
-            ("kubeadm.k8s.io", KUBEADM_API_VERSION, "ResetConfiguration" | "UpgradeConfiguration") => {
-                docs.warnings.push(format!("{source}: {label}: ignored, kubestrap does not reset or upgrade"));
-            }
-            ("kubeadm.k8s.io", KUBEADM_API_VERSION, _) => {
-                return Err(ConfigError::doc(
-                    source,
-                    &label,
-                    "kind",
-                    format!("{kind:?} is not a kubeadm {KUBEADM_API_VERSION} kind"),
-                ));
-            }
-            ("kubeadm.k8s.io", v1beta3::API_VERSION, _) => {
-                return Err(ConfigError::doc(
-                    source,
-                    &label,
-                    "kind",
-                    format!("{kind:?} is not a kubeadm {api_version} kind"),
-                ));
-            }
-            ("kubeadm.k8s.io", _, _) => {
-                return Err(ConfigError::doc(source, &label, "apiVersion", old_api_advice(&api_version)));
-            }
+        match (group, api_version, kind) {
+            ("kubeadm.k8s.io", _, _) => self.decode_kubeadm(index, label, api_version, kind)?,
             ("kubelet.config.k8s.io", KUBELET_API_VERSION, "KubeletConfiguration") => {
-                docs.kubelet = Some(decode_typed(source, &label, text, index)?);
+                self.docs.kubelet = Some(self.typed(label, index)?);
             }
             ("kubeproxy.config.k8s.io", KUBEPROXY_API_VERSION, "KubeProxyConfiguration") => {
-                docs.kube_proxy = Some(decode_typed(source, &label, text, index)?);
+                self.docs.kube_proxy = Some(self.typed(label, index)?);
             }
             ("kubelet.config.k8s.io" | "kubeproxy.config.k8s.io", _, _) => {
                 return Err(ConfigError::doc(
                     source,
-                    &label,
+                    label,
                     "apiVersion",
                     format!(
                         "{api_version:?}/{kind} is not supported; use {KUBELET_API_VERSION} KubeletConfiguration or {KUBEPROXY_API_VERSION} KubeProxyConfiguration"
                     ),
                 ));
             }
-            _ => docs.warnings.push(format!(
+            _ => self.docs.warnings.push(format!(
                 "{source}: ignored configuration document with GroupVersionKind {api_version}, Kind={kind}"
             )),
         }
+        Ok(())
     }
-    if let Some(t) = moved_timeout {
-        // kubeadm's conversion fills the InitConfiguration it builds (given or defaulted).
-        let init = docs.init.get_or_insert_with(|| InitConfiguration {
-            api_version: KUBEADM_API_VERSION.into(),
-            kind: "InitConfiguration".into(),
-            ..Default::default()
-        });
-        let timeouts = init.timeouts.get_or_insert_with(Timeouts::default);
-        if init_was_v1beta3 || timeouts.control_plane_component_health_check.is_none() {
-            timeouts.control_plane_component_health_check = Some(t);
+
+    /// A document of the kubeadm.k8s.io group.
+    fn decode_kubeadm(&mut self, index: usize, label: &str, api_version: &str, kind: &str) -> Result<(), ConfigError> {
+        let source = self.source;
+        match (api_version, kind) {
+            (KUBEADM_API_VERSION, "InitConfiguration") => {
+                self.docs.init = Some(self.typed(label, index)?);
+            }
+            (KUBEADM_API_VERSION, "ClusterConfiguration") => {
+                let cluster = self.typed(label, index)?;
+                self.check_cluster(label, &cluster)?;
+                self.docs.cluster = Some(cluster);
+            }
+            (KUBEADM_API_VERSION, "JoinConfiguration") => {
+                self.docs.join = Some(self.typed(label, index)?);
+            }
+            (v1beta3::API_VERSION, "InitConfiguration" | "ClusterConfiguration" | "JoinConfiguration") => {
+                self.decode_v1beta3(index, label, api_version, kind)?;
+            }
+            (v1beta3::API_VERSION, "ResetConfiguration") => {
+                self.docs.warnings.push(format!("{source}: {label}: ignored, kubestrap does not reset"));
+            }
+            (KUBEADM_API_VERSION, "ResetConfiguration" | "UpgradeConfiguration") => {
+                self.docs.warnings.push(format!("{source}: {label}: ignored, kubestrap does not reset or upgrade"));
+            }
+            (KUBEADM_API_VERSION, _) => {
+                return Err(ConfigError::doc(
+                    source,
+                    label,
+                    "kind",
+                    format!("{kind:?} is not a kubeadm {KUBEADM_API_VERSION} kind"),
+                ));
+            }
+            (v1beta3::API_VERSION, _) => {
+                return Err(ConfigError::doc(
+                    source,
+                    label,
+                    "kind",
+                    format!("{kind:?} is not a kubeadm {api_version} kind"),
+                ));
+            }
+            _ => return Err(ConfigError::doc(source, label, "apiVersion", old_api_advice(api_version))),
         }
+        Ok(())
     }
-    if let Some(j) = &mut docs.join {
-        default_join(source, j, &mut docs.warnings);
+
+    /// A v1beta3 Init-, Cluster- or JoinConfiguration, converted to v1beta4 with a warning.
+    fn decode_v1beta3(&mut self, index: usize, label: &str, api_version: &str, kind: &str) -> Result<(), ConfigError> {
+        let source = self.source;
+        self.docs.warnings.push(format!(
+            "{source}: {label}: {api_version} is removed: kubeadm 1.31-1.36 read it with a warning and \
+             kubeadm 1.37 refuses it (\"Please use kubeadm v1.36 instead\"); kubestrap still converts it. \
+             `kubestrap config migrate --old-config {source}` writes the v1beta4 equivalent"
+        ));
+        match kind {
+            "InitConfiguration" => {
+                let old: v1beta3::InitConfiguration = self.typed(label, index)?;
+                self.docs.init = Some(old.into_v1beta4());
+                self.init_was_v1beta3 = true;
+            }
+            "ClusterConfiguration" => {
+                let old: v1beta3::ClusterConfiguration = self.typed(label, index)?;
+                let (cluster, timeout) = old.into_v1beta4();
+                self.check_cluster(label, &cluster)?;
+                self.docs.cluster = Some(cluster);
+                self.moved_timeout = timeout;
+            }
+            _ => {
+                let old: v1beta3::JoinConfiguration = self.typed(label, index)?;
+                self.docs.join = Some(old.into_v1beta4());
+            }
+        }
+        Ok(())
     }
-    Ok(docs)
+
+    /// The documents, with what applies across them: the moved v1beta3 timeout and the join defaults.
+    fn finish(mut self) -> Documents {
+        let docs = &mut self.docs;
+        if let Some(t) = self.moved_timeout {
+            // kubeadm's conversion fills the InitConfiguration it builds (given or defaulted).
+            let init = docs.init.get_or_insert_with(|| InitConfiguration {
+                api_version: KUBEADM_API_VERSION.into(),
+                kind: "InitConfiguration".into(),
+                ..Default::default()
+            });
+            let timeouts = init.timeouts.get_or_insert_with(Timeouts::default);
+            if self.init_was_v1beta3 || timeouts.control_plane_component_health_check.is_none() {
+                timeouts.control_plane_component_health_check = Some(t);
+            }
+        }
+        if let Some(j) = &mut docs.join {
+            default_join(self.source, j, &mut docs.warnings);
+        }
+        self.docs
+    }
 }
 
 impl Documents {

@@ -22,13 +22,63 @@ fn non_empty(s: &str) -> Option<String> {
 }
 
 pub fn resolve(f: &JoinFlags, jc: &JoinConfiguration) -> Result<JoinArgs> {
+    let discovery = discovery(f, jc)?;
+    let nr = &jc.node_registration;
+    let hostname = crate::host::hostname();
+    let node_name = f.node_name.clone().or(non_empty(&nr.name)).unwrap_or_else(|| hostname.clone());
+    if !is_dns1123_subdomain(&node_name) {
+        return Err(Error::usage(format!(
+            "node name {node_name:?} is not a valid RFC 1123 subdomain (lowercase a-z, 0-9, '-', '.')"
+        )));
+    }
+    let timeouts = jc.timeouts.clone().unwrap_or_default();
+    let discovery_timeout = match f.discovery_timeout {
+        Some(d) => d,
+        None => from_config("discovery", &timeouts.discovery, crate::timeouts::DISCOVERY)?,
+    };
+    let mut ignore = f.ignore_preflight_errors.clone();
+    ignore.extend(nr.ignore_preflight_errors.iter().cloned());
+    Ok(JoinArgs {
+        control_plane: control_plane(f, jc)?,
+        discovery,
+        node_name,
+        hostname,
+        cri_socket: f.cri_socket.clone().or(non_empty(&nr.cri_socket)).unwrap_or_else(|| DEFAULT_CRI_SOCKET.into()),
+        ca_cert_path: non_empty(&jc.ca_cert_path).unwrap_or_else(crate::paths::default_ca_cert),
+        kubelet_extra_args: nr.kubelet_extra_args.clone(),
+        taints: nr.taints.clone().unwrap_or_default(),
+        discovery_timeout,
+        tls_bootstrap_timeout: from_config("tlsBootstrap", &timeouts.tls_bootstrap, crate::timeouts::TLS_BOOTSTRAP)?,
+        kubelet_health_timeout: from_config(
+            "kubeletHealthCheck",
+            &timeouts.kubelet_health_check,
+            crate::timeouts::KUBELET_HEALTH_CHECK,
+        )?,
+        control_plane_health_timeout: from_config(
+            "controlPlaneComponentHealthCheck",
+            &timeouts.control_plane_component_health_check,
+            crate::timeouts::CONTROL_PLANE_COMPONENT_HEALTH_CHECK,
+        )?,
+        ignore_preflight: ignore,
+    })
+}
+
+/// JoinConfiguration timeouts.`field`, or `default` when it is not set.
+fn from_config(field: &str, v: &Option<String>, default: Duration) -> Result<Duration> {
+    v.as_deref().map_or(Ok(default), |s| {
+        parse_duration(s).map_err(|m| Error::config(format!("JoinConfiguration timeouts.{field}: {m}")))
+    })
+}
+
+/// File or token discovery (flags win over the JoinConfiguration), or `None` when nothing says how.
+fn discovery(f: &JoinFlags, jc: &JoinConfiguration) -> Result<Option<Discovery>> {
     let bt = jc.discovery.bootstrap_token.clone().unwrap_or_default();
     let tls_str = f.tls_bootstrap_token.clone().or(f.token.clone()).or(non_empty(&jc.discovery.tls_bootstrap_token));
     let tls_bootstrap_token = tls_str.as_deref().map(|t| token("--tls-bootstrap-token", t)).transpose()?;
     let file = f.discovery_file.clone().or(jc.discovery.file.as_ref().map(|f| f.kube_config_path.clone()));
     let token_given = f.token.is_some() || f.discovery_token.is_some() || !bt.token.is_empty();
     let endpoint = f.endpoint.clone().or(non_empty(&bt.api_server_endpoint));
-    let discovery = match file {
+    Ok(match file {
         Some(location) => Some(Discovery::File { location, tls_bootstrap_token }),
         // Nothing to discover with: fine for `join phase kubelet-start`, which reads what the
         // discovery phase left; the discovery phase itself says what is missing.
@@ -62,49 +112,6 @@ pub fn resolve(f: &JoinFlags, jc: &JoinConfiguration) -> Result<JoinArgs> {
                 tls_bootstrap_token,
             })
         }
-    };
-    let nr = &jc.node_registration;
-    let hostname = crate::host::hostname();
-    let node_name = f.node_name.clone().or(non_empty(&nr.name)).unwrap_or_else(|| hostname.clone());
-    if !is_dns1123_subdomain(&node_name) {
-        return Err(Error::usage(format!(
-            "node name {node_name:?} is not a valid RFC 1123 subdomain (lowercase a-z, 0-9, '-', '.')"
-        )));
-    }
-    let timeouts = jc.timeouts.clone().unwrap_or_default();
-    let from_config = |field: &str, v: &Option<String>, default: Duration| -> Result<Duration> {
-        v.as_deref().map_or(Ok(default), |s| {
-            parse_duration(s).map_err(|m| Error::config(format!("JoinConfiguration timeouts.{field}: {m}")))
-        })
-    };
-    let discovery_timeout = match f.discovery_timeout {
-        Some(d) => d,
-        None => from_config("discovery", &timeouts.discovery, crate::timeouts::DISCOVERY)?,
-    };
-    let mut ignore = f.ignore_preflight_errors.clone();
-    ignore.extend(nr.ignore_preflight_errors.iter().cloned());
-    Ok(JoinArgs {
-        control_plane: control_plane(f, jc)?,
-        discovery,
-        node_name,
-        hostname,
-        cri_socket: f.cri_socket.clone().or(non_empty(&nr.cri_socket)).unwrap_or_else(|| DEFAULT_CRI_SOCKET.into()),
-        ca_cert_path: non_empty(&jc.ca_cert_path).unwrap_or_else(crate::paths::default_ca_cert),
-        kubelet_extra_args: nr.kubelet_extra_args.clone(),
-        taints: nr.taints.clone().unwrap_or_default(),
-        discovery_timeout,
-        tls_bootstrap_timeout: from_config("tlsBootstrap", &timeouts.tls_bootstrap, crate::timeouts::TLS_BOOTSTRAP)?,
-        kubelet_health_timeout: from_config(
-            "kubeletHealthCheck",
-            &timeouts.kubelet_health_check,
-            crate::timeouts::KUBELET_HEALTH_CHECK,
-        )?,
-        control_plane_health_timeout: from_config(
-            "controlPlaneComponentHealthCheck",
-            &timeouts.control_plane_component_health_check,
-            crate::timeouts::CONTROL_PLANE_COMPONENT_HEALTH_CHECK,
-        )?,
-        ignore_preflight: ignore,
     })
 }
 

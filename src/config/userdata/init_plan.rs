@@ -15,7 +15,7 @@ pub(super) fn init_plan(
     mut docs: Documents,
     notices: &mut Vec<String>,
 ) -> Result<NodePlan, ConfigError> {
-    let PlanInput { src, sh, ov, g, .. } = inp;
+    let PlanInput { src, sh, g, .. } = inp;
     let mut init = docs.init.take().unwrap_or_else(|| InitConfiguration {
         api_version: KUBEADM_API_VERSION.into(),
         kind: "InitConfiguration".into(),
@@ -43,49 +43,9 @@ pub(super) fn init_plan(
         "localAPIEndpoint.advertiseAddress",
     )?;
     if let Some(c) = cluster.as_mut() {
-        set_field(src, "kubernetesVersion", &sh.kubernetes_version, &mut c.kubernetes_version, "kubernetesVersion")?;
-        set_field(
-            src,
-            "controlPlaneEndpoint",
-            &sh.control_plane_endpoint,
-            &mut c.control_plane_endpoint,
-            "controlPlaneEndpoint",
-        )?;
-        set_field(src, "podSubnet", &sh.pod_subnet, &mut c.networking.pod_subnet, "networking.podSubnet")?;
-        set_field(
-            src,
-            "serviceSubnet",
-            &sh.service_subnet,
-            &mut c.networking.service_subnet,
-            "networking.serviceSubnet",
-        )?;
-        for san in &sh.cert_sans {
-            if !c.api_server.cert_sans.contains(san) {
-                c.api_server.cert_sans.push(san.clone());
-            }
-        }
+        set_cluster_fields(inp, c)?;
     }
-    // The effective token (credential over user-data) becomes the first bootstrap token.
-    if let Some(t) = &ov.token {
-        let from_credential = g.credentials.contains_key(CRED_TOKEN);
-        match init.bootstrap_tokens.first_mut() {
-            None => init.bootstrap_tokens.push(BootstrapToken { token: t.clone(), ..Default::default() }),
-            Some(first) if first.token == *t => {}
-            Some(_) if !from_credential => {
-                return Err(ConfigError::doc(
-                    src,
-                    "kubestrap",
-                    "token",
-                    "disagrees with bootstrapTokens[0].token in kubestrap.kubeadm (values hidden); set it in one place"
-                        .into(),
-                ));
-            }
-            Some(first) => {
-                first.token = t.clone();
-                notices.push(format!("{}: replaces bootstrapTokens[0].token", ov.token_origin));
-            }
-        }
-    }
+    merge_token(inp, &mut init, notices)?;
     node_name(src, &mut init.node_registration.name, g, "InitConfiguration")?;
 
     // Built afresh so the plan holds only what init reads: no JoinConfiguration (the caller has
@@ -99,6 +59,52 @@ pub(super) fn init_plan(
         warnings: Vec::new(),
     };
     Ok(NodePlan::Init { docs, upload_certs: false, join_existing: None })
+}
+
+/// The shorthand's cluster keys, set in the ClusterConfiguration.
+fn set_cluster_fields(inp: PlanInput, c: &mut ClusterConfiguration) -> Result<(), ConfigError> {
+    let PlanInput { src, sh, .. } = inp;
+    set_field(src, "kubernetesVersion", &sh.kubernetes_version, &mut c.kubernetes_version, "kubernetesVersion")?;
+    set_field(
+        src,
+        "controlPlaneEndpoint",
+        &sh.control_plane_endpoint,
+        &mut c.control_plane_endpoint,
+        "controlPlaneEndpoint",
+    )?;
+    set_field(src, "podSubnet", &sh.pod_subnet, &mut c.networking.pod_subnet, "networking.podSubnet")?;
+    set_field(src, "serviceSubnet", &sh.service_subnet, &mut c.networking.service_subnet, "networking.serviceSubnet")?;
+    for san in &sh.cert_sans {
+        if !c.api_server.cert_sans.contains(san) {
+            c.api_server.cert_sans.push(san.clone());
+        }
+    }
+    Ok(())
+}
+
+/// The effective token (credential over user-data) becomes the first bootstrap token.
+fn merge_token(inp: PlanInput, init: &mut InitConfiguration, notices: &mut Vec<String>) -> Result<(), ConfigError> {
+    let PlanInput { src, ov, g, .. } = inp;
+    let Some(t) = &ov.token else { return Ok(()) };
+    let from_credential = g.credentials.contains_key(CRED_TOKEN);
+    match init.bootstrap_tokens.first_mut() {
+        None => init.bootstrap_tokens.push(BootstrapToken { token: t.clone(), ..Default::default() }),
+        Some(first) if first.token == *t => {}
+        Some(_) if !from_credential => {
+            return Err(ConfigError::doc(
+                src,
+                "kubestrap",
+                "token",
+                "disagrees with bootstrapTokens[0].token in kubestrap.kubeadm (values hidden); set it in one place"
+                    .into(),
+            ));
+        }
+        Some(first) => {
+            first.token = t.clone();
+            notices.push(format!("{}: replaces bootstrapTokens[0].token", ov.token_origin));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 use super::cloud_config::not_for;
 use super::overrides::{node_name, set_field};
 use super::{NodePlan, PlanInput};
-use crate::config::types::{BootstrapTokenDiscovery, JoinConfiguration};
+use crate::config::types::{BootstrapTokenDiscovery, Discovery, JoinConfiguration};
 use crate::config::values::{CertificateKey, TOKEN_FORMAT_HIDDEN, Token};
 use crate::config::{ConfigError, Documents};
 use crate::constants::KUBEADM_API_VERSION;
@@ -52,50 +52,7 @@ pub(super) fn join_configuration(
     let d = &mut join.discovery;
     let shorthand_discovery = sh.control_plane_endpoint.is_some() || !sh.ca_cert_hashes.is_empty();
     if d.file.is_none() && (d.bootstrap_token.is_some() || ov.token.is_some() || shorthand_discovery) {
-        let bt = d.bootstrap_token.get_or_insert_with(BootstrapTokenDiscovery::default);
-        set_field(
-            src,
-            "controlPlaneEndpoint",
-            &sh.control_plane_endpoint,
-            &mut bt.api_server_endpoint,
-            "discovery.bootstrapToken.apiServerEndpoint",
-        )?;
-        if !sh.ca_cert_hashes.is_empty() {
-            if !bt.ca_cert_hashes.is_empty() && bt.ca_cert_hashes != sh.ca_cert_hashes {
-                return Err(ConfigError::doc(
-                    src,
-                    "kubestrap",
-                    "caCertHashes",
-                    "disagrees with discovery.bootstrapToken.caCertHashes in kubestrap.kubeadm; set it in one place"
-                        .into(),
-                ));
-            }
-            bt.ca_cert_hashes = sh.ca_cert_hashes.clone();
-        }
-        if let Some(h) = &ov.ca_hashes {
-            if !bt.ca_cert_hashes.is_empty() && bt.ca_cert_hashes != *h {
-                notices.push(format!("credential {CRED_CA_CERT_HASH} replaces the caCertHashes from the user-data"));
-            }
-            bt.ca_cert_hashes = h.clone();
-        }
-        if let Some(t) = &ov.token {
-            if !bt.token.is_empty() && bt.token != *t {
-                if !g.credentials.contains_key(CRED_TOKEN) {
-                    return Err(ConfigError::doc(
-                        src,
-                        "kubestrap",
-                        "token",
-                        "disagrees with discovery.bootstrapToken.token in kubestrap.kubeadm (values hidden); set it in one place"
-                            .into(),
-                    ));
-                }
-                notices.push(format!("{}: replaces discovery.bootstrapToken.token", ov.token_origin));
-            }
-            bt.token = t.clone();
-            if !d.tls_bootstrap_token.is_empty() {
-                d.tls_bootstrap_token = t.clone();
-            }
-        }
+        merge_token_discovery(inp, d, notices)?;
     } else if let Some(t) = &ov.token {
         // File discovery: the token is the TLS bootstrap token.
         d.tls_bootstrap_token = t.clone();
@@ -106,6 +63,56 @@ pub(super) fn join_configuration(
     node_name(src, &mut join.node_registration.name, g, "JoinConfiguration")?;
     validate_join(src, &join, shorthand)?;
     Ok(join)
+}
+
+/// Token discovery: the shorthand's endpoint and CA hashes, then the credentials' hashes and
+/// token, merged into discovery.bootstrapToken.
+fn merge_token_discovery(inp: PlanInput, d: &mut Discovery, notices: &mut Vec<String>) -> Result<(), ConfigError> {
+    let PlanInput { src, sh, ov, g, .. } = inp;
+    let bt = d.bootstrap_token.get_or_insert_with(BootstrapTokenDiscovery::default);
+    set_field(
+        src,
+        "controlPlaneEndpoint",
+        &sh.control_plane_endpoint,
+        &mut bt.api_server_endpoint,
+        "discovery.bootstrapToken.apiServerEndpoint",
+    )?;
+    if !sh.ca_cert_hashes.is_empty() {
+        if !bt.ca_cert_hashes.is_empty() && bt.ca_cert_hashes != sh.ca_cert_hashes {
+            return Err(ConfigError::doc(
+                src,
+                "kubestrap",
+                "caCertHashes",
+                "disagrees with discovery.bootstrapToken.caCertHashes in kubestrap.kubeadm; set it in one place".into(),
+            ));
+        }
+        bt.ca_cert_hashes = sh.ca_cert_hashes.clone();
+    }
+    if let Some(h) = &ov.ca_hashes {
+        if !bt.ca_cert_hashes.is_empty() && bt.ca_cert_hashes != *h {
+            notices.push(format!("credential {CRED_CA_CERT_HASH} replaces the caCertHashes from the user-data"));
+        }
+        bt.ca_cert_hashes = h.clone();
+    }
+    if let Some(t) = &ov.token {
+        if !bt.token.is_empty() && bt.token != *t {
+            if !g.credentials.contains_key(CRED_TOKEN) {
+                return Err(ConfigError::doc(
+                    src,
+                    "kubestrap",
+                    "token",
+                    "disagrees with discovery.bootstrapToken.token in kubestrap.kubeadm (values hidden); set it in one place"
+                        .into(),
+                ));
+            }
+            notices.push(format!("{}: replaces discovery.bootstrapToken.token", ov.token_origin));
+        }
+        bt.token = t.clone();
+        if !d.tls_bootstrap_token.is_empty() {
+            d.tls_bootstrap_token = t.clone();
+        }
+    }
+    Ok(())
 }
 
 /// Refuses what the join phases could not run with, here at gather time, where the error can
