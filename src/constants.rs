@@ -42,9 +42,7 @@ pub(crate) const DEFAULT_CRI_SOCKET: &str = "unix:///var/run/containerd/containe
 pub(crate) const MIN_SERVICE_ADDRESSES: u128 = 10;
 pub(crate) const MAX_SERVICE_SUBNET_BITS: u32 = 20;
 
-/// Certificate validity and backdating (kubeadm's CertificateBackdate).
-pub const CERT_VALIDITY_SECS: u64 = 365 * 24 * 3600;
-pub const CA_VALIDITY_SECS: u64 = 10 * 365 * 24 * 3600;
+/// Certificate backdating (kubeadm's CertificateBackdate).
 pub(crate) const CERT_BACKDATE_SECS: i64 = 5 * 60;
 
 /// Groups and users that certificates name.

@@ -187,8 +187,6 @@ pub fn kubeconfig(ctx: &JoinContext) -> Result<()> {
 /// The kubeconfigs a joining control plane gets.
 pub const KUBECONFIGS: [&str; 3] =
     [crate::constants::ADMIN_CONF, crate::constants::CONTROLLER_MANAGER_CONF, crate::constants::SCHEDULER_CONF];
-/// The static Pods control-plane-prepare/control-plane writes (etcd's comes from etcd-join).
-pub const MANIFESTS: [&str; 3] = ["kube-apiserver", "kube-controller-manager", "kube-scheduler"];
 
 /// `control-plane-prepare/control-plane`: the three static Pod manifests, as init writes them.
 pub fn manifests(ctx: &JoinContext) -> Result<()> {

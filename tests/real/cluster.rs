@@ -189,6 +189,16 @@ impl Cluster {
         serde_json::from_str(&out).expect("kubectl json")
     }
 
+    /// The CSRs bootstrap tokens made (one per TLS bootstrap).
+    pub fn bootstrap_csrs(&self) -> Vec<Value> {
+        let csrs = self.get(&["csr"]);
+        let items = csrs["items"].as_array().expect("items").iter();
+        items
+            .filter(|r| r["spec"]["username"].as_str().is_some_and(|u| u.starts_with("system:bootstrap:")))
+            .cloned()
+            .collect()
+    }
+
     /// Every host's state, for failure messages.
     pub fn status(&self) -> String {
         self.hosts.iter().map(|h| format!("=== {}\n{}", h.name, h.status())).collect()

@@ -37,14 +37,8 @@ fn init_and_join_bring_up_real_ready_nodes() {
     let run = c.join("worker-1", 21, fixture!("real/join.yaml"), &[]);
     assert_eq!(run.code(), 0, "join failed:\n{}\n{}", run.stdout(), run.stderr());
     c.wait_ready("worker-1");
-    let csrs = c.get(&["csr"]);
-    let mine: Vec<_> = csrs["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|r| r["spec"]["username"].as_str().is_some_and(|u| u.starts_with("system:bootstrap:")))
-        .collect();
-    assert_eq!(mine.len(), 1, "one CSR for the worker: {csrs}");
+    let mine = c.bootstrap_csrs();
+    assert_eq!(mine.len(), 1, "one CSR for the worker: {mine:?}");
     check_worker_files(&c, &c.hosts[1].root);
 }
 

@@ -95,9 +95,8 @@ fn three_control_planes_join_with_real_etcd_learners() {
 
     // kubeadm-certs is owned by its proxy token: when that expires, the real tokencleaner
     // deletes it and the real garbage collector the uploaded (encrypted) keys.
-    let certs = c.get(&["-n", "kube-system", "secret", "kubeadm-certs"]);
-    let owner = certs["metadata"]["ownerReferences"][0]["name"].as_str().expect("owner").to_string();
-    assert!(owner.starts_with("bootstrap-token-"), "{certs}");
+    let owner = owner(&c);
+    assert!(owner.starts_with("bootstrap-token-"), "{owner}");
     let expired = r#"{"stringData":{"expiration":"2001-01-01T00:00:00Z"}}"#;
     let (code, _, err) = c.kubectl(&["-n", "kube-system", "patch", "secret", &owner, "-p", expired]);
     assert_eq!(code, 0, "{err}");

@@ -69,7 +69,8 @@ pub fn check_uploaded_certs(c: &Cluster, hex: &str) {
     assert!(code != 0 && err.contains("Forbidden"), "{err}");
 }
 
-fn owner(c: &Cluster) -> String {
+/// The proxy token that owns kubeadm-certs.
+pub fn owner(c: &Cluster) -> String {
     let certs = c.get(&["-n", "kube-system", "secret", "kubeadm-certs"]);
     certs["metadata"]["ownerReferences"][0]["name"].as_str().expect("owner").to_string()
 }

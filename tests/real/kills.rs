@@ -20,12 +20,6 @@ fn kill_at_random(netns: &super::net::Netns, args: &[&str], span: Duration, tria
     }
 }
 
-fn bootstrap_csrs(c: &Cluster) -> usize {
-    let csrs = c.get(&["csr"]);
-    let items = csrs["items"].as_array().expect("items").iter();
-    items.filter(|r| r["spec"]["username"] == "system:bootstrap:abcdef").count()
-}
-
 #[test]
 fn sigkill_during_api_phases_and_join_then_rerun_converges() {
     let trials: u64 = std::env::var("KILL_TRIALS").ok().and_then(|v| v.parse().ok()).unwrap_or(50) / 5;
@@ -64,7 +58,7 @@ fn sigkill_during_api_phases_and_join_then_rerun_converges() {
     let r = run_in(&c.bare_node("probe-1", 29), &args.each_ref().map(String::as_str));
     assert_eq!(r.code(), 0, "{}", r.stderr());
     let span = t.elapsed();
-    let before = bootstrap_csrs(&c);
+    let before = c.bootstrap_csrs().len();
     let w = Scratch::new("");
     let args = join(&w.root_str(), "worker-1");
     let args = args.each_ref().map(String::as_str);
@@ -72,7 +66,7 @@ fn sigkill_during_api_phases_and_join_then_rerun_converges() {
     kill_at_random(&bare, &args, span, trials, &mut rng);
     let r = run_in(&bare, &args);
     assert_eq!(r.code(), 0, "{}", r.stderr());
-    assert!(bootstrap_csrs(&c) <= before + 1, "killed joins reuse their key and CSR");
+    assert!(c.bootstrap_csrs().len() <= before + 1, "killed joins reuse their key and CSR");
     assert!(!at(&w.root(), "/etc/kubernetes/bootstrap-kubelet.conf").exists());
     assert!(std::fs::read_link(at(&w.root(), "/var/lib/kubelet/pki/kubelet-client-current.pem")).is_ok());
 }

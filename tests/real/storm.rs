@@ -120,13 +120,7 @@ fn join_storm() {
     assert_eq!(certs.len(), n, "distinct certificates");
 
     // At most one CSR per worker (10% slack for a retried one).
-    let csrs = c.get(&["csr"]);
-    let bootstrap = csrs["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|r| r["spec"]["username"].as_str().is_some_and(|u| u.starts_with("system:bootstrap:")))
-        .count();
+    let bootstrap = c.bootstrap_csrs().len();
     assert!(bootstrap as f64 <= 1.1 * n as f64, "{bootstrap} bootstrap CSRs for {n} joins");
 
     let mut times: Vec<Duration> = results.iter().map(|r| r.1).collect();

@@ -5,16 +5,6 @@
 use super::cluster::*;
 use crate::common::*;
 
-/// The CSRs bootstrap tokens made (one per TLS bootstrap).
-fn bootstrap_csrs(c: &Cluster) -> Vec<serde_json::Value> {
-    let csrs = c.get(&["csr"]);
-    let items = csrs["items"].as_array().expect("items").iter();
-    items
-        .filter(|r| r["spec"]["username"].as_str().is_some_and(|u| u.starts_with("system:bootstrap:")))
-        .cloned()
-        .collect()
-}
-
 fn joined(root: &std::path::Path) -> bool {
     std::fs::read_link(at(root, "/var/lib/kubelet/pki/kubelet-client-current.pem")).is_ok()
 }
@@ -100,7 +90,7 @@ fn token_commands_phases_resume_and_discovery_file() {
     // Approval is held by removing kubeadm's auto-approve binding, then given by hand.
     let binding = "kubeadm:node-autoapprove-bootstrap";
     assert_eq!(c.kubectl(&["delete", "clusterrolebinding", binding]).0, 0);
-    let before = bootstrap_csrs(&c).len();
+    let before = c.bootstrap_csrs().len();
     let w3 = Scratch::new("");
     let bare = c.bare_node("worker-3", 23);
     let w3_root = w3.root_str();
@@ -108,7 +98,7 @@ fn token_commands_phases_resume_and_discovery_file() {
     let mut child = ChildGuard(bare.command(BIN).args(&args).env_remove("JOURNAL_STREAM").spawn().expect("join"));
     let key = at(&w3.root(), "/var/lib/kubelet/pki/kubelet-client.key.tmp");
     let pending = c.wait("worker-3's CSR", || {
-        let csrs = bootstrap_csrs(&c);
+        let csrs = c.bootstrap_csrs();
         (csrs.len() == before + 1 && key.exists())
             .then(|| csrs[before]["metadata"]["name"].as_str().map(str::to_string))
     });
@@ -125,7 +115,7 @@ fn token_commands_phases_resume_and_discovery_file() {
     let err = r.stderr();
     assert!(err.contains("Using the cluster an earlier, interrupted join verified"), "{err}");
     assert!(err.contains("Reusing the key of an earlier, unfinished TLS bootstrap"), "{err}");
-    assert_eq!(bootstrap_csrs(&c).len(), before + 1, "the rerun found the same CSR");
+    assert_eq!(c.bootstrap_csrs().len(), before + 1, "the rerun found the same CSR");
     assert!(joined(&w3.root()) && !at(&w3.root(), "/etc/kubernetes/bootstrap-kubelet.conf").exists());
 
     // File discovery: a kubeconfig with the cluster's CA and a bootstrap token.
