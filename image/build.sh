@@ -11,8 +11,11 @@
 # Stage 2 (cached by a hash of stage 1 + binaries + units + variant):
 #   rootfs.ext4 + image.env              -> $OUT (default $CACHE/image-prod or image-test)
 # CACHE = ${XDG_CACHE_HOME:-$HOME/.cache}/kubestrap/vm. Prints the path of image.env last.
-# --test-image also bakes kube-double, units/test/ (the kubelet stand-in, the report unit, the
-# multi-VM LAN's .network files) and Debian's etcd/etcdctl binaries (etcd-server, etcd-client).
+# --test-image also bakes a real node: the real kubelet, kubeadm, kubectl, etcdctl, containerd v2,
+# runc and CNI plugins from scripts/real-k8s (built there, cached), image/test-node/ (containerd
+# and CNI config, kubeadm's kubelet.service), the images kubeadm names as OCI archives in
+# /usr/share/kubestrap/images (image/test-images.sh), and units/test/ (the report unit, the
+# multi-VM LAN's .network files).
 # KUBESTRAP_BIN_DIR=DIR bakes prebuilt static binaries from DIR instead (no cargo run).
 # Needs root (mmdebstrap, ownership in mkfs.ext4 -d).
 set -euo pipefail
@@ -41,7 +44,8 @@ ROOTFS_MODULES=(virtio_pci virtio_blk virtio_net virtio_rng virtio_console virti
     crc32c_generic crc32c-intel isofs cdrom sr_mod ata_piix vfat nls_cp437 nls_ascii
     nls_iso8859-1 nls_utf8 qemu_fw_cfg overlay autofs4 br_netfilter bridge veth nf_conntrack
     nf_nat ip_tables iptable_filter iptable_nat nf_tables nft_compat nft_chain_nat
-    xt_conntrack xt_MASQUERADE xt_comment xt_mark)
+    xt_conntrack xt_MASQUERADE xt_comment xt_mark xt_statistic xt_addrtype xt_nat xt_multiport
+    xt_physdev nft_ct nft_masq nft_redir nft_nat nft_reject_inet nft_fib_inet nf_conntrack_netlink)
 # Modules the initramfs insmods, in this order (dependencies first, resolved below).
 INITRD_MODULES=(crc32c_generic crc32c-intel ext4 virtio_pci virtio_blk qemu_fw_cfg)
 MASKED_UNITS=(systemd-firstboot.service getty.target getty@.service serial-getty@.service
@@ -187,13 +191,12 @@ fi
 
 # ---- stage 2: the image with kubestrap baked in ------------------------------------------
 if [ "$CARGO" = 1 ] && [ -z "${KUBESTRAP_BIN_DIR:-}" ]; then
-    log "cargo build --release -p kubestrap -p kube-double"
-    (cd "$REPO" && cargo build --quiet --release -p kubestrap -p kube-double)
+    log "cargo build --release -p kubestrap"
+    (cd "$REPO" && cargo build --quiet --release -p kubestrap)
 fi
 BINS=("$BIN_DIR/kubestrap")
-[ "$TEST_IMAGE" = 1 ] && BINS+=("$BIN_DIR/kube-double")
 for b in "${BINS[@]}"; do
-    [ -x "$b" ] || die "$b missing (cargo build --release -p kubestrap -p kube-double)"
+    [ -x "$b" ] || die "$b missing (cargo build --release -p kubestrap)"
     if readelf -lW "$b" | grep -q 'INTERP'; then die "$b is dynamically linked (needs +crt-static)"; fi
 done
 
@@ -201,34 +204,23 @@ shopt -s nullglob
 UNIT_FILES=("$UNITS_DIR"/*.service "$UNITS_DIR"/*.socket "$UNITS_DIR"/*.timer)
 DROPIN_DIRS=("$UNITS_DIR"/*.d)
 TEST_FILES=()
-[ "$TEST_IMAGE" = 1 ] && TEST_FILES=("$REPO"/units/test/*.service "$REPO"/units/test/*.sh "$REPO"/units/test/bin/*
-    "$REPO"/units/test/network/*.network)
+[ "$TEST_IMAGE" = 1 ] && TEST_FILES=("$REPO"/units/test/*.service "$REPO"/units/test/*.sh
+    "$REPO"/units/test/network/*.network "$HERE"/test-node/* "$HERE/test-images.sh"
+    "$REPO/realk8s/images/oci_archive.py")
 shopt -u nullglob
 [ "${#UNIT_FILES[@]}" -gt 0 ] || die "no units in $UNITS_DIR"
 
-# The test image's real etcd and etcdctl (the kubelet stand-in runs etcd from the node's etcd.yaml
-# manifest): Debian's etcd-server/etcd-client packages, downloaded once into the cache and only
-# their binaries extracted (a static Go program each; no maintainer scripts, no etcd.service).
-TEST_DEBS=()
+# The test image's real node: scripts/real-k8s's builds (it builds what is missing, cached).
+REAL_FILES=()
 if [ "$TEST_IMAGE" = 1 ]; then
-    mkdir -p "$CACHE/debs"
-    for p in etcd-server etcd-client; do
-        v=$(apt-cache policy "$p" 2>/dev/null | sed -n 's/^ *Candidate: //p')
-        [ -n "$v" ] && [ "$v" != '(none)' ] || die "apt-cache has no $p (apt-get update?)"
-        shopt -s nullglob
-        f=("$CACHE/debs/${p}_${v//:/%3a}_"*.deb)
-        shopt -u nullglob
-        if [ "${#f[@]}" -eq 0 ]; then
-            log "apt-get download $p=$v"
-            (cd "$CACHE/debs" && apt-get download -q -o APT::Sandbox::User=root "$p=$v" >/dev/null) \
-                || die "apt-get download $p failed"
-            f=("$CACHE/debs/${p}_${v//:/%3a}_"*.deb)
-        fi
-        TEST_DEBS+=("${f[0]}")
-    done
+    REAL_BIN=$("$REPO/scripts/real-k8s" | tail -n1)
+    REAL_FILES=("$REAL_BIN"/{kubelet,kubeadm,kubectl,etcdctl,containerd,containerd-shim-runc-v2,ctr,runc}
+        "$REAL_BIN"/{kube-apiserver,kube-controller-manager,kube-scheduler,kube-proxy,etcd,coredns,pause}
+        "$REAL_BIN"/cni/{bridge,host-local,loopback,portmap})
+    for f in "${REAL_FILES[@]}"; do [ -x "$f" ] || die "$f missing (scripts/real-k8s)"; done
 fi
 
-IMG_KEY=$( { echo "$KEY $VARIANT $IMAGE_SIZE"; sha256sum "${BINS[@]}" "${UNIT_FILES[@]}" "${TEST_FILES[@]}" "${TEST_DEBS[@]}";
+IMG_KEY=$( { echo "$KEY $VARIANT $IMAGE_SIZE"; sha256sum "${BINS[@]}" "${UNIT_FILES[@]}" "${TEST_FILES[@]}" "${REAL_FILES[@]}";
     for d in "${DROPIN_DIRS[@]}"; do find "$d" -type f | LC_ALL=C sort | xargs -d '\n' sha256sum; done; } \
     | sed "s| $REPO/| |" | sha256sum | cut -c1-16)
 if [ -f "$OUT/image.env" ] && grep -qx "IMAGE_KEY=$IMG_KEY" "$OUT/image.env" && [ -f "$OUT/rootfs.ext4" ]; then
@@ -258,22 +250,30 @@ enable_unit() {   # enable_unit FILE: install into /usr/lib/systemd/system, want
 for f in "${UNIT_FILES[@]}"; do enable_unit "$f"; done
 for d in "${DROPIN_DIRS[@]}"; do mkdir -p "$sysd/$(basename "$d")" && cp -a "$d/." "$sysd/$(basename "$d")/"; done
 if [ "$TEST_IMAGE" = 1 ]; then
-    install -m 0755 "$BIN_DIR/kube-double" "$r/usr/local/bin/kube-double"
     for f in "${TEST_FILES[@]}"; do
         case "$f" in
+            */test-node/kubelet.service) enable_unit "$f" ;;
             *.service) enable_unit "$f" ;;
             *.network) install -D -m 0644 "$f" "$r/etc/systemd/network/$(basename "$f")" ;;
-            */bin/*) install -D -m 0755 "$f" "$r/usr/local/bin/$(basename "$f")" ;;
-            *.sh) install -D -m 0755 "$f" "$r/usr/local/libexec/$(basename "$f" .sh)" ;;
+            */units/test/*.sh) install -D -m 0755 "$f" "$r/usr/local/libexec/$(basename "$f" .sh)" ;;
         esac
     done
-    for d in "${TEST_DEBS[@]}"; do
-        dpkg-deb --fsys-tarfile "$d" | tar -x -C "$r" ./usr/bin/etcd ./usr/bin/etcdctl 2>/dev/null || true
-    done
-    [ -x "$r/usr/bin/etcd" ] && [ -x "$r/usr/bin/etcdctl" ] || die "no etcd/etcdctl from ${TEST_DEBS[*]}"
+    # The real node: Debian's containerd 1.6 and runc are replaced by the v2 builds in place, so
+    # Debian's containerd.service runs them unchanged.
+    for f in kubelet kubeadm containerd containerd-shim-runc-v2 ctr; do install -m 0755 "$REAL_BIN/$f" "$r/usr/bin/$f"; done
+    install -m 0755 "$REAL_BIN/runc" "$r/usr/sbin/runc"
+    for f in kubectl etcdctl; do install -m 0755 "$REAL_BIN/$f" "$r/usr/local/bin/$f"; done
+    for f in bridge host-local loopback portmap; do install -D -m 0755 "$REAL_BIN/cni/$f" "$r/opt/cni/bin/$f"; done
+    install -D -m 0644 "$HERE/test-node/containerd.toml" "$r/etc/containerd/config.toml"
+    install -D -m 0644 "$HERE/test-node/hosts.toml" "$r/etc/containerd/certs.d/_default/hosts.toml"
+    install -D -m 0644 "$HERE/test-node/10-bridge.conflist" "$r/etc/cni/net.d/10-bridge.conflist"
+    mkdir -p "$sysd/kubelet.service.d"
+    install -m 0644 "$REPO/units/kubelet-dropin/10-kubeadm.conf" "$sysd/kubelet.service.d/10-kubeadm.conf"
+    log "container images (image/test-images.sh)"
+    "$HERE/test-images.sh" "$REAL_BIN" "$r" "$r/usr/share/kubestrap/images" >&2
 fi
 [ -d "$wants" ] || die "nothing enabled"
-find "$r/usr/bin/kubestrap" "$r/usr/local" "$sysd" "$r/etc/systemd/system" -newer "$BASE/rootfs.tar" \
+find "$r/usr/bin" "$r/usr/sbin" "$r/opt" "$r/usr/share/kubestrap" "$r/etc/containerd" "$r/etc/cni" "$r/usr/local" "$sysd" "$r/etc/systemd/system" -newer "$BASE/rootfs.tar" \
     -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} + 2>/dev/null || true
 
 rm -rf "$OUT.tmp" && mkdir -p "$OUT.tmp"

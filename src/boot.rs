@@ -37,6 +37,8 @@ pub struct BootArgs {
     pub root: PathBuf,
     pub datasource_timeout: Duration,
     pub env: crate::datasource::Env,
+    /// Image archive directories to preload (under the node root), before the kubelet starts.
+    pub image_dirs: Vec<PathBuf>,
 }
 
 /// Runs one stage, reporting every step; the error (if any) is also in the status file. User-data
@@ -103,6 +105,14 @@ fn stage(
         }
     };
     let BootPlan { node: node_plan, script: user_script } = plan;
+    if args.stage == Stage::PreKubelet {
+        let socket = match (&node_plan, &resolved) {
+            (NodePlan::Init { .. }, Some(cfg)) => cfg.init.node_registration.cri_socket.clone(),
+            (NodePlan::Join { join }, _) => join.node_registration.cri_socket.clone(),
+            _ => String::new(),
+        };
+        preload_images(args, node, &socket)?;
+    }
     match node_plan {
         NodePlan::Init { docs, upload_certs, join_existing } => {
             report.set(|s| s.role = "control-plane".into());
@@ -122,6 +132,40 @@ fn stage(
         script::commands(fs, &s.after, runner, &mut progress, report)?;
     }
     Ok(())
+}
+
+/// Imports the image archives before the kubelet (and preflight's ImagePull check) looks for
+/// its images. Without `ctr` there is no way in: said, and left to preflight and the kubelet.
+fn preload_images(args: &BootArgs, node: Node<'_>, cri_socket: &str) -> Result<()> {
+    let dirs: Vec<PathBuf> = args.image_dirs.iter().map(|d| node.fs.real(&d.to_string_lossy())).collect();
+    if crate::images::archives(&dirs)?.is_empty() {
+        return Ok(());
+    }
+    if let Some(r) = node.report {
+        r.phase("images");
+    }
+    let Some(binary) = node.host.find_in_path("ctr") else {
+        log::warn!(
+            "[images] ctr (containerd's client) is not on PATH: the archives in {} are not preloaded",
+            join_paths(&dirs)
+        );
+        return Ok(());
+    };
+    let socket = if cri_socket.is_empty() { crate::constants::DEFAULT_CRI_SOCKET } else { cri_socket };
+    let ctr = crate::images::Ctr { binary, address: PathBuf::from(socket.trim_start_matches("unix://")) };
+    let done = crate::images::preload(&dirs, &ctr, &mut |p| {
+        info!("[images] {} {}: {} ({} ms)", p.state, p.archive, p.images.join(", "), p.ms);
+        if let Some(r) = node.report {
+            r.image(p);
+        }
+    })?;
+    let imported = done.iter().filter(|p| p.state == "imported").count();
+    info!("[images] {} archives: {imported} imported, {} already present", done.len(), done.len() - imported);
+    Ok(())
+}
+
+fn join_paths(dirs: &[PathBuf]) -> String {
+    dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ")
 }
 
 /// What the pre-kubelet stage gathered and decided, for the phases that follow.

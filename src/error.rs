@@ -21,6 +21,7 @@ use crate::discovery::{BadToken, DiscoveryProblem, PinError};
 use crate::etcd::EtcdError;
 use crate::fsutil::FsError;
 use crate::host::HostError;
+use crate::images::ImageError;
 use crate::kube::ApiError;
 use crate::kube::paths::PathError;
 use crate::kubeconfig::KubeconfigError;
@@ -243,6 +244,10 @@ layer! {
     RandomError => |_e| Kind::Runtime;
     GaveUp => |_e| Kind::Runtime;
     CriError => |_e| Kind::Runtime;
+    ImageError => |e| match e {
+        ImageError::Archive { .. } => Kind::State,
+        ImageError::Runtime(_) => Kind::Runtime,
+    };
     // A missing or unreadable etcd client certificate is on-disk state; the rest is runtime.
     EtcdError => |e| match e {
         EtcdError::MissingFile { .. } | EtcdError::BadCredentials { .. } => Kind::State,

@@ -45,6 +45,10 @@ pub trait Host: Sync {
     fn cri_version(&self, socket: &Path, timeout: Duration) -> Result<String, CriError>;
     /// Does the CRI runtime implement RuntimeConfig? `Ok(false)`: it answered Unimplemented.
     fn cri_runtime_config(&self, socket: &Path, timeout: Duration) -> Result<bool, CriError>;
+    /// Does the CRI runtime hold `image` (ImageStatus)?
+    fn cri_image_present(&self, socket: &Path, image: &str, timeout: Duration) -> Result<bool, CriError>;
+    /// Has the CRI runtime pull `image` (PullImage), waiting at most `timeout`.
+    fn cri_pull_image(&self, socket: &Path, image: &str, timeout: Duration) -> Result<(), CriError>;
     /// `kubelet --version` output (the one child process preflight may start).
     fn kubelet_version(&self, kubelet: &Path) -> Result<String, HostError>;
     fn resolves(&self, name: &str) -> bool;
@@ -152,6 +156,14 @@ impl Host for LinuxHost {
 
     fn cri_runtime_config(&self, socket: &Path, timeout: Duration) -> Result<bool, CriError> {
         crate::cri::runtime_config_over_unix_socket(socket, timeout)
+    }
+
+    fn cri_image_present(&self, socket: &Path, image: &str, timeout: Duration) -> Result<bool, CriError> {
+        crate::cri::image_present_over_unix_socket(socket, image, timeout)
+    }
+
+    fn cri_pull_image(&self, socket: &Path, image: &str, timeout: Duration) -> Result<(), CriError> {
+        crate::cri::pull_image_over_unix_socket(socket, image, timeout)
     }
 
     fn kubelet_version(&self, kubelet: &Path) -> Result<String, HostError> {

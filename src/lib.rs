@@ -17,6 +17,7 @@ pub mod error;
 pub mod etcd;
 pub mod fsutil;
 pub mod host;
+pub mod images;
 pub mod init;
 pub mod join;
 pub mod kube;

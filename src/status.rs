@@ -34,6 +34,9 @@ pub struct Status {
     pub timings: Vec<(String, u64)>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preflight: Option<serde_json::Value>,
+    /// The image archives preloaded into the runtime (or found present) this run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<crate::images::Preloaded>,
 }
 
 /// Reports progress: file, console line, sd_notify. Cheap enough to call per phase.
@@ -86,6 +89,13 @@ impl<'a> Reporter<'a> {
     pub fn waiting(&self, message: &str) {
         let phase = self.status.borrow().phase.clone();
         self.emit("waiting", &phase, message);
+    }
+
+    /// One preloaded archive: in the status file, and as an `image` event.
+    pub fn image(&self, p: &crate::images::Preloaded) {
+        self.status.borrow_mut().images.push(p.clone());
+        let phase = self.status.borrow().phase.clone();
+        self.emit("image", &phase, &format!("{} {}: {} ({} ms)", p.state, p.archive, p.images.join(", "), p.ms));
     }
 
     pub fn done(&self) {

@@ -33,6 +33,9 @@ pub(crate) const CSR_WATCH_WINDOW: Duration = Duration::from_secs(60);
 pub(crate) const DATASOURCE: Duration = Duration::from_secs(5 * 60);
 /// The CRI Version call: a runtime that accepts but never answers is reported, not waited on.
 pub(crate) const CRI_PROBE: Duration = Duration::from_secs(2);
+/// One image pull in preflight's ImagePull (kubeadm has no bound; a registry that stalls should
+/// not hang a first boot for ever).
+pub(crate) const IMAGE_PULL: Duration = Duration::from_secs(300);
 
 /// API calls and waits for the control plane: start fast, back off to kubeadm's 5 s poll.
 pub(crate) const API_BACKOFF: Backoff =

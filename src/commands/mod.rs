@@ -6,7 +6,7 @@ mod join;
 mod token;
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use log::{info, warn};
 use serde_json::json;
@@ -232,5 +232,11 @@ fn boot(b: cli::Boot) -> Result<()> {
     };
     let mut env = crate::datasource::Env::from_system();
     env.root = b.root.clone();
-    crate::boot::run(crate::boot::BootArgs { stage, root: b.root, datasource_timeout, env })
+    crate::boot::run(crate::boot::BootArgs {
+        stage,
+        root: b.root,
+        datasource_timeout,
+        env,
+        image_dirs: vec![PathBuf::from(crate::images::DEFAULT_DIR)],
+    })
 }

@@ -54,8 +54,34 @@ pub(crate) fn runtime_config_request() -> Vec<u8> {
     request("/runtime.v1.RuntimeService/RuntimeConfig")
 }
 
+/// The bytes of an ImageService call whose request is `{image: ImageSpec{image}}` (ImageStatus,
+/// PullImage).
+pub(crate) fn image_request(method: &str, image: &str) -> Vec<u8> {
+    let mut spec = Vec::new();
+    field(&mut spec, 1, image.as_bytes());
+    let mut msg = Vec::new();
+    field(&mut msg, 1, &spec);
+    request_with(&format!("/runtime.v1.ImageService/{method}"), &msg)
+}
+
+/// A protobuf length-delimited field.
+fn field(out: &mut Vec<u8>, number: u8, bytes: &[u8]) {
+    out.push(number << 3 | 2);
+    let mut n = bytes.len();
+    while n >= 0x80 {
+        out.push((n as u8 & 0x7f) | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+    out.extend_from_slice(bytes);
+}
+
 /// A unary call with an empty request message (both calls take one) on stream 1.
 fn request(path: &str) -> Vec<u8> {
+    request_with(path, &[])
+}
+
+fn request_with(path: &str, message: &[u8]) -> Vec<u8> {
     let mut headers = Vec::new();
     for (n, v) in [
         (":method", "POST"),
@@ -70,8 +96,12 @@ fn request(path: &str) -> Vec<u8> {
     let mut out = PREFACE.to_vec();
     out.extend(frame(SETTINGS, 0, 0, &[]));
     out.extend(frame(HEADERS, END_HEADERS, 1, &headers));
-    // An empty request message: gRPC prefix (not compressed, length 0).
-    out.extend(frame(DATA, END_STREAM, 1, &[0, 0, 0, 0, 0]));
+    // The gRPC prefix (not compressed, length) and the message; requests are far below the
+    // 16 KiB frame limit.
+    let mut data = vec![0];
+    data.extend_from_slice(&(message.len() as u32).to_be_bytes());
+    data.extend_from_slice(message);
+    out.extend(frame(DATA, END_STREAM, 1, &data));
     out
 }
 
@@ -190,6 +220,50 @@ pub(crate) fn runtime_config_over_unix_socket(socket: &Path, timeout: Duration) 
         Status::Refused(why) => Some(Err(CriError::Refused { socket: at(), why })),
         Status::Incomplete => None,
     })
+}
+
+/// Asks the runtime whether it holds `image` (the kubelet's own question before a pull):
+/// ImageStatusResponse carries an `image` field only when it does.
+pub(crate) fn image_present_over_unix_socket(socket: &Path, image: &str, timeout: Duration) -> Result<bool, CriError> {
+    let at = || socket.to_path_buf();
+    exchange(socket, timeout, &image_request("ImageStatus", image), |buf| match parse_status(buf) {
+        Status::Message => first_message_len(buf).map(|n| Ok(n > 0)),
+        Status::Ended(Some(0), _) => Some(Ok(false)),
+        Status::Ended(code, msg) => Some(Err(failed(at(), "ImageStatus", image, code, &msg))),
+        Status::Refused(why) => Some(Err(CriError::Refused { socket: at(), why })),
+        Status::Incomplete => None,
+    })
+}
+
+/// Has the runtime pull `image` from its registry (kubeadm's preflight pull), waiting for it.
+pub(crate) fn pull_image_over_unix_socket(socket: &Path, image: &str, timeout: Duration) -> Result<(), CriError> {
+    let at = || socket.to_path_buf();
+    exchange(socket, timeout, &image_request("PullImage", image), |buf| match parse_status(buf) {
+        Status::Message | Status::Ended(Some(0), _) => Some(Ok(())),
+        Status::Ended(code, msg) => Some(Err(failed(at(), "PullImage", image, code, &msg))),
+        Status::Refused(why) => Some(Err(CriError::Refused { socket: at(), why })),
+        Status::Incomplete => None,
+    })
+}
+
+fn failed(socket: PathBuf, method: &str, image: &str, code: Option<u32>, msg: &str) -> CriError {
+    let code = code.map_or_else(|| "?".to_string(), |c| c.to_string());
+    CriError::Refused { socket, why: format!("{method} {image}: gRPC status {code}: {msg}") }
+}
+
+/// The length the gRPC prefix of stream 1's first message declares.
+fn first_message_len(buf: &[u8]) -> Option<u32> {
+    let mut i = 0;
+    while buf.len() >= i + 9 {
+        let len = (usize::from(buf[i]) << 16) | (usize::from(buf[i + 1]) << 8) | usize::from(buf[i + 2]);
+        let stream = u32::from_be_bytes([buf[i + 5], buf[i + 6], buf[i + 7], buf[i + 8]]) & 0x7fff_ffff;
+        let payload = buf.get(i + 9..i + 9 + len)?;
+        if buf[i + 3] == DATA && stream == 1 && payload.len() >= 5 {
+            return Some(u32::from_be_bytes([payload[1], payload[2], payload[3], payload[4]]));
+        }
+        i += 9 + len;
+    }
+    None
 }
 
 /// How a call on stream 1 ended, as far as the frames so far tell.

@@ -90,10 +90,9 @@ fn etcd_pod(cfg: &InitConfig, _env: &HostEnv, joining: Option<&str>) -> Option<V
     let (host, port, scheme) = probe_endpoint(cfg, &local.extra_args);
     // Unlike the other components, the etcd probe host is used as parsed (no wildcard check).
     let probe = |path| Probe { host: Some(host.clone()), path, scheme };
-    let repo = if local.image_repository.is_empty() { &cfg.cluster.image_repository } else { &local.image_repository };
     Some(render(&Component {
         name: "etcd",
-        image: format!("{repo}/etcd:{}", cfg.etcd_image_tag),
+        image: etcd_image(cfg)?,
         liveness: probe("/livez"),
         readiness: Some(probe("/readyz")),
         startup: probe("/readyz"),
@@ -111,4 +110,12 @@ fn etcd_pod(cfg: &InitConfig, _env: &HostEnv, joining: Option<&str>) -> Option<V
         probe_port: port,
         keep_mount_order: true,
     }))
+}
+
+/// The local etcd's image: etcd.local.imageRepository (else the cluster's) and the tag resolved
+/// for this Kubernetes version; None with external etcd.
+pub(crate) fn etcd_image(cfg: &InitConfig) -> Option<String> {
+    let local = cfg.local_etcd()?;
+    let repo = if local.image_repository.is_empty() { &cfg.cluster.image_repository } else { &local.image_repository };
+    Some(format!("{repo}/etcd:{}", cfg.etcd_image_tag))
 }

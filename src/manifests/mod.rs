@@ -12,6 +12,7 @@ use crate::config::InitConfig;
 use crate::constants::*;
 use pod::{Component, Probe, Volume, command, last_arg, merge_env, probe_address, render};
 
+pub(crate) use etcd::etcd_image;
 pub use etcd::{etcd, etcd_join};
 
 /// CA bundle dirs mounted into the API server and controller-manager when they exist on the host.

@@ -104,6 +104,13 @@ pub fn table(input: &Input) -> Vec<Check<'_>> {
             move |h| runtime_config(h, input),
         ),
         check(
+            "ImagePull",
+            Error,
+            CONTROL_PLANE,
+            "preload the images (archives in /usr/share/kubestrap/images; `kubestrap config images list` names them) or make their registry reachable",
+            move |h| image_pull(h, input),
+        ),
+        check(
             "KubeletVersion",
             Error,
             BOTH,
@@ -423,4 +430,46 @@ fn clock(h: &dyn Host, input: &Input) -> Probe {
 
 fn rfc3339(t: time::OffsetDateTime) -> String {
     crate::pki::check::rfc3339(t)
+}
+
+/// kubeadm's ImagePull (RunPullImagesCheck, serial): each image the runtime lacks is pulled now,
+/// so that a node with neither the image preloaded nor its registry reachable fails here, before
+/// the kubelet starts, naming the images.
+fn image_pull(h: &dyn Host, input: &Input) -> Probe {
+    if input.images.is_empty() {
+        return Probe::Skip("the cluster's configuration (and so its images) is not known yet".into());
+    }
+    let policy = if input.image_pull_policy.is_empty() { "IfNotPresent" } else { input.image_pull_policy.as_str() };
+    match policy {
+        "Never" => return Probe::Skip("imagePullPolicy is Never: images are not pulled".into()),
+        "Always" | "IfNotPresent" => {}
+        other => return Probe::Fail(format!("unsupported pull policy {other:?}")),
+    }
+    let socket = Path::new(input.cri_socket.trim_start_matches("unix://"));
+    let (mut present, mut pulled, mut missing, mut first_error) = (0, 0, Vec::new(), None);
+    for image in &input.images {
+        match h.cri_image_present(socket, image, crate::timeouts::CRI_PROBE) {
+            Ok(true) if policy == "IfNotPresent" => {
+                present += 1;
+                continue;
+            }
+            Ok(_) => {}
+            Err(e) => return Probe::Fail(format!("could not connect to the container runtime: {e}")),
+        }
+        log::info!("[preflight] Pulling {image}");
+        match h.cri_pull_image(socket, image, crate::timeouts::IMAGE_PULL) {
+            Ok(()) => pulled += 1,
+            Err(e) => {
+                first_error.get_or_insert(e.to_string());
+                missing.push(image.as_str());
+            }
+        }
+    }
+    match first_error {
+        None => Probe::Pass(format!("{present} images present, {pulled} pulled")),
+        Some(e) => Probe::Fail(format!(
+            "images neither preloaded nor pullable: {} (first pull error: {e})",
+            missing.join(", ")
+        )),
+    }
 }

@@ -42,6 +42,8 @@ impl Input {
             certs_dir: cfg.certs_dir().to_string(),
             resuming: false,
             bind: bind_addresses(cfg),
+            images: crate::images::required(cfg),
+            image_pull_policy: cfg.init.node_registration.image_pull_policy.clone(),
         }
     }
 
@@ -85,6 +87,8 @@ impl Input {
             certs_dir: DEFAULT_CERTS_DIR.into(),
             resuming: false,
             bind: BindAddresses::default(),
+            images: Vec::new(),
+            image_pull_policy: String::new(),
         }
     }
 }

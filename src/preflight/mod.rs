@@ -82,6 +82,10 @@ pub struct Input {
     pub resuming: bool,
     /// Where the Port-* checks listen (kubeadm 1.37); `None` is all addresses.
     pub bind: BindAddresses,
+    /// The images kubeadm would pull (ImagePull); none where the configuration is not known yet.
+    pub images: Vec<String>,
+    /// nodeRegistration.imagePullPolicy (`IfNotPresent` when empty).
+    pub image_pull_policy: String,
 }
 
 /// The address each control-plane port check binds, as kubeadm 1.37 chooses it.

@@ -32,6 +32,9 @@ struct Fake {
     free: u64,
     entropy: bool,
     now: time::OffsetDateTime,
+    /// Images the runtime holds; pulls add to it when `registry` is reachable.
+    images: std::sync::Mutex<Vec<String>>,
+    registry: bool,
 }
 
 impl Fake {
@@ -65,6 +68,8 @@ impl Fake {
             free: 50 << 30,
             entropy: true,
             now: time::OffsetDateTime::now_utc(),
+            images: std::sync::Mutex::new(IMAGES.iter().map(|i| i.to_string()).collect()),
+            registry: true,
         }
     }
 }
@@ -120,6 +125,18 @@ impl Host for Fake {
     fn cri_runtime_config(&self, socket: &Path, _: Duration) -> Result<bool, CriError> {
         self.runtime_config.map_err(|why| CriError::Refused { socket: socket.to_path_buf(), why: why.into() })
     }
+    fn cri_image_present(&self, socket: &Path, image: &str, _: Duration) -> Result<bool, CriError> {
+        self.cri.as_ref().map_err(|why| CriError::Refused { socket: socket.to_path_buf(), why: why.to_string() })?;
+        Ok(self.images.lock().unwrap().iter().any(|i| i == image))
+    }
+    fn cri_pull_image(&self, socket: &Path, image: &str, _: Duration) -> Result<(), CriError> {
+        if !self.registry {
+            let why = format!("PullImage {image}: gRPC status 2: dial tcp: connection refused");
+            return Err(CriError::Refused { socket: socket.to_path_buf(), why });
+        }
+        self.images.lock().unwrap().push(image.to_string());
+        Ok(())
+    }
     fn kubelet_version(&self, kubelet: &Path) -> Result<String, HostError> {
         self.kubelet.clone().ok_or_else(|| HostError::Exec {
             program: kubelet.to_path_buf(),
@@ -166,8 +183,12 @@ fn input(role: Role) -> Input {
         certs_dir: "/etc/kubernetes/pki".into(),
         resuming: false,
         bind: BindAddresses::default(),
+        images: IMAGES.iter().map(|i| i.to_string()).collect(),
+        image_pull_policy: String::new(),
     }
 }
+
+const IMAGES: [&str; 2] = ["registry.k8s.io/kube-apiserver:v1.37.2", "registry.k8s.io/pause:3.10.2"];
 
 const DEFAULT_CRI: &str = "unix:///var/run/containerd/containerd.sock";
 
@@ -483,6 +504,12 @@ impl Host for Overlapping {
     fn cri_runtime_config(&self, socket: &Path, timeout: Duration) -> Result<bool, CriError> {
         self.inner.cri_runtime_config(socket, timeout)
     }
+    fn cri_image_present(&self, socket: &Path, image: &str, timeout: Duration) -> Result<bool, CriError> {
+        self.inner.cri_image_present(socket, image, timeout)
+    }
+    fn cri_pull_image(&self, socket: &Path, image: &str, timeout: Duration) -> Result<(), CriError> {
+        self.inner.cri_pull_image(socket, image, timeout)
+    }
     fn resolves(&self, name: &str) -> bool {
         self.inner.resolves(name)
     }
@@ -526,3 +553,61 @@ fn probes_overlap_and_the_report_keeps_the_table_order() {
 }
 
 mod v137;
+
+fn image_input(policy: &str) -> Input {
+    let mut i = input(Role::ControlPlane);
+    i.image_pull_policy = policy.into();
+    i
+}
+
+#[test]
+fn image_pull_passes_on_preloaded_images_without_pulling() {
+    let mut h = Fake::good();
+    h.registry = false;
+    *h.images.lock().unwrap() = image_input("").images.clone();
+    let r = run(&h, &image_input(""), &[]);
+    assert_eq!(row(&r, "ImagePull").result, Outcome::Pass, "{:?}", row(&r, "ImagePull"));
+    assert!(row(&r, "ImagePull").message.contains("2 images present, 0 pulled"), "{:?}", row(&r, "ImagePull"));
+}
+
+#[test]
+fn image_pull_pulls_what_is_missing_when_the_registry_answers() {
+    let h = Fake::good();
+    h.images.lock().unwrap().clear();
+    h.images.lock().unwrap().push("registry.k8s.io/pause:3.10.2".into());
+    let r = run(&h, &image_input("IfNotPresent"), &[]);
+    assert!(row(&r, "ImagePull").message.contains("1 images present, 1 pulled"), "{:?}", row(&r, "ImagePull"));
+    assert_eq!(h.images.lock().unwrap().len(), 2);
+}
+
+#[test]
+fn image_pull_names_every_image_neither_preloaded_nor_pullable() {
+    let mut h = Fake::good();
+    h.registry = false;
+    h.images.lock().unwrap().clear();
+    h.images.lock().unwrap().push("registry.k8s.io/pause:3.10.2".into());
+    let r = run(&h, &image_input(""), &[]);
+    let failed = row(&r, "ImagePull");
+    assert_eq!(failed.result, Outcome::Error, "{failed:?}");
+    assert!(
+        failed.message.starts_with(
+            "images neither preloaded nor pullable: registry.k8s.io/kube-apiserver:v1.37.2 (first pull error:"
+        ),
+        "{failed:?}"
+    );
+    assert!(!failed.message.contains("pause"), "present images are not named: {failed:?}");
+    // Ignorable under kubeadm's name.
+    let r = run(&h, &image_input(""), &["ImagePull".into()]);
+    assert_ne!(row(&r, "ImagePull").result, Outcome::Error);
+}
+
+#[test]
+fn image_pull_policy_never_and_always_as_kubeadm() {
+    let mut h = Fake::good();
+    h.registry = false;
+    assert_eq!(row(&run(&h, &image_input("Never"), &[]), "ImagePull").result, Outcome::Skipped);
+    // Always pulls even what is present.
+    *h.images.lock().unwrap() = image_input("").images.clone();
+    assert_eq!(row(&run(&h, &image_input("Always"), &[]), "ImagePull").result, Outcome::Error);
+    assert_eq!(row(&run(&h, &image_input("Sometimes"), &[]), "ImagePull").result, Outcome::Error);
+}
