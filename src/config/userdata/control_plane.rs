@@ -274,6 +274,30 @@ mod tests {
     }
 
     #[test]
+    fn notices_from_the_join_and_init_steps_reach_the_operator() {
+        use crate::datasource::{CRED_CA_CERT_HASH, CRED_TOKEN};
+        let ud = shared(&format!(
+            "  kubeadm:\n  - apiVersion: kubeadm.k8s.io/v1beta4\n    kind: InitConfiguration\n    \
+             bootstrapTokens: [{{token: {TOKEN}}}]\n"
+        ));
+        let notices = |node: &str| {
+            let mut g = gathered(&ud);
+            g.meta.local_hostname = Some(node.into());
+            g.credentials.insert(CRED_CA_CERT_HASH.into(), HASH2.as_bytes().to_vec());
+            g.credentials.insert(CRED_TOKEN.into(), TOKEN2.as_bytes().to_vec());
+            plan_detailed(&g).unwrap().notices
+        };
+        // Both machines plan the control-plane join; only the init node plans init too.
+        for node in ["cp-1", "cp-2"] {
+            let n = notices(node);
+            assert!(n.iter().any(|n| n.contains("replaces the caCertHashes")), "{node}: {n:?}");
+            assert!(n.iter().any(|n| n.contains("replaces discovery.bootstrapToken.token")), "{node}: {n:?}");
+            let init = n.iter().any(|n| n.contains("replaces bootstrapTokens[0].token"));
+            assert_eq!(init, node == "cp-1", "{node}: {n:?}");
+        }
+    }
+
+    #[test]
     fn the_plan_file_keeps_the_decision_inputs() {
         let p = on("cp-1", &shared("")).plan;
         let text = p.to_yaml().unwrap();
