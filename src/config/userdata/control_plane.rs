@@ -7,7 +7,7 @@
 use super::init_plan::init_plan;
 use super::join_plan::join_configuration;
 use super::overrides::{Overrides, node_name};
-use super::{NodePlan, PlanInput};
+use super::{NodePlan, Noted, PlanInput, PlanRequest};
 use crate::config::types::{BootstrapTokenDiscovery, InitConfiguration, JoinConfiguration, JoinControlPlane};
 use crate::config::values::is_dns1123_subdomain;
 use crate::config::{ConfigError, Documents};
@@ -15,8 +15,10 @@ use crate::constants::KUBEADM_API_VERSION;
 
 /// The plan of a machine whose role is control-plane: init, or (with `initNode` naming another
 /// node) a control-plane join.
-pub(super) fn plan(inp: PlanInput, mut docs: Documents, notices: &mut Vec<String>) -> Result<NodePlan, ConfigError> {
+pub(super) fn plan(req: PlanRequest) -> Result<Noted<NodePlan>, ConfigError> {
+    let PlanRequest { input: inp, mut docs } = req;
     let PlanInput { src, sh, ov, upload_certs, .. } = inp;
+    let mut notices = Vec::new();
     let key = certificate_key(src, &mut docs, ov)?;
     let join = match &sh.init_node {
         None => {
@@ -30,7 +32,7 @@ pub(super) fn plan(inp: PlanInput, mut docs: Documents, notices: &mut Vec<String
             }
             // Every machine given this user-data inits; the never-two-clusters check at boot joins
             // a cluster found at the endpoint instead, when the user-data says how (token, pins, key).
-            join_config(inp, &docs, key.as_deref(), &mut Vec::new()).ok()
+            join_config(inp, &docs, key.as_deref()).ok().map(|j| j.value)
         }
         Some(init_node) => {
             if !is_dns1123_subdomain(init_node) {
@@ -41,19 +43,20 @@ pub(super) fn plan(inp: PlanInput, mut docs: Documents, notices: &mut Vec<String
                     format!("{init_node:?} is not a node name (lowercase RFC 1123 subdomain)"),
                 ));
             }
-            let join = join_config(inp, &docs, key.as_deref(), notices)?;
+            let Noted { value: join, notices: mut joining } = join_config(inp, &docs, key.as_deref())?;
+            notices.append(&mut joining);
             if this_node(inp, &docs)? != *init_node {
-                return Ok(NodePlan::Join { join });
+                return Ok(Noted { value: NodePlan::Join { join }, notices });
             }
             Some(join)
         }
     };
     docs.join = None;
-    let NodePlan::Init { docs, .. } = init_plan(inp, docs, notices)? else {
-        return Err(ConfigError::file(src, "planned a join for the init node (a kubestrap bug)".into()));
-    };
+    let Noted { value: docs, notices: mut initing } = init_plan(PlanRequest { input: inp, docs })?;
+    notices.append(&mut initing);
     // The certificate key given, the init node uploads the shared certificates sealed with it.
-    Ok(NodePlan::Init { docs, upload_certs: upload_certs || key.is_some(), join_existing: join.map(Box::new) })
+    let plan = NodePlan::Init { docs, upload_certs: upload_certs || key.is_some(), join_existing: join.map(Box::new) };
+    Ok(Noted { value: plan, notices })
 }
 
 /// The certificate key: the shorthand's or credential's (put into the InitConfiguration, which
@@ -83,15 +86,15 @@ fn certificate_key(src: &str, docs: &mut Documents, ov: &Overrides) -> Result<Op
 /// This node's name as init would resolve it: the shorthand or InitConfiguration, else
 /// meta-data's local-hostname, else the machine's hostname as gathered (lowercased).
 fn this_node(inp: PlanInput, docs: &Documents) -> Result<String, ConfigError> {
-    let PlanInput { src, sh, g, .. } = inp;
+    let PlanInput { src, sh, machine, .. } = inp;
     let mut name = sh
         .node_name
         .clone()
         .or_else(|| docs.init.as_ref().map(|i| i.node_registration.name.clone()))
         .unwrap_or_default();
-    node_name(src, &mut name, g, "InitConfiguration")?;
+    node_name(src, &mut name, machine, "InitConfiguration")?;
     if name.is_empty() {
-        name = g.hostname.to_lowercase();
+        name = machine.hostname.to_lowercase();
     }
     Ok(name)
 }
@@ -100,12 +103,7 @@ fn this_node(inp: PlanInput, docs: &Documents) -> Result<String, ConfigError> {
 /// controlPlaneEndpoint with the shared token and pins, `controlPlane.certificateKey`, and the
 /// InitConfiguration's node registration and bind port (the advertise address in shared
 /// user-data is the init node's, so a joining node uses its own).
-fn join_config(
-    inp: PlanInput,
-    docs: &Documents,
-    key: Option<&str>,
-    notices: &mut Vec<String>,
-) -> Result<JoinConfiguration, ConfigError> {
+fn join_config(inp: PlanInput, docs: &Documents, key: Option<&str>) -> Result<Noted<JoinConfiguration>, ConfigError> {
     let PlanInput { src, sh, .. } = inp;
     let mut join = docs.join.clone().unwrap_or_else(|| JoinConfiguration {
         api_version: KUBEADM_API_VERSION.into(),
@@ -161,7 +159,7 @@ fn join_config(
     }
     // The shorthand's token, pins and node name are merged (and checked) as for a worker.
     let docs = Documents { join: Some(join), ..Documents::default() };
-    join_configuration(PlanInput { shorthand: true, ..inp }, docs, notices)
+    join_configuration(PlanRequest { input: PlanInput { shorthand: true, ..inp }, docs })
 }
 
 #[cfg(test)]
@@ -273,6 +271,30 @@ mod tests {
         let ud = ud.replace(&format!("  certificateKey: '{}'\n", key()), "");
         let NodePlan::Init { join_existing, upload_certs, .. } = on("cp-2", &ud).plan else { panic!("inits") };
         assert!(!upload_certs && join_existing.is_none());
+    }
+
+    #[test]
+    fn notices_from_the_join_and_init_steps_reach_the_operator() {
+        use crate::datasource::{CRED_CA_CERT_HASH, CRED_TOKEN};
+        let ud = shared(&format!(
+            "  kubeadm:\n  - apiVersion: kubeadm.k8s.io/v1beta4\n    kind: InitConfiguration\n    \
+             bootstrapTokens: [{{token: {TOKEN}}}]\n"
+        ));
+        let notices = |node: &str| {
+            let mut g = gathered(&ud);
+            g.meta.local_hostname = Some(node.into());
+            g.credentials.insert(CRED_CA_CERT_HASH.into(), HASH2.as_bytes().to_vec());
+            g.credentials.insert(CRED_TOKEN.into(), TOKEN2.as_bytes().to_vec());
+            plan_detailed(&g).unwrap().notices
+        };
+        // Both machines plan the control-plane join; only the init node plans init too.
+        for node in ["cp-1", "cp-2"] {
+            let n = notices(node);
+            assert!(n.iter().any(|n| n.contains("replaces the caCertHashes")), "{node}: {n:?}");
+            assert!(n.iter().any(|n| n.contains("replaces discovery.bootstrapToken.token")), "{node}: {n:?}");
+            let init = n.iter().any(|n| n.contains("replaces bootstrapTokens[0].token"));
+            assert_eq!(init, node == "cp-1", "{node}: {n:?}");
+        }
     }
 
     #[test]

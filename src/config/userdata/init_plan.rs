@@ -4,18 +4,16 @@
 //! are left to `resolve_init`, so both paths apply the same rules.
 
 use super::overrides::{node_name, set_field};
-use super::{NodePlan, PlanInput};
+use super::{Noted, PlanInput, PlanRequest};
 use crate::config::types::{BootstrapToken, ClusterConfiguration, InitConfiguration};
 use crate::config::{ConfigError, Documents};
 use crate::constants::KUBEADM_API_VERSION;
-use crate::datasource::CRED_TOKEN;
 
-pub(super) fn init_plan(
-    inp: PlanInput,
-    mut docs: Documents,
-    notices: &mut Vec<String>,
-) -> Result<NodePlan, ConfigError> {
-    let PlanInput { src, sh, g, .. } = inp;
+/// The init documents: the request's, with the shorthand and overrides merged in.
+pub(super) fn init_plan(req: PlanRequest) -> Result<Noted<Documents>, ConfigError> {
+    let PlanRequest { input: inp, mut docs } = req;
+    let PlanInput { src, sh, machine, .. } = inp;
+    let mut notices = Vec::new();
     let mut init = docs.init.take().unwrap_or_else(|| InitConfiguration {
         api_version: KUBEADM_API_VERSION.into(),
         kind: "InitConfiguration".into(),
@@ -45,8 +43,8 @@ pub(super) fn init_plan(
     if let Some(c) = cluster.as_mut() {
         set_cluster_fields(inp, c)?;
     }
-    merge_token(inp, &mut init, notices)?;
-    node_name(src, &mut init.node_registration.name, g, "InitConfiguration")?;
+    merge_token(inp, &mut init, &mut notices)?;
+    node_name(src, &mut init.node_registration.name, machine, "InitConfiguration")?;
 
     // Built afresh so the plan holds only what init reads: no JoinConfiguration (the caller has
     // refused one), no warnings (already handed to the operator as notices).
@@ -58,7 +56,7 @@ pub(super) fn init_plan(
         join: None,
         warnings: Vec::new(),
     };
-    Ok(NodePlan::Init { docs, upload_certs: false, join_existing: None })
+    Ok(Noted { value: docs, notices })
 }
 
 /// The shorthand's cluster keys, set in the ClusterConfiguration.
@@ -84,13 +82,12 @@ fn set_cluster_fields(inp: PlanInput, c: &mut ClusterConfiguration) -> Result<()
 
 /// The effective token (credential over user-data) becomes the first bootstrap token.
 fn merge_token(inp: PlanInput, init: &mut InitConfiguration, notices: &mut Vec<String>) -> Result<(), ConfigError> {
-    let PlanInput { src, ov, g, .. } = inp;
+    let PlanInput { src, ov, .. } = inp;
     let Some(t) = &ov.token else { return Ok(()) };
-    let from_credential = g.credentials.contains_key(CRED_TOKEN);
     match init.bootstrap_tokens.first_mut() {
         None => init.bootstrap_tokens.push(BootstrapToken { token: t.clone(), ..Default::default() }),
         Some(first) if first.token == *t => {}
-        Some(_) if !from_credential => {
+        Some(_) if !ov.token_from_credential => {
             return Err(ConfigError::doc(
                 src,
                 "kubestrap",

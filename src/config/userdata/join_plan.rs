@@ -4,25 +4,24 @@
 
 use super::cloud_config::not_for;
 use super::overrides::{node_name, set_field};
-use super::{NodePlan, PlanInput};
+use super::{NodePlan, Noted, PlanInput, PlanRequest};
+use crate::config::ConfigError;
 use crate::config::types::{BootstrapTokenDiscovery, Discovery, JoinConfiguration};
 use crate::config::values::{CertificateKey, TOKEN_FORMAT_HIDDEN, Token};
-use crate::config::{ConfigError, Documents};
 use crate::constants::KUBEADM_API_VERSION;
-use crate::datasource::{CRED_CA_CERT_HASH, CRED_TOKEN};
+use crate::datasource::CRED_CA_CERT_HASH;
 
-/// `shorthand`: the user-data was `#cloud-config`, so errors name shorthand keys.
-pub(super) fn join_plan(inp: PlanInput, docs: Documents, notices: &mut Vec<String>) -> Result<NodePlan, ConfigError> {
-    Ok(NodePlan::Join { join: join_configuration(inp, docs, notices)? })
+/// The plan of a joining machine: a worker, or a control plane when the JoinConfiguration has
+/// `controlPlane`.
+pub(super) fn join_plan(req: PlanRequest) -> Result<Noted<NodePlan>, ConfigError> {
+    Ok(join_configuration(req)?.map(|join| NodePlan::Join { join }))
 }
 
 /// [`join_plan`]'s JoinConfiguration; a control-plane join's too (see `control_plane`).
-pub(super) fn join_configuration(
-    inp: PlanInput,
-    mut docs: Documents,
-    notices: &mut Vec<String>,
-) -> Result<JoinConfiguration, ConfigError> {
-    let PlanInput { src, sh, ov, g, shorthand, .. } = inp;
+pub(super) fn join_configuration(req: PlanRequest) -> Result<Noted<JoinConfiguration>, ConfigError> {
+    let PlanRequest { input: inp, mut docs } = req;
+    let PlanInput { src, sh, ov, machine, shorthand, .. } = inp;
+    let mut notices = Vec::new();
     let mut join = docs.join.take().unwrap_or_else(|| JoinConfiguration {
         api_version: KUBEADM_API_VERSION.into(),
         kind: "JoinConfiguration".into(),
@@ -46,13 +45,13 @@ pub(super) fn join_configuration(
         ]
         .map(|(k, set)| (k, set && worker)),
         src,
-        notices,
+        &mut notices,
     );
     set_field(src, "nodeName", &sh.node_name, &mut join.node_registration.name, "nodeRegistration.name")?;
     let d = &mut join.discovery;
     let shorthand_discovery = sh.control_plane_endpoint.is_some() || !sh.ca_cert_hashes.is_empty();
     if d.file.is_none() && (d.bootstrap_token.is_some() || ov.token.is_some() || shorthand_discovery) {
-        merge_token_discovery(inp, d, notices)?;
+        merge_token_discovery(inp, d, &mut notices)?;
     } else if let Some(t) = &ov.token {
         // File discovery: the token is the TLS bootstrap token.
         d.tls_bootstrap_token = t.clone();
@@ -60,15 +59,15 @@ pub(super) fn join_configuration(
             notices.push(format!("credential {CRED_CA_CERT_HASH} ignored: discovery is by file"));
         }
     }
-    node_name(src, &mut join.node_registration.name, g, "JoinConfiguration")?;
+    node_name(src, &mut join.node_registration.name, machine, "JoinConfiguration")?;
     validate_join(src, &join, shorthand)?;
-    Ok(join)
+    Ok(Noted { value: join, notices })
 }
 
 /// Token discovery: the shorthand's endpoint and CA hashes, then the credentials' hashes and
 /// token, merged into discovery.bootstrapToken.
 fn merge_token_discovery(inp: PlanInput, d: &mut Discovery, notices: &mut Vec<String>) -> Result<(), ConfigError> {
-    let PlanInput { src, sh, ov, g, .. } = inp;
+    let PlanInput { src, sh, ov, .. } = inp;
     let bt = d.bootstrap_token.get_or_insert_with(BootstrapTokenDiscovery::default);
     set_field(
         src,
@@ -96,7 +95,7 @@ fn merge_token_discovery(inp: PlanInput, d: &mut Discovery, notices: &mut Vec<St
     }
     if let Some(t) = &ov.token {
         if !bt.token.is_empty() && bt.token != *t {
-            if !g.credentials.contains_key(CRED_TOKEN) {
+            if !ov.token_from_credential {
                 return Err(ConfigError::doc(
                     src,
                     "kubestrap",

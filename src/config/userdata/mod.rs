@@ -132,18 +132,54 @@ pub fn plan(g: &Gathered) -> Result<NodePlan, ConfigError> {
     Ok(p.plan)
 }
 
-/// What every plan function reads, passed as one value.
+/// What the plan reads about this machine: the parts of [`Gathered`] that name the node.
+#[derive(Clone, Copy)]
+struct Machine<'a> {
+    /// The datasource, naming meta-data in errors.
+    source: &'a str,
+    /// meta-data's local-hostname: the node name unless the user-data gives one.
+    local_hostname: Option<&'a str>,
+    /// The hostname as gathered: the node name when nothing else gives one.
+    hostname: &'a str,
+}
+
+impl<'a> Machine<'a> {
+    fn of(g: &'a Gathered) -> Machine<'a> {
+        Machine { source: &g.source, local_hostname: g.meta.local_hostname.as_deref(), hostname: &g.hostname }
+    }
+}
+
+/// What every plan step reads; copied into the helpers.
 #[derive(Clone, Copy)]
 struct PlanInput<'a> {
     /// Names the user-data in errors.
     src: &'a str,
     sh: &'a Shorthand,
     ov: &'a Overrides,
-    g: &'a Gathered,
+    machine: Machine<'a>,
     /// The user-data was `#cloud-config` shorthand, so errors name shorthand keys.
     shorthand: bool,
     /// A kubeadm line's `--upload-certs`.
     upload_certs: bool,
+}
+
+/// A plan function's one argument: what it reads and the documents it builds on (which it
+/// consumes).
+struct PlanRequest<'a> {
+    input: PlanInput<'a>,
+    docs: Documents,
+}
+
+/// What a plan function made and the notices (ignored keys, overridden values) it raised.
+struct Noted<T> {
+    value: T,
+    notices: Vec<String>,
+}
+
+impl<T> Noted<T> {
+    fn map<U>(self, f: impl FnOnce(T) -> U) -> Noted<U> {
+        Noted { value: f(self.value), notices: self.notices }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -210,11 +246,13 @@ pub fn plan_detailed(g: &Gathered) -> Result<Planned, ConfigError> {
     // Errors name kubeadm's paths unless the user wrote the shorthand.
     let shorthand = is_cloud_config && script.is_none();
     let upload_certs = matches!(role, Role::ControlPlane { upload_certs: true });
-    let input = PlanInput { src: &src, sh: &sh, ov: &token, g, shorthand, upload_certs };
-    let plan = match role {
-        Role::ControlPlane { .. } => control_plane::plan(input, docs, &mut notices)?,
-        Role::Join => join_plan::join_plan(input, docs, &mut notices)?,
+    let input = PlanInput { src: &src, sh: &sh, ov: &token, machine: Machine::of(g), shorthand, upload_certs };
+    let request = PlanRequest { input, docs };
+    let Noted { value: plan, notices: mut planned } = match role {
+        Role::ControlPlane { .. } => control_plane::plan(request)?,
+        Role::Join => join_plan::join_plan(request)?,
     };
+    notices.append(&mut planned);
     Ok(Planned { plan, script, notices })
 }
 

@@ -5,6 +5,7 @@
 
 use serde_yaml::Value;
 
+use super::Machine;
 use super::cloud_config::Shorthand;
 use crate::config::ConfigError;
 use crate::config::values::{CertificateKey, TOKEN_FORMAT_HIDDEN, Token, is_dns1123_subdomain};
@@ -16,6 +17,8 @@ pub(super) struct Overrides {
     pub token: Option<String>,
     /// Where the token came from, for errors.
     pub token_origin: String,
+    /// The token is the `kubestrap.token` credential's: it may replace the user-data's.
+    pub token_from_credential: bool,
     /// CA hashes from the credential, if given (they replace user-data's).
     pub ca_hashes: Option<Vec<String>>,
     /// The certificate key (credential over user-data), checked. Never printed.
@@ -32,6 +35,7 @@ impl Overrides {
             }
         };
         let mut token_origin = "kubestrap.token in the user-data".to_string();
+        let token_from_credential = g.credentials.contains_key(CRED_TOKEN);
         if let Some(c) = g.credentials.get(CRED_TOKEN) {
             let origin = format!("credential {CRED_TOKEN}");
             let t = std::str::from_utf8(c)
@@ -48,7 +52,7 @@ impl Overrides {
             && Token::parse(t).is_err()
         {
             let msg = format!("{TOKEN_FORMAT_HIDDEN}, e.g. from `kubestrap token generate`");
-            return Err(if g.credentials.contains_key(CRED_TOKEN) {
+            return Err(if token_from_credential {
                 ConfigError::file(&token_origin, msg)
             } else {
                 ConfigError::doc(src, "kubestrap", "token", msg)
@@ -74,7 +78,7 @@ impl Overrides {
             }
         };
         let certificate_key = certificate_key(src, g, sh, notices)?;
-        Ok(Overrides { token, token_origin, ca_hashes, certificate_key })
+        Ok(Overrides { token, token_origin, token_from_credential, ca_hashes, certificate_key })
     }
 }
 
@@ -130,13 +134,13 @@ pub(super) fn set_field(
 }
 
 /// Node name: as given, else meta-data's local-hostname (lowercased); validated as RFC 1123.
-pub(super) fn node_name(src: &str, name: &mut String, g: &Gathered, doc: &str) -> Result<(), ConfigError> {
+pub(super) fn node_name(src: &str, name: &mut String, machine: Machine, doc: &str) -> Result<(), ConfigError> {
     if name.is_empty() {
-        if let Some(h) = g.meta.local_hostname.as_deref().map(str::trim).filter(|h| !h.is_empty()) {
+        if let Some(h) = machine.local_hostname.map(str::trim).filter(|h| !h.is_empty()) {
             let lower = h.to_lowercase();
             if !is_dns1123_subdomain(&lower) {
                 return Err(ConfigError::file(
-                    &format!("meta-data ({})", g.source),
+                    &format!("meta-data ({})", machine.source),
                     format!(
                         "local-hostname {h:?} is not a valid node name (lowercase RFC 1123 subdomain: a-z, 0-9, '-', '.'); set kubestrap.nodeName"
                     ),

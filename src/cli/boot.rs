@@ -1,0 +1,28 @@
+//! `kubestrap boot` (the systemd units' command) and `kubestrap status` (its report).
+
+use argh::FromArgs;
+use std::path::PathBuf;
+
+/// The systemd entry point: read user-data, then init or join (one stage per unit).
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "boot")]
+pub struct Boot {
+    #[argh(option, default = "String::from(\"pre-kubelet\")")]
+    /// pre-kubelet (kubestrap.service) or post-kubelet (kubestrap-post.service)
+    pub stage: String,
+    #[argh(option, default = "PathBuf::from(\"/\")")]
+    /// node root (default /)
+    pub root: PathBuf,
+    #[argh(option)]
+    /// how long to wait for a datasource to appear (Go duration; default 5m)
+    pub datasource_timeout: Option<String>,
+}
+
+/// Print the last boot run in words; exit non-zero if it failed.
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "status")]
+pub struct Status {
+    #[argh(option, default = "PathBuf::from(\"/\")")]
+    /// node root (default /)
+    pub root: PathBuf,
+}
