@@ -67,6 +67,8 @@ while [ $# -gt 0 ]; do
 done
 
 CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/kubestrap/vm
+# The test image's containerd holds the preloaded images twice (content store + snapshots).
+[ "$TEST_IMAGE" = 1 ] && IMAGE_SIZE=${KUBESTRAP_IMAGE_SIZE:-8G}
 VARIANT=prod
 [ "$TEST_IMAGE" = 1 ] && VARIANT='test'
 OUT=${OUT:-$CACHE/image-$VARIANT}

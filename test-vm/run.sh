@@ -36,7 +36,7 @@ localAPIEndpoint:
 ---
 apiVersion: kubeadm.k8s.io/v1beta4
 kind: ClusterConfiguration
-kubernetesVersion: v1.37.0
+kubernetesVersion: v1.37.2
 controlPlaneEndpoint: 10.0.2.15:6443
 networking:
   podSubnet: 10.244.0.0/16
@@ -157,7 +157,7 @@ localAPIEndpoint:
 ---
 apiVersion: kubeadm.k8s.io/v1beta4
 kind: ClusterConfiguration
-kubernetesVersion: v1.37.0
+kubernetesVersion: v1.37.2
 controlPlaneEndpoint: 10.0.2.2:$API_PORT
 apiServer:
   certSANs: [10.0.2.2]
@@ -362,7 +362,7 @@ kubestrap:
   controlPlaneEndpoint: $HA_ENDPOINT
   caCertHashes: ['$HA_CA_HASH']
   certificateKey: '$HA_KEY'
-  kubernetesVersion: v1.37.0
+  kubernetesVersion: v1.37.2
   podSubnet: 10.244.0.0/16
 EOF
 }

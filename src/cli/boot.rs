@@ -16,6 +16,9 @@ pub struct Boot {
     #[argh(option)]
     /// how long to wait for a datasource to appear (Go duration; default 5m)
     pub datasource_timeout: Option<String>,
+    #[argh(option)]
+    /// preload the image archives in this directory (repeatable; default /usr/share/kubestrap/images)
+    pub image_dir: Vec<PathBuf>,
 }
 
 /// Print the last boot run in words; exit non-zero if it failed.

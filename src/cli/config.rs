@@ -1,4 +1,4 @@
-//! `kubestrap config print|migrate`.
+//! `kubestrap config print|migrate|images`.
 
 use argh::FromArgs;
 use std::path::PathBuf;
@@ -16,6 +16,39 @@ pub struct Config {
 pub enum ConfigCommand {
     Print(ConfigPrint),
     Migrate(ConfigMigrate),
+    Images(ConfigImages),
+}
+
+/// The container images kubeadm uses.
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "images")]
+pub struct ConfigImages {
+    #[argh(subcommand)]
+    pub command: ConfigImagesCommand,
+}
+
+#[derive(FromArgs, Debug)]
+#[argh(subcommand)]
+pub enum ConfigImagesCommand {
+    List(ConfigImagesList),
+}
+
+/// Print the images kubeadm would pull for this configuration, one per line (kubeadm's order).
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "list")]
+pub struct ConfigImagesList {
+    #[argh(option)]
+    /// a kubeadm configuration file (its values win over the flags below, as in kubeadm)
+    pub config: Option<PathBuf>,
+    #[argh(option)]
+    /// the control plane's Kubernetes version
+    pub kubernetes_version: Option<String>,
+    #[argh(option)]
+    /// the registry to pull control plane images from (default "registry.k8s.io")
+    pub image_repository: Option<String>,
+    #[argh(option, short = 'o', default = "String::from(\"text\")")]
+    /// output format: text, json or yaml (default text)
+    pub output: String,
 }
 
 /// Print default configuration documents.

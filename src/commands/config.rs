@@ -1,5 +1,5 @@
-//! `kubestrap config print init-defaults|join-defaults` and `kubestrap config migrate`, as
-//! kubeadm's `config` commands.
+//! `kubestrap config print init-defaults|join-defaults`, `config migrate` and `config images
+//! list`, as kubeadm's `config` commands.
 
 use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr};
@@ -27,8 +27,57 @@ pub fn run(c: cli::Config) -> Result<()> {
             write_stdout(&join_documents(&docs))
         }
         ConfigCommand::Migrate(m) => migrate(m),
+        ConfigCommand::Images(i) => match i.command {
+            cli::ConfigImagesCommand::List(l) => images_list(l),
+        },
     }
 }
+
+/// kubeadm's `config images list`: with `--config`, the file's values (the flags are ignored,
+/// as kubeadm ignores them); else the defaults with the flags applied.
+fn images_list(l: cli::ConfigImagesList) -> Result<()> {
+    let (init, mut cluster) = defaults::init_defaults();
+    let docs = match &l.config {
+        Some(path) => {
+            let source = path.display().to_string();
+            let text = std::fs::read_to_string(path).map_err(|e| Error::config(format!("reading config {source}: {e}")))?;
+            crate::config::load::parse_documents(&source, &text)?
+        }
+        None => {
+            if let Some(v) = &l.kubernetes_version {
+                cluster.kubernetes_version = v.clone();
+            }
+            if let Some(r) = &l.image_repository {
+                cluster.image_repository = r.clone();
+            }
+            Documents { init: Some(init), cluster: Some(cluster), ..Default::default() }
+        }
+    };
+    // The images do not depend on this machine: kubeadm's static host defaults will do.
+    let host = HostFacts { hostname: "node".into(), default_address: Some(IpAddr::V4(Ipv4Addr::new(1, 2, 3, 4))) };
+    let cfg = resolve_init("--config", docs, &host)?;
+    let images = crate::images::required(&cfg);
+    let text = match l.output.as_str() {
+        "text" => images.iter().map(|i| format!("{i}\n")).collect(),
+        "json" => {
+            // Go's MarshalIndent with four spaces, in kubeadm's key order.
+            let items: Vec<String> = images.iter().map(|i| format!("        {}", serde_json::Value::from(i.as_str()))).collect();
+            format!(
+                "{{\n    \"kind\": \"Images\",\n    \"apiVersion\": \"{IMAGES_API}\",\n    \"images\": [\n{}\n    ]\n}}\n",
+                items.join(",\n")
+            )
+        }
+        "yaml" => {
+            let list: String = images.iter().map(|i| format!("- {i}\n")).collect();
+            format!("apiVersion: {IMAGES_API}\nimages:\n{list}kind: Images\n")
+        }
+        other => return Err(Error::usage(format!("--output {other:?}: kubestrap prints text, json or yaml"))),
+    };
+    write_stdout(&text)
+}
+
+/// kubeadm's output API group for `config images list -o json|yaml`.
+const IMAGES_API: &str = "output.kubeadm.k8s.io/v1alpha3";
 
 /// The defaulted KubeletConfiguration / KubeProxyConfiguration for the printed init defaults, as
 /// kubeadm's `--component-configs`.

@@ -237,6 +237,6 @@ fn boot(b: cli::Boot) -> Result<()> {
         root: b.root,
         datasource_timeout,
         env,
-        image_dirs: vec![PathBuf::from(crate::images::DEFAULT_DIR)],
+        image_dirs: if b.image_dir.is_empty() { vec![PathBuf::from(crate::images::DEFAULT_DIR)] } else { b.image_dir },
     })
 }

@@ -59,12 +59,65 @@ if [ -f /run/kubestrap/status.json ]; then
 else
     echo "KUBESTRAP-TEST status.json missing"
 fi
-if [ "$verdict" = fail ]; then
-    journalctl -b -u kubestrap.service -u kubestrap-post.service -u kubelet.service --no-pager -o short-monotonic \
-        | tail -n 60 | sed 's/^/KUBESTRAP-TEST journal /'
+# The node itself: once both units succeeded, wait (kubestrap.test.ready-timeout=SECS, default
+# 600) for this Node to be Ready and, on a control plane, for the CoreDNS and kube-proxy Pods to
+# run, all as the real kubelet and API server report it.
+uptime_us() { awk '{ printf "%d", $1 * 1000000 }' /proc/uptime; }
+ready_timeout=$(sed -n 's/.*kubestrap\.test\.ready-timeout=\([0-9]*\).*/\1/p' /proc/cmdline)
+node=$(sed -n 's/.*--hostname-override=\([^ "]*\).*/\1/p' /var/lib/kubelet/kubeadm-flags.env 2>/dev/null)
+[ -n "$node" ] || node=$(hostname)
+if [ "$verdict" = pass ] && [ -f /etc/kubernetes/kubelet.conf ]; then
+    deadline=$(( $(uptime_us) / 1000000 + ${ready_timeout:-600} ))
+    ready='' pods=''
+    while [ "$(( $(uptime_us) / 1000000 ))" -lt "$deadline" ]; do
+        if [ -z "$ready" ]; then
+            r=$(kubectl --kubeconfig /etc/kubernetes/kubelet.conf get node "$node" --request-timeout=10s \
+                -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)
+            if [ "$r" = True ]; then
+                ready=$(uptime_us)
+                echo "KUBESTRAP-TEST node-ready name=$node at_us=$ready"
+            fi
+        fi
+        if [ -n "$ready" ] && [ ! -f /etc/kubernetes/admin.conf ]; then
+            break
+        fi
+        if [ -n "$ready" ]; then
+            # Every CoreDNS and kube-proxy Pod Running (and at least one of each).
+            p=$(kubectl --kubeconfig /etc/kubernetes/admin.conf -n kube-system get pods --request-timeout=10s \
+                -l 'k8s-app in (kube-dns,kube-proxy)' -o 'jsonpath={range .items[*]}{.metadata.labels.k8s-app}={.status.phase} {end}' 2>/dev/null)
+            case " $p" in
+                *=Pending*|*=Failed*|*=Unknown*) ;;
+                *kube-dns=Running*kube-proxy=Running*|*kube-proxy=Running*kube-dns=Running*)
+                    pods=$(uptime_us)
+                    echo "KUBESTRAP-TEST pods-running at_us=$pods"
+                    break ;;
+            esac
+        fi
+        sleep 2
+    done
+    if [ -z "$ready" ]; then
+        echo "KUBESTRAP-TEST node-not-ready name=$node"
+        verdict=fail
+    elif [ -f /etc/kubernetes/admin.conf ] && [ -z "$pods" ]; then
+        echo "KUBESTRAP-TEST pods-not-running"
+        verdict=fail
+    fi
+    if [ -f /etc/kubernetes/admin.conf ]; then
+        kubectl --kubeconfig /etc/kubernetes/admin.conf get nodes -o wide --request-timeout=10s 2>&1 | sed 's/^/KUBESTRAP-TEST nodes /'
+        kubectl --kubeconfig /etc/kubernetes/admin.conf get pods -A -o wide --request-timeout=10s 2>&1 | sed 's/^/KUBESTRAP-TEST pods /'
+    fi
+    ctr -n k8s.io images list -q 2>&1 | sed 's/^/KUBESTRAP-TEST image /'
 fi
-if [ "$verdict" = fail ] && [ -f /var/log/etcd-standin.log ]; then
-    tail -n 20 /var/log/etcd-standin.log | sed 's/^/KUBESTRAP-TEST etcd-log /'
+if [ "$verdict" = fail ]; then
+    journalctl -b -u kubestrap.service -u kubestrap-post.service --no-pager -o short-monotonic \
+        | grep -v 'waiting for the API server: attempt' | tail -n 40 | sed 's/^/KUBESTRAP-TEST journal /'
+    # The kubelet's and containerd's own errors, without the kubelet's per-loop noise about an
+    # API server that is not up yet.
+    journalctl -b -u kubelet.service -u containerd.service --no-pager -o short-monotonic -p warning \
+        | grep -v -e 'mirror pod' -e 'node \\"[^ ]*\\" not found' -e 'connection refused' \
+        | tail -n 60 | sed 's/^/KUBESTRAP-TEST runtime /'
+    ctr -n k8s.io containers list 2>&1 | head -n 30 | sed 's/^/KUBESTRAP-TEST containers /'
+    ctr -n k8s.io tasks list 2>&1 | head -n 30 | sed 's/^/KUBESTRAP-TEST tasks /'
 fi
 echo "KUBESTRAP-TEST verdict=$verdict"
 grep -qw 'kubestrap.test.hold=1' /proc/cmdline && exit 0
