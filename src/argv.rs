@@ -155,20 +155,14 @@ fn secret_values(args: &[String]) -> Vec<String> {
     out
 }
 
-fn is_token_char(b: u8) -> bool {
-    b.is_ascii_lowercase() || b.is_ascii_digit()
-}
-
 /// Replaces each `[a-z0-9]{6}\.[a-z0-9]{16}` match, scanning left to right.
 pub(crate) fn redact_token_shapes(s: &str) -> String {
     let b = s.as_bytes();
     let mut out = String::with_capacity(s.len());
     let mut i = 0;
     while i < b.len() {
-        let m = i + 23 <= b.len()
-            && b[i..i + 6].iter().all(|c| is_token_char(*c))
-            && b[i + 6] == b'.'
-            && b[i + 7..i + 23].iter().all(|c| is_token_char(*c));
+        // The one token parser; a slice ending inside a character holds non-ASCII: no token.
+        let m = i + 23 <= b.len() && s.is_char_boundary(i + 23) && crate::token::is_valid_token(&s[i..i + 23]);
         if m {
             out.push_str("<redacted>");
             i += 23;

@@ -54,3 +54,8 @@ pub(crate) const NODE_USER_PREFIX: &str = "system:node:";
 /// Labels and taint for control-plane nodes.
 pub(crate) const CONTROL_PLANE_LABEL: &str = "node-role.kubernetes.io/control-plane";
 pub(crate) const EXCLUDE_LB_LABEL: &str = "node.kubernetes.io/exclude-from-external-load-balancers";
+
+/// The group every default bootstrap token authenticates into (kubeadm's
+/// NodeBootstrapTokenAuthGroup); objects' RBAC is bound to it. Here, not in `objects`, so the
+/// config layer's defaults need no `objects`.
+pub const BOOTSTRAP_GROUP: &str = "system:bootstrappers:kubeadm:default-node-token";

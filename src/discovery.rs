@@ -12,8 +12,8 @@ use serde::Deserialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-pub use crate::config::values::{BadToken, Token};
 use crate::kubeconfig::{Credentials, Kubeconfig};
+pub use crate::token::{BadToken, Token};
 
 /// Cluster name of the TLS-bootstrap kubeconfig (`bootstrap-kubelet.conf`).
 pub const TLS_BOOTSTRAP_CLUSTER: &str = "kubernetes";

@@ -14,6 +14,7 @@ use serde_json::json;
 use crate::cli::{self, Command, InitSub};
 use crate::config;
 use crate::config::flags::InitFlags;
+use crate::config::values::CertificateKey;
 use crate::error::{Context, Error, Result};
 use crate::fsutil::NodeFs;
 use crate::node::Node;
@@ -52,6 +53,12 @@ fn init_phase(p: cli::InitPhase) -> Result<()> {
         None => p.name.clone(),
     };
     let selected = phases::lookup_all(INIT_PHASES, "init", &name)?;
+    // Parsed once here, as join's; the phases take the key.
+    let certificate_key = p
+        .certificate_key
+        .as_deref()
+        .map(|k| CertificateKey::parse(k).map_err(|e| Error::usage(format!("--certificate-key: {e}"))))
+        .transpose()?;
     let run = InitRun {
         config: p.config.as_deref(),
         flags: InitFlags::default(),
@@ -60,7 +67,7 @@ fn init_phase(p: cli::InitPhase) -> Result<()> {
         ignore_preflight: cli::split_all(&p.ignore_preflight_errors),
         upload: phases::UploadCerts {
             enabled: p.upload_certs,
-            certificate_key: p.certificate_key,
+            certificate_key,
             skip_key_print: p.skip_certificate_key_print,
         },
     };
@@ -76,7 +83,8 @@ fn init_all(i: &cli::Init) -> Result<()> {
     }
     let upload = phases::UploadCerts {
         enabled: i.upload_certs,
-        certificate_key: i.certificate_key.clone(),
+        // The flag sets InitConfiguration.certificateKey (InitFlags), parsed into cfg.certificate_key.
+        certificate_key: None,
         skip_key_print: i.skip_certificate_key_print,
     };
     let run = InitRun {

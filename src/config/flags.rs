@@ -6,6 +6,7 @@
 //! the file.
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -59,7 +60,7 @@ pub(crate) fn mixed_error(mixed: &[&str]) -> Option<String> {
 
 /// Join settings given outside a JoinConfiguration (command-line flags). Unset fields fall back
 /// to the JoinConfiguration, then to kubeadm's defaults.
-#[derive(Debug, Default, Clone)]
+#[derive(Default, Clone)]
 pub struct JoinFlags {
     pub endpoint: Option<String>,
     pub token: Option<String>,
@@ -77,6 +78,34 @@ pub struct JoinFlags {
     pub cri_socket: Option<String>,
     pub ignore_preflight_errors: Vec<String>,
     pub root: PathBuf,
+}
+
+impl fmt::Debug for JoinFlags {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JoinFlags")
+            .field("endpoint", &self.endpoint)
+            .field("token", &redacted(&self.token))
+            .field("discovery_token", &redacted(&self.discovery_token))
+            .field("tls_bootstrap_token", &redacted(&self.tls_bootstrap_token))
+            .field("discovery_token_ca_cert_hash", &self.discovery_token_ca_cert_hash)
+            .field("discovery_token_unsafe_skip_ca_verification", &self.discovery_token_unsafe_skip_ca_verification)
+            .field("discovery_file", &self.discovery_file)
+            .field("control_plane", &self.control_plane)
+            .field("certificate_key", &redacted(&self.certificate_key))
+            .field("apiserver_advertise_address", &self.apiserver_advertise_address)
+            .field("apiserver_bind_port", &self.apiserver_bind_port)
+            .field("discovery_timeout", &self.discovery_timeout)
+            .field("node_name", &self.node_name)
+            .field("cri_socket", &self.cri_socket)
+            .field("ignore_preflight_errors", &self.ignore_preflight_errors)
+            .field("root", &self.root)
+            .finish()
+    }
+}
+
+/// A secret flag's value as Debug shows it: whether it was given, never what.
+fn redacted(v: &Option<String>) -> Option<&'static str> {
+    v.as_ref().map(|_| "<redacted>")
 }
 
 /// Which config field each flag sets (document, field path), for errors found while resolving.
@@ -99,7 +128,7 @@ const FLAG_FIELDS: &[(&str, &str, &str)] = &[
 
 /// The init flags that are not about running (root, phases, preflight): kubeadm's
 /// config-bound flags plus the bootstrap-token and upload-certs ones.
-#[derive(Debug, Default, Clone)]
+#[derive(Default, Clone)]
 pub(crate) struct InitFlags {
     pub apiserver_advertise_address: Option<String>,
     pub apiserver_bind_port: Option<i32>,
@@ -120,6 +149,32 @@ pub(crate) struct InitFlags {
     pub token_ttl: Option<String>,
     pub upload_certs: bool,
     pub skip_token_print: bool,
+}
+
+impl fmt::Debug for InitFlags {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("InitFlags")
+            .field("apiserver_advertise_address", &self.apiserver_advertise_address)
+            .field("apiserver_bind_port", &self.apiserver_bind_port)
+            .field("apiserver_cert_extra_sans", &self.apiserver_cert_extra_sans)
+            .field("cert_dir", &self.cert_dir)
+            .field("certificate_key", &redacted(&self.certificate_key))
+            .field("control_plane_endpoint", &self.control_plane_endpoint)
+            .field("cri_socket", &self.cri_socket)
+            .field("feature_gates", &self.feature_gates)
+            .field("image_repository", &self.image_repository)
+            .field("kubernetes_version", &self.kubernetes_version)
+            .field("node_name", &self.node_name)
+            .field("patches", &self.patches)
+            .field("pod_network_cidr", &self.pod_network_cidr)
+            .field("service_cidr", &self.service_cidr)
+            .field("service_dns_domain", &self.service_dns_domain)
+            .field("token", &redacted(&self.token))
+            .field("token_ttl", &self.token_ttl)
+            .field("upload_certs", &self.upload_certs)
+            .field("skip_token_print", &self.skip_token_print)
+            .finish()
+    }
 }
 
 impl InitFlags {
@@ -286,7 +341,7 @@ impl InitFlags {
             ttl: Some(self.token_ttl.clone().unwrap_or_else(|| "24h0m0s".into())),
             expires: None,
             usages: vec!["signing".into(), "authentication".into()],
-            groups: vec![crate::objects::BOOTSTRAP_GROUP.into()],
+            groups: vec![crate::constants::BOOTSTRAP_GROUP.into()],
         }
     }
 
@@ -406,5 +461,18 @@ mod tests {
         );
         let m = bad(InitFlags { patches: Some("/p".into()), ..Default::default() });
         assert!(m.starts_with("--patches: "), "{m}");
+    }
+
+    #[test]
+    fn debug_hides_secret_flags() {
+        let j = JoinFlags {
+            token: Some("abcdef.0123456789abcdef".into()),
+            certificate_key: Some("e6".repeat(32)),
+            ..Default::default()
+        };
+        let i = InitFlags { token: j.token.clone(), certificate_key: j.certificate_key.clone(), ..Default::default() };
+        for d in [format!("{j:?}"), format!("{i:?}")] {
+            assert!(!d.contains("0123456789abcdef") && !d.contains("e6e6") && d.contains("<redacted>"), "{d}");
+        }
     }
 }

@@ -5,6 +5,7 @@
 //! default.
 
 use std::collections::BTreeMap;
+use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
@@ -12,7 +13,7 @@ fn is_false(b: &bool) -> bool {
     !*b
 }
 
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct InitConfiguration {
     pub api_version: String,
@@ -35,7 +36,7 @@ pub struct InitConfiguration {
     pub timeouts: Option<Timeouts>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct BootstrapToken {
     /// Empty: generated at init (kubeadm's dynamic default).
@@ -344,7 +345,7 @@ pub struct JoinConfiguration {
     pub timeouts: Option<Timeouts>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Discovery {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -355,7 +356,7 @@ pub struct Discovery {
     pub tls_bootstrap_token: String,
 }
 
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct BootstrapTokenDiscovery {
     #[serde(default)]
@@ -375,11 +376,104 @@ pub struct FileDiscovery {
     pub kube_config_path: String,
 }
 
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct JoinControlPlane {
     #[serde(default, rename = "localAPIEndpoint")]
     pub local_api_endpoint: ApiEndpoint,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub certificate_key: String,
+}
+
+/// A secret field as Debug shows it: whether it is set, never its value.
+pub(super) fn hidden(s: &str) -> &'static str {
+    if s.is_empty() { "" } else { "<redacted>" }
+}
+
+impl fmt::Debug for InitConfiguration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("InitConfiguration")
+            .field("api_version", &self.api_version)
+            .field("kind", &self.kind)
+            .field("bootstrap_tokens", &self.bootstrap_tokens)
+            .field("dry_run", &self.dry_run)
+            .field("node_registration", &self.node_registration)
+            .field("local_api_endpoint", &self.local_api_endpoint)
+            .field("certificate_key", &hidden(&self.certificate_key))
+            .field("skip_phases", &self.skip_phases)
+            .field("patches", &self.patches)
+            .field("timeouts", &self.timeouts)
+            .finish()
+    }
+}
+
+impl fmt::Debug for BootstrapToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BootstrapToken")
+            .field("token", &hidden(&self.token))
+            .field("description", &self.description)
+            .field("ttl", &self.ttl)
+            .field("expires", &self.expires)
+            .field("usages", &self.usages)
+            .field("groups", &self.groups)
+            .finish()
+    }
+}
+
+impl fmt::Debug for Discovery {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Discovery")
+            .field("bootstrap_token", &self.bootstrap_token)
+            .field("file", &self.file)
+            .field("tls_bootstrap_token", &hidden(&self.tls_bootstrap_token))
+            .finish()
+    }
+}
+
+impl fmt::Debug for BootstrapTokenDiscovery {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BootstrapTokenDiscovery")
+            .field("token", &hidden(&self.token))
+            .field("api_server_endpoint", &self.api_server_endpoint)
+            .field("ca_cert_hashes", &self.ca_cert_hashes)
+            .field("unsafe_skip_ca_verification", &self.unsafe_skip_ca_verification)
+            .finish()
+    }
+}
+
+impl fmt::Debug for JoinControlPlane {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JoinControlPlane")
+            .field("local_api_endpoint", &self.local_api_endpoint)
+            .field("certificate_key", &hidden(&self.certificate_key))
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_hides_tokens_and_certificate_keys() {
+        let token = "abcdef.0123456789abcdef".to_string();
+        let key = "e6".repeat(32);
+        let init = InitConfiguration {
+            bootstrap_tokens: vec![BootstrapToken { token: token.clone(), ..Default::default() }],
+            certificate_key: key.clone(),
+            ..Default::default()
+        };
+        let join = JoinConfiguration {
+            discovery: Discovery {
+                bootstrap_token: Some(BootstrapTokenDiscovery { token: token.clone(), ..Default::default() }),
+                tls_bootstrap_token: token.clone(),
+                ..Default::default()
+            },
+            control_plane: Some(JoinControlPlane { certificate_key: key.clone(), ..Default::default() }),
+            ..Default::default()
+        };
+        for d in [format!("{init:?}"), format!("{join:?}")] {
+            assert!(!d.contains("0123456789abcdef") && !d.contains("e6e6") && d.contains("<redacted>"), "{d}");
+        }
+    }
 }

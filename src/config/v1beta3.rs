@@ -6,18 +6,19 @@
 //! `timeouts.discovery`. Types v1beta3 shares with v1beta4 are reused from [`super::types`].
 
 use std::collections::BTreeMap;
+use std::fmt;
 
 use serde::Deserialize;
 
 use super::types::{
     self as v4, ApiEndpoint, Arg, BootstrapToken, BootstrapTokenDiscovery, ExternalEtcd, FileDiscovery, HostPathMount,
-    JoinControlPlane, Networking, Patches, Taint,
+    JoinControlPlane, Networking, Patches, Taint, hidden,
 };
 use crate::constants::KUBEADM_API_VERSION;
 
 pub(crate) const API_VERSION: &str = "kubeadm.k8s.io/v1beta3";
 
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[derive(Clone, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct InitConfiguration {
     pub api_version: String,
@@ -160,7 +161,7 @@ pub struct JoinConfiguration {
     pub patches: Option<Patches>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[derive(Clone, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Discovery {
     #[serde(default)]
@@ -290,6 +291,32 @@ impl JoinConfiguration {
             patches: self.patches,
             timeouts,
         }
+    }
+}
+
+impl fmt::Debug for InitConfiguration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("InitConfiguration")
+            .field("api_version", &self.api_version)
+            .field("kind", &self.kind)
+            .field("bootstrap_tokens", &self.bootstrap_tokens)
+            .field("node_registration", &self.node_registration)
+            .field("local_api_endpoint", &self.local_api_endpoint)
+            .field("certificate_key", &hidden(&self.certificate_key))
+            .field("skip_phases", &self.skip_phases)
+            .field("patches", &self.patches)
+            .finish()
+    }
+}
+
+impl fmt::Debug for Discovery {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Discovery")
+            .field("bootstrap_token", &self.bootstrap_token)
+            .field("file", &self.file)
+            .field("tls_bootstrap_token", &hidden(&self.tls_bootstrap_token))
+            .field("timeout", &self.timeout)
+            .finish()
     }
 }
 

@@ -1,5 +1,6 @@
 //! Small value types the config is made of: CIDRs, Go durations, Kubernetes versions, DNS names,
-//! and the two secrets (bootstrap token, certificate key), parsed here once for every caller.
+//! and the two secrets (bootstrap token, from `crate::token`; certificate key), parsed once for
+//! every caller.
 //! Parsers return a [`ValueError`] naming the bad value; the caller adds the document and field
 //! path (or the command-line flag).
 
@@ -190,76 +191,10 @@ pub(crate) fn is_dns_san(s: &str) -> bool {
     is_dns1123_subdomain(s) || s.strip_prefix("*.").is_some_and(is_dns1123_subdomain)
 }
 
-/// The accepted token form, appended to every [`BadToken`] message.
-const TOKEN_FORM: &str = "a bootstrap token is <6 characters [a-z0-9]>.<16 characters [a-z0-9]>";
-
-/// What a config field or credential says about a malformed token: never the value.
-pub(crate) const TOKEN_FORMAT_HIDDEN: &str = "bad token format (value hidden): expected [a-z0-9]{6}.[a-z0-9]{16}";
-
-/// Why a string is not a bootstrap token. Never carries the input: any part of it may be the
-/// secret. Only the id is named, once it is known to be well-formed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum BadToken {
-    #[error("the token contains whitespace (a stray newline?); {TOKEN_FORM}")]
-    Whitespace,
-    #[error("the token has no '.'; {TOKEN_FORM}")]
-    NoDot,
-    #[error("the token id (before the '.') is malformed; {TOKEN_FORM}")]
-    BadId,
-    #[error("the secret of token {id:?} (after the '.') is malformed ({chars} characters); {TOKEN_FORM}")]
-    BadSecret { id: String, chars: usize },
-}
-
-/// A bootstrap token `<id>.<secret>`. The secret never shows in Debug output or errors.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Token {
-    pub id: String,
-    pub(crate) secret: String,
-}
-
-fn is_token_part(s: &str, len: usize) -> bool {
-    s.len() == len && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-}
-
-impl Token {
-    /// Parses `[a-z0-9]{6}.[a-z0-9]{16}`. The error says what is wrong without echoing the
-    /// input (any part of it may be the secret).
-    pub fn parse(s: &str) -> Result<Token, BadToken> {
-        if s.chars().any(char::is_whitespace) {
-            return Err(BadToken::Whitespace);
-        }
-        let Some((id, secret)) = s.split_once('.') else {
-            return Err(BadToken::NoDot);
-        };
-        if !is_token_part(id, 6) {
-            return Err(BadToken::BadId);
-        }
-        if !is_token_part(secret, 16) {
-            return Err(BadToken::BadSecret { id: id.to_string(), chars: secret.chars().count() });
-        }
-        Ok(Token { id: id.to_string(), secret: secret.to_string() })
-    }
-
-    pub fn id(&self) -> &str {
-        &self.id
-    }
-
-    /// The secret half. Use only to sign/verify or to build a bearer token; never log it.
-    pub fn secret(&self) -> &str {
-        &self.secret
-    }
-
-    /// `<id>.<secret>`, the bearer token as sent to the API server. Never log it.
-    pub fn bearer(&self) -> String {
-        format!("{}.{}", self.id, self.secret)
-    }
-}
-
-impl fmt::Debug for Token {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Token").field("id", &self.id).field("secret", &"<redacted>").finish()
-    }
-}
+// The token lives in the leaf `token` module (so `token`, `discovery` need no config); the
+// config layer parses it from here as before.
+pub(crate) use crate::token::TOKEN_FORMAT_HIDDEN;
+pub use crate::token::{BadToken, Token};
 
 /// kubeadm's CertificateKeySize.
 pub const CERTIFICATE_KEY_SIZE: usize = 32;

@@ -16,19 +16,16 @@ use crate::pki::copycerts::{self, CertificateKey};
 #[derive(Debug, Default, Clone)]
 pub struct UploadCerts {
     pub enabled: bool,
-    pub certificate_key: Option<String>,
+    /// `--certificate-key` (`init phase upload-certs` only: init's flag is in the config).
+    pub certificate_key: Option<CertificateKey>,
     pub skip_key_print: bool,
 }
 
 /// The key to seal with: `--certificate-key`, else InitConfiguration.certificateKey, else one
 /// generated once and kept (0600) so a rerun and show-join-command use the same one.
 pub(super) fn certificate_key(ctx: &InitContext) -> Result<CertificateKey> {
-    let given = ctx.upload.certificate_key.clone().map(|k| ("--certificate-key", k)).or_else(|| {
-        (!ctx.cfg.init.certificate_key.is_empty())
-            .then(|| ("InitConfiguration.certificateKey", ctx.cfg.init.certificate_key.clone()))
-    });
-    if let Some((from, hex)) = given {
-        return CertificateKey::parse(&hex).map_err(|e| Error::usage(format!("{from}: {e}")));
+    if let Some(k) = ctx.upload.certificate_key.as_ref().or(ctx.cfg.certificate_key.as_ref()) {
+        return Ok(k.clone());
     }
     if let Some(b) = ctx.node.fs.read(&GENERATED_CERTIFICATE_KEY)?
         && let Ok(k) = CertificateKey::parse(&String::from_utf8_lossy(&b))

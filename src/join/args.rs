@@ -8,7 +8,7 @@ use super::control_plane::ControlPlaneJoin;
 use super::{Discovery, JoinArgs};
 pub use crate::config::flags::JoinFlags;
 use crate::config::types::JoinConfiguration;
-use crate::config::values::{is_dns1123_subdomain, parse_duration};
+use crate::config::values::{CertificateKey, is_dns1123_subdomain, parse_duration};
 use crate::constants::DEFAULT_CRI_SOCKET;
 use crate::discovery::{CaPin, Token};
 use crate::error::{Error, Result};
@@ -123,10 +123,11 @@ fn control_plane(f: &JoinFlags, jc: &JoinConfiguration) -> Result<Option<Control
         return Ok(None);
     }
     let bind_port = f.apiserver_bind_port.map(i64::from).or(conf.and_then(|c| c.local_api_endpoint.bind_port));
-    let certificate_key = f.certificate_key.clone().or(conf.and_then(|c| non_empty(&c.certificate_key)));
-    if let Some(k) = &certificate_key {
-        crate::config::values::CertificateKey::parse(k).map_err(|e| Error::usage(format!("--certificate-key: {e}")))?;
-    }
+    let hex = f.certificate_key.clone().or(conf.and_then(|c| non_empty(&c.certificate_key)));
+    // Parsed once here; the phases take the key.
+    let certificate_key = hex
+        .map(|k| CertificateKey::parse(&k).map_err(|e| Error::usage(format!("--certificate-key: {e}"))))
+        .transpose()?;
     Ok(Some(ControlPlaneJoin {
         advertise_address: f
             .apiserver_advertise_address

@@ -23,7 +23,7 @@ pub struct ControlPlaneJoin {
     pub advertise_address: String,
     pub bind_port: Option<i64>,
     /// Without it, the shared CAs and keys must already be on disk (kubeadm's manual-copy mode).
-    pub certificate_key: Option<String>,
+    pub certificate_key: Option<CertificateKey>,
 }
 
 const KUBEADM_CONFIG: &str = "/api/v1/namespaces/kube-system/configmaps/kubeadm-config";
@@ -110,11 +110,10 @@ fn fetch_node_config(ctx: &JoinContext, cp: &ControlPlaneJoin) -> Result<InitCon
 /// before any is written, so a wrong key writes nothing.
 pub(crate) fn download_certs(ctx: &JoinContext) -> Result<()> {
     let Some(cp) = control_plane(ctx, "download-certs") else { return Ok(()) };
-    let Some(hex) = &cp.certificate_key else {
+    let Some(key) = &cp.certificate_key else {
         info!("[download-certs] Skipped: no --certificate-key; the shared CAs and keys must already be on disk");
         return Ok(());
     };
-    let key = CertificateKey::parse(hex).map_err(|e| Error::usage(format!("--certificate-key: {e}")))?;
     let cfg = node_config(ctx, cp)?;
     let secret = client(ctx)?.get(KUBEADM_CERTS)?.ok_or_else(|| {
         Error::runtime("Secret \"kubeadm-certs\" was not found in the \"kube-system\" Namespace. This Secret might have expired. Please, run `kubestrap init phase upload-certs --upload-certs` on a control plane to generate a new one")

@@ -29,7 +29,7 @@ use crate::fsutil::{NodeFs, PlannedFile};
 use crate::kube::{Exchange, Recorder, StandIn};
 use crate::node::Node;
 use crate::paths::{self, DEFAULT_CERTS_DIR, ETCD_DATA_DIR};
-use crate::pki::copycerts::{self, CertificateKey};
+use crate::pki::copycerts;
 
 const ASSUMES: &str = "the cluster's ClusterConfiguration (kube-system/kubeadm-config, read by a real run) keeps the default certificatesDir and stacked etcd; with external etcd the etcd files and etcd-join are skipped";
 
@@ -224,8 +224,7 @@ impl Cluster {
         seed(crate::objects::configmaps::kubeadm_config(&self.cfg).map_err(|e| Error::runtime(e.to_string()))?)?;
         // Init made it; mark-control-plane's create of it is refused as existing.
         seed(crate::objects::rbac::cluster_admins_binding())?;
-        if let Some(hex) = args.control_plane.as_ref().and_then(|cp| cp.certificate_key.as_ref()) {
-            let key = CertificateKey::parse(hex).map_err(|e| Error::usage(format!("--certificate-key: {e}")))?;
+        if let Some(key) = args.control_plane.as_ref().and_then(|cp| cp.certificate_key.as_ref()) {
             let mut data = serde_json::Map::new();
             for t in copycerts::files_to_transfer(&self.cfg) {
                 let sealed = key.seal(&self.file(&t.path)?)?;

@@ -30,9 +30,7 @@ pub struct RenderError {
     pub detail: String,
 }
 
-/// The group every default bootstrap token authenticates into (kubeadm's
-/// NodeBootstrapTokenAuthGroup); the RBAC below is bound to it.
-pub const BOOTSTRAP_GROUP: &str = "system:bootstrappers:kubeadm:default-node-token";
+pub use crate::constants::BOOTSTRAP_GROUP;
 /// Namespaces kubeadm writes to.
 pub(crate) const KUBE_SYSTEM: &str = "kube-system";
 pub(crate) const KUBE_PUBLIC: &str = "kube-public";

@@ -7,7 +7,7 @@ use time::format_description::well_known::Rfc3339;
 
 use super::{KUBE_SYSTEM, b64, meta};
 use crate::config::types::BootstrapToken;
-use crate::config::values::parse_duration;
+use crate::config::values::{Token, parse_duration};
 
 pub const SECRET_TYPE: &str = "bootstrap.kubernetes.io/token";
 pub const SECRET_PREFIX: &str = "bootstrap-token-";
@@ -89,9 +89,8 @@ fn expiration(token: &BootstrapToken, now: OffsetDateTime) -> Result<Option<Stri
 /// `kube-system/bootstrap-token-<id>`, type `bootstrap.kubernetes.io/token`, data as kubeadm
 /// encodes it. Errors never include the token's value.
 pub fn token_secret(token: &BootstrapToken, now: OffsetDateTime) -> Result<Value, TokenError> {
-    let Some((id, secret)) = token.token.split_once('.').filter(|_| crate::token::is_valid_token(&token.token)) else {
-        return Err(TokenError::BadFormat);
-    };
+    let t = Token::parse(&token.token).map_err(|_| TokenError::BadFormat)?;
+    let (id, secret) = (t.id(), t.secret());
     let mut data = Map::new();
     let mut put = |k: &str, v: &str| {
         data.insert(k.to_string(), json!(b64(v)));

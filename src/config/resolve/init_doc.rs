@@ -177,14 +177,14 @@ pub(super) fn timeouts(c: &Ctx, t: Option<&Timeouts>) -> Result<(Duration, Durat
     Ok((health, kubelet))
 }
 
-/// kubeadm's ValidateCertificateKey: empty, or the hex of a 32-byte AES key.
-pub(super) fn validate_certificate_key(c: &Ctx, key: &str) -> Result<(), ConfigError> {
+/// kubeadm's ValidateCertificateKey: empty (`None`), or the hex of a 32-byte AES key.
+pub(super) fn certificate_key(c: &Ctx, key: &str) -> Result<Option<CertificateKey>, ConfigError> {
     const PATH: &str = "certificateKey";
     if key.is_empty() {
-        return Ok(());
+        return Ok(None);
     }
     // Never echo the key: it decrypts the uploaded CA keys.
-    CertificateKey::parse_exact(key).map(|_| ()).map_err(|e| match e {
+    CertificateKey::parse_exact(key).map(Some).map_err(|e| match e {
         crate::config::values::BadCertificateKey::NotHex => {
             c.err(PATH, "is not hex (value hidden); `kubeadm certs certificate-key` prints a valid key".into())
         }

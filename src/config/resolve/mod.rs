@@ -12,7 +12,7 @@ use std::time::Duration;
 use super::ConfigError;
 use super::load::Documents;
 use super::types::{ClusterConfiguration, ExternalEtcd, InitConfiguration, LocalEtcd};
-use super::values::{Cidr, Version};
+use super::values::{CertificateKey, Cidr, Version};
 use crate::constants::KUBEADM_API_VERSION;
 
 pub use crate::host::HostFacts;
@@ -83,6 +83,8 @@ pub struct InitConfig {
     pub control_plane_health_timeout: Duration,
     /// `timeouts.kubeletHealthCheck`: the kubelet's healthz wait.
     pub kubelet_health_timeout: Duration,
+    /// `certificateKey`, parsed: what upload-certs seals with when no flag gives one.
+    pub certificate_key: Option<CertificateKey>,
     pub warnings: Vec<String>,
 }
 
@@ -159,7 +161,7 @@ pub fn resolve_init(source: &str, docs: Documents, host: &HostFacts) -> Result<I
     init_doc::default_api_endpoint(&ic, &mut init.local_api_endpoint, host)?;
     let (advertise_address, bind_port) = init_doc::validate_api_endpoint(&ic, &init.local_api_endpoint)?;
     let (control_plane_health_timeout, kubelet_health_timeout) = init_doc::timeouts(&ic, init.timeouts.as_ref())?;
-    init_doc::validate_certificate_key(&ic, &init.certificate_key)?;
+    let certificate_key = init_doc::certificate_key(&ic, &init.certificate_key)?;
 
     let version = cluster_doc::version(&cc, &mut cluster.kubernetes_version, w)?;
     cluster_doc::default_networking(&mut cluster.networking);
@@ -196,6 +198,7 @@ pub fn resolve_init(source: &str, docs: Documents, host: &HostFacts) -> Result<I
         etcd_image_tag,
         control_plane_health_timeout,
         kubelet_health_timeout,
+        certificate_key,
         warnings,
     })
 }
