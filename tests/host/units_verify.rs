@@ -5,11 +5,12 @@ use crate::common::*;
 
 use std::path::{Path, PathBuf};
 
-/// Every unit kubestrap ships, plus the test image's.
+/// Every unit kubestrap ships, plus the test image's (its report unit and kubeadm's kubelet unit).
 fn units() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("units");
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = repo.join("units");
     let mut out = Vec::new();
-    for d in [dir.clone(), dir.join("test")] {
+    for d in [dir.clone(), dir.join("test"), repo.join("image/test-node")] {
         for e in std::fs::read_dir(&d).unwrap() {
             let p = e.unwrap().path();
             if p.extension().is_some_and(|x| x == "service") {
