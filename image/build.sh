@@ -52,10 +52,11 @@ MASKED_UNITS=(systemd-firstboot.service getty.target getty@.service serial-getty
     getty-static.service console-getty.service apt-daily.timer apt-daily-upgrade.timer
     e2scrub_all.timer fstrim.timer dpkg-db-backup.timer)
 
-TEST_IMAGE=0 CARGO=1 REBUILD_BASE=0 OUT='' UNITS_DIR="$REPO/units"
+TEST_IMAGE=0 PRELOADED=0 CARGO=1 REBUILD_BASE=0 OUT='' UNITS_DIR="$REPO/units"
 while [ $# -gt 0 ]; do
     case "$1" in
         --test-image) TEST_IMAGE=1 ;;
+        --preloaded) TEST_IMAGE=1 PRELOADED=1 ;;
         --no-cargo) CARGO=0 ;;
         --rebuild-base) REBUILD_BASE=1 ;;
         --units-dir) UNITS_DIR=$(cd "$2" && pwd); shift ;;
@@ -71,6 +72,7 @@ CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/kubestrap/vm
 [ "$TEST_IMAGE" = 1 ] && IMAGE_SIZE=${KUBESTRAP_IMAGE_SIZE:-8G}
 VARIANT=prod
 [ "$TEST_IMAGE" = 1 ] && VARIANT='test'
+[ "$PRELOADED" = 1 ] && VARIANT='test-preloaded'
 OUT=${OUT:-$CACHE/image-$VARIANT}
 BIN_DIR=${KUBESTRAP_BIN_DIR:-$REPO/target/x86_64-unknown-linux-gnu/release}   # override: prebuilt binaries
 
@@ -192,6 +194,35 @@ else
 fi
 
 # ---- stage 2: the image with kubestrap baked in ------------------------------------------
+# host_preload ROOT: the test-preloaded variant. The image's archives imported, on this host (an
+# import under TCG takes minutes), into the image's own /var/lib/containerd by the same
+# containerd and ctr, as an image builder would: at first boot kubestrap finds every image
+# present and skips them. Only cp-init proves the import itself; the other scenarios boot this.
+host_preload() {
+    local root=$1 st="$WORK/containerd" pid a i
+    mkdir -p "$st"
+    cat >"$st/config.toml" <<EOF
+version = 3
+root = "$root/var/lib/containerd"
+state = "$st/run"
+disabled_plugins = ["io.containerd.grpc.v1.cri"]
+[grpc]
+  address = "$st/containerd.sock"
+[ttrpc]
+  address = "$st/containerd.sock.ttrpc"
+EOF
+    unshare -m "$REAL_BIN/containerd" --config "$st/config.toml" >"$st/log" 2>&1 &
+    pid=$!
+    for ((i = 0; i < 300; i++)); do [ -S "$st/containerd.sock" ] && break; sleep 0.1; done
+    [ -S "$st/containerd.sock" ] || { tail -n 20 "$st/log" >&2; die "host containerd did not start"; }
+    for a in "$root"/usr/share/kubestrap/images/*.tar; do
+        "$REAL_BIN/ctr" --address "$st/containerd.sock" -n k8s.io images import \
+            --label io.cri-containerd.image=managed "$a" >/dev/null || { kill "$pid"; die "ctr import $a failed"; }
+    done
+    kill "$pid"
+    wait "$pid" || true
+}
+
 if [ "$CARGO" = 1 ] && [ -z "${KUBESTRAP_BIN_DIR:-}" ]; then
     log "cargo build --release -p kubestrap"
     (cd "$REPO" && cargo build --quiet --release -p kubestrap)
@@ -273,6 +304,10 @@ if [ "$TEST_IMAGE" = 1 ]; then
     install -m 0644 "$REPO/units/kubelet-dropin/10-kubeadm.conf" "$sysd/kubelet.service.d/10-kubeadm.conf"
     log "container images (image/test-images.sh)"
     "$HERE/test-images.sh" "$REAL_BIN" "$r" "$r/usr/share/kubestrap/images" >&2
+    if [ "$PRELOADED" = 1 ]; then
+        log "preload the images into the image's containerd store (on this host)"
+        host_preload "$r"
+    fi
 fi
 [ -d "$wants" ] || die "nothing enabled"
 find "$r/usr/bin" "$r/usr/sbin" "$r/opt" "$r/usr/share/kubestrap" "$r/etc/containerd" "$r/etc/cni" "$r/usr/local" "$sysd" "$r/etc/systemd/system" -newer "$BASE/rootfs.tar" \

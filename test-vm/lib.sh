@@ -7,8 +7,8 @@ REPO=$(cd "$TV_DIR/.." && pwd)
 # shellcheck disable=SC2034  # used by run.sh
 BIN_DIR=${KUBESTRAP_BIN_DIR:-$REPO/target/x86_64-unknown-linux-gnu/release}   # override: prebuilt binaries
 VM_ACCEL=${VM_ACCEL:-tcg}            # tcg | kvm (KVM hangs on these machines)
-VM_TIMEOUT=${VM_TIMEOUT:-150}        # seconds per boot, then QEMU (only ours) is killed
-VM_MEM=${VM_MEM:-2G}                 # kubeadm's preflight wants >= 1700 MB on a control plane
+VM_TIMEOUT=${VM_TIMEOUT:-900}        # seconds per boot (a real control plane under TCG), then QEMU is killed
+VM_MEM=${VM_MEM:-3G}                 # the real control plane: etcd, 3 components, kubelet, containerd
 VM_SMP=${VM_SMP:-2}
 ARTIFACTS=${ARTIFACTS:-$TV_DIR/artifacts}
 
@@ -68,7 +68,18 @@ boot_vm() {
     [ -n "$seed" ] && args+=(-drive "file=$seed,format=raw,if=virtio,readonly=on")
     local log="$WORK/$name.serial.log" qmp_sock="$WORK/$name.qmp" t0 rc
     local prefix=()
-    [ -n "$netns" ] && prefix=(ip netns exec "$netns")
+    # Network discipline: with no namespace of its own, a guest runs in one that holds only lo,
+    # so slirp has nothing to forward to (the guest's CoreDNS forwards, its loop check queries).
+    if [ -z "$netns" ]; then
+        if [ -z "${ISOLATED_NS:-}" ]; then
+            ISOLATED_NS="kubestrap-vm-iso-$$-$RANDOM"
+            ip netns add "$ISOLATED_NS"
+            ip -n "$ISOLATED_NS" link set lo up
+            CLEANUPS+=("ip netns del $ISOLATED_NS")
+        fi
+        netns=$ISOLATED_NS
+    fi
+    prefix=(ip netns exec "$netns")
     rm -f "$qmp_sock"
     say "boot $name (disk=$(basename "$disk") snapshot=$snapshot${seed:+ seed}${quit_on:+ quit-on=$quit_on})"
     t0=$(now)

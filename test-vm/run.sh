@@ -14,7 +14,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$HERE/lib.sh"
 
 SCENARIOS=(cp-init worker-join token-credential broken-user-data reboot-noop power-cut
-    power-cut-after-certs power-cut-post capi-cp-init capi-worker ha-control-plane)
+    power-cut-after-certs power-cut-post capi-cp-init ha-control-plane)
 TOKEN=abcdef.0123456789abcdef
 TOKEN_SECRET=0123456789abcdef
 API_PORT=16443        # the host-side double's port, inside the scenario's own network namespace
@@ -251,18 +251,6 @@ check_worker() {
     fi
 }
 
-scenario_worker-join() {
-    host_control_plane || return 0
-    mkdir -p "$WORK/seed"
-    worker_user_data 1 >"$WORK/seed/user-data"
-    printf 'instance-id: iid-worker-join\nlocal-hostname: worker-1\n' >"$WORK/seed/meta-data"
-    seed_iso
-    local disk rc=0
-    disk=$(fresh_disk worker)
-    boot_vm boot1 "$disk" --seed "$WORK/seed.iso" --netns "$NS" || rc=$?
-    check_worker "$WORK/boot1.serial.log" "$rc" "$disk"
-    note_timing "$WORK/boot1.serial.log" worker-join
-}
 
 scenario_token-credential() {
     host_control_plane || return 0
@@ -273,7 +261,9 @@ scenario_token-credential() {
     grep -q "$TOKEN_SECRET" "$WORK/seed/user-data" && fail "test bug: the token is in the user-data"
     local disk rc=0
     disk=$(fresh_disk worker)
-    boot_vm boot1 "$disk" --seed "$WORK/seed.iso" --netns "$NS" --cred "kubestrap.token=$TOKEN" || rc=$?
+    # The cluster is an API double: no Node gets Ready, so the report does not wait for one.
+    boot_vm boot1 "$disk" --seed "$WORK/seed.iso" --netns "$NS" --cred "kubestrap.token=$TOKEN" \
+        --append kubestrap.test.ready=0 || rc=$?
     check_worker "$WORK/boot1.serial.log" "$rc" "$disk"
     disk_cat "$disk" /var/lib/kubestrap/plan.yaml | grep -q "$TOKEN_SECRET" \
         && say "note: plan.yaml (0600) holds the token" || true
@@ -321,22 +311,152 @@ scenario_capi-cp-init() {
     note_timing "$log" capi-cp-init
 }
 
-scenario_capi-worker() {
-    host_control_plane || return 0
-    # The worker's token (Cluster API's controller creates it) is already the host cluster's.
-    mkdir -p "$WORK/seed"
-    sed -e "s|127.0.0.1:6443|10.0.2.2:$API_PORT|" -e "s|sha256:0\{64\}|$CA_HASH|" \
-        "$CAPI_FIXTURES/capi-worker/user-data" >"$WORK/seed/user-data"
-    printf 'instance-id: iid-capi-worker\nlocal-hostname: worker-1\n' >"$WORK/seed/meta-data"
-    seed_iso
-    local disk rc=0 log="$WORK/boot1.serial.log"
-    disk=$(fresh_disk worker)
-    boot_vm boot1 "$disk" --seed "$WORK/seed.iso" --netns "$NS" || rc=$?
-    check_worker "$log" "$rc" "$disk"
-    check_capi "$log"
-    disk_cat "$disk" /var/lib/kubelet/kubeadm-flags.env | grep -q 'cloud-provider=external' \
-        && say "ok: kubeletExtraArgs reached the kubelet flags" || fail "no --cloud-provider=external in kubeadm-flags.env"
-    note_timing "$log" capi-worker
+
+# ---- workers join a real control plane on a private LAN -----------------------------------
+# One private network namespace holding only a bridge (10.10.0.1/24) and a tap per VM: cp-1
+# (10.10.0.11) inits with a CA the harness made (credentials kubestrap.ca-crt/ca-key), and two
+# workers join it at once: worker-1 from a kubeadm JoinConfiguration, worker-2 from Cluster API's
+# worker bootstrap data (its endpoint rewritten to cp-1). Every VM holds after its verdict
+# (kubestrap.test.release=1) until all have one, then cp-1 lists the cluster's Nodes.
+LAN_TIMEOUT=${VM_LAN_TIMEOUT:-1200}
+
+lan_up() {   # lan_up: the namespace and bridge; sets NS
+    NS="kubestrap-vm-$$-$RANDOM"
+    ip netns add "$NS"
+    CLEANUPS+=("ip netns del $NS")
+    ip -n "$NS" link set lo up
+    ip -n "$NS" link add br0 type bridge
+    ip -n "$NS" addr add 10.10.0.1/24 dev br0
+    ip -n "$NS" link set br0 up
+}
+
+lan_ca() {   # lan_ca: the cluster CA made beforehand, as an operator would; sets LAN_CA_HASH
+    "$BIN_DIR/kubestrap" init phase certs --root "$WORK/ca" >"$WORK/ca.log" 2>&1
+    LAN_CA_HASH=$("$BIN_DIR/kubestrap" certs ca-hash "$WORK/ca/etc/kubernetes/pki/ca.crt")
+}
+
+# lan_boot NAME OCTET DISK [boot_vm args...]: boot a VM on the LAN in the background (its seed
+# is $WORK/seed-NAME); appends to LAN_NAMES/LAN_PIDS.
+lan_boot() {
+    local n=$1 octet=$2 disk=$3 i=${#LAN_NAMES[@]} snap=()
+    shift 3
+    make_seed "$WORK/$n.seed.iso" "$WORK/seed-$n"
+    cp "$WORK/seed-$n/user-data" "$WORK/$n.user-data.yaml"
+    ip -n "$NS" tuntap add dev "tap$i" mode tap
+    ip -n "$NS" link set "tap$i" master br0 up
+    mkfifo "$WORK/$n.release.in" "$WORK/$n.release.out"
+    [ "$disk" = "$IMAGE_ROOTFS" ] && snap=(--snapshot)
+    (
+        trap - ERR
+        boot_vm "$n" "$disk" "${snap[@]}" --seed "$WORK/$n.seed.iso" --netns "$NS" \
+            --tap "tap$i" "$(printf '52:54:00:0a:0a:%02x' "$octet")" --release "$WORK/$n.release" \
+            --append kubestrap.test.release=1 --timeout "$LAN_TIMEOUT" "$@"
+    ) &
+    LAN_PIDS+=($!) LAN_NAMES+=("$n")
+    CLEANUPS+=("qmp $WORK/$n.qmp quit")
+}
+
+lan_wait() {   # lan_wait: until every VM holds (or ended); then "nodes" from cp-1, and release all
+    local t0 all i n
+    t0=$(now)
+    while [ "$(now)" -lt $((t0 + LAN_TIMEOUT * 1000)) ]; do
+        all=1
+        for i in "${!LAN_NAMES[@]}"; do
+            grep -qs 'KUBESTRAP-TEST holding for the harness' "$WORK/${LAN_NAMES[$i]}.serial.log" && continue
+            kill -0 "${LAN_PIDS[$i]}" 2>/dev/null && all=0
+        done
+        [ "$all" = 1 ] && break
+        sleep 2
+    done
+    say "every VM has its verdict $(ms_to_s "$(($(now) - t0))") s after the first QEMU start"
+    ha_release cp-1 nodes
+    for ((i = 0; i < 30; i++)); do grep -qs 'KUBESTRAP-TEST nodes end' "$WORK/cp-1.serial.log" && break; sleep 1; done
+}
+
+lan_cp_user_data() {
+    cat <<EOF
+apiVersion: kubeadm.k8s.io/v1beta4
+kind: InitConfiguration
+bootstrapTokens:
+- token: $TOKEN
+nodeRegistration:
+  name: cp-1
+localAPIEndpoint:
+  advertiseAddress: 10.10.0.11
+---
+apiVersion: kubeadm.k8s.io/v1beta4
+kind: ClusterConfiguration
+kubernetesVersion: v1.37.2
+controlPlaneEndpoint: 10.10.0.11:6443
+networking:
+  podSubnet: 10.244.0.0/16
+EOF
+}
+
+scenario_worker-join() {
+    local n rc i log st disk pem
+    LAN_NAMES=() LAN_PIDS=()
+    lan_up
+    lan_ca
+    mkdir -p "$WORK/seed-cp-1" "$WORK/seed-worker-1" "$WORK/seed-worker-2"
+    lan_cp_user_data >"$WORK/seed-cp-1/user-data"
+    printf 'instance-id: iid-lan-cp-1\nlocal-hostname: cp-1\n' >"$WORK/seed-cp-1/meta-data"
+    cat >"$WORK/seed-worker-1/user-data" <<EOF
+apiVersion: kubeadm.k8s.io/v1beta4
+kind: JoinConfiguration
+nodeRegistration:
+  name: worker-1
+discovery:
+  bootstrapToken:
+    token: $TOKEN
+    apiServerEndpoint: 10.10.0.11:6443
+    caCertHashes: ["$LAN_CA_HASH"]
+EOF
+    printf 'instance-id: iid-lan-worker-1\nlocal-hostname: worker-1\n' >"$WORK/seed-worker-1/meta-data"
+    # Cluster API's worker data, unchanged but for the endpoint and the CA pin (its token is the
+    # one cp-1's user-data creates).
+    sed -e "s|127.0.0.1:6443|10.10.0.11:6443|" -e "s|sha256:0\{64\}|$LAN_CA_HASH|" \
+        "$CAPI_FIXTURES/capi-worker/user-data" >"$WORK/seed-worker-2/user-data"
+    printf 'instance-id: iid-lan-worker-2\nlocal-hostname: worker-2\n' >"$WORK/seed-worker-2/meta-data"
+    lan_boot cp-1 11 "$IMAGE_ROOTFS" --cred-file "kubestrap.ca-crt=$WORK/ca/etc/kubernetes/pki/ca.crt" \
+        --cred-file "kubestrap.ca-key=$WORK/ca/etc/kubernetes/pki/ca.key"
+    for n in worker-1 worker-2; do
+        lan_boot "$n" $((20 + ${n#worker-})) "$(fresh_disk "$n")"
+    done
+    lan_wait
+    for n in "${LAN_NAMES[@]}"; do ha_release "$n" exit; done
+    for i in "${!LAN_NAMES[@]}"; do
+        rc=0
+        wait "${LAN_PIDS[$i]}" || rc=$?
+        n=${LAN_NAMES[$i]}
+        log="$WORK/$n.serial.log"
+        expect_rc "$rc" 1 "$n: both kubestrap units succeeded and the node is Ready"
+        reject_line "$log" "$(event_re error)" "$n: no error event"
+        expect_line "$log" "KUBESTRAP-TEST node-ready name=$n " "$n: its Node is Ready (the real kubelet, as the API server reports it)"
+        [ "$n" = cp-1 ] && continue
+        expect_no_secret "$log"
+        st=$(status_json "$log")
+        [[ $st =~ \"role\":\ *\"worker\" ]] && [[ $st =~ \"state\":\ *\"done\" ]] \
+            && say "ok: $n: status.json role worker, state done" || fail "$n: status.json: ${st:-missing}"
+        disk="$WORK/$n.ext4"
+        mkdir -p "$WORK/$n-pki"
+        debugfs -R "rdump /var/lib/kubelet/pki $WORK/$n-pki" "$disk" >/dev/null 2>&1 || true
+        pem=$(find "$WORK/$n-pki" -type f -name 'kubelet-client-2*.pem' | head -n1)
+        if [ -n "$pem" ] && openssl x509 -in "$pem" -noout -subject | grep -q "CN *= *system:node:$n"; then
+            say "ok: $n: its kubelet client certificate is CN=system:node:$n"
+        else
+            fail "$n: no kubelet-client certificate for system:node:$n on its disk"
+        fi
+        disk_exists "$disk" /etc/kubernetes/bootstrap-kubelet.conf && fail "$n: bootstrap-kubelet.conf left behind"
+        note_timing "$log" "$n"
+    done
+    for n in cp-1 worker-1 worker-2; do
+        expect_line "$WORK/cp-1.serial.log" "KUBESTRAP-TEST cluster-node $n Ready=True" "the cluster lists $n as Ready"
+    done
+    check_capi "$WORK/worker-2.serial.log"
+    disk_cat "$WORK/worker-2.ext4" /var/lib/kubelet/kubeadm-flags.env | grep -q 'cloud-provider=external' \
+        && say "ok: worker-2: kubeletExtraArgs reached the kubelet flags" || fail "worker-2: no --cloud-provider=external in kubeadm-flags.env"
+    SCENARIO_NOTE="cp-1 + worker-1 (JoinConfiguration) + worker-2 (Cluster API)"
 }
 
 # ---- HA: control planes from one user-data, and a worker -----------------------------------
@@ -659,6 +779,7 @@ run_scenario() {
     declare -F "scenario_$s" >/dev/null || { echo "run.sh: unknown scenario $s (try --list)" >&2; return 2; }
     (
         set -eE
+        [ "$s" = cp-init ] || IMAGE_ROOTFS=$PRELOADED_ROOTFS
         scenario_begin "$s"
         trap 'fail "aborted: line $LINENO: $BASH_COMMAND"' ERR
         trap 'trap - ERR; scenario_end || true; printf "%s\n" "${RESULTS[@]}" >>"$RESULTS_FILE"' EXIT
@@ -682,9 +803,18 @@ main() {
     [ "$(id -u)" -eq 0 ] || { echo "run.sh: run as root" >&2; return 1; }
     t0=$(now)
     IMAGE_ENV=$("$REPO/image/build.sh" "${build[@]}" | tail -n1)
+    # The preloaded variant (the images already in containerd's store): every scenario but
+    # cp-init, which proves the import itself, boots it; the same binaries, so no second cargo run.
+    PRELOADED_ENV=$("$REPO/image/build.sh" --preloaded --no-cargo | tail -n1)
+    PRELOADED_ROOTFS=$(sed -n 's/^IMAGE_ROOTFS=//p' "$PRELOADED_ENV")
+    export PRELOADED_ROOTFS
     # shellcheck disable=SC1090
     . "$IMAGE_ENV"
-    say "image ready in $(ms_to_s "$(($(now) - t0))") s: $IMAGE_ROOTFS"
+    # token-credential's host-side API double.
+    if [[ " ${build[*]} " != *" --no-cargo "* ]]; then
+        (cd "$REPO" && cargo build --quiet --release -p kube-double)
+    fi
+    say "images ready in $(ms_to_s "$(($(now) - t0))") s: $IMAGE_ROOTFS, $PRELOADED_ROOTFS"
     RESULTS_FILE=$(mktemp) TIMINGS_FILE=$(mktemp)
     export RESULTS_FILE TIMINGS_FILE
     RESULTS=()

@@ -16,7 +16,8 @@ use argh::FromArgs;
 pub use self::boot::{Boot, Status};
 pub use self::certs::{CaHash, CertificateKeyCmd, Certs, CertsCommand};
 pub use self::config::{
-    Config, ConfigCommand, ConfigImages, ConfigImagesCommand, ConfigImagesList, ConfigMigrate, ConfigPrint, ConfigPrintWhat, PrintInitDefaults, PrintJoinDefaults,
+    Config, ConfigCommand, ConfigImages, ConfigImagesCommand, ConfigImagesList, ConfigMigrate, ConfigPrint,
+    ConfigPrintWhat, PrintInitDefaults, PrintJoinDefaults,
 };
 pub use self::init::{Init, InitPhase, InitSub};
 pub use self::join::Join;

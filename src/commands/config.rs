@@ -40,7 +40,8 @@ fn images_list(l: cli::ConfigImagesList) -> Result<()> {
     let docs = match &l.config {
         Some(path) => {
             let source = path.display().to_string();
-            let text = std::fs::read_to_string(path).map_err(|e| Error::config(format!("reading config {source}: {e}")))?;
+            let text =
+                std::fs::read_to_string(path).map_err(|e| Error::config(format!("reading config {source}: {e}")))?;
             crate::config::load::parse_documents(&source, &text)?
         }
         None => {
@@ -61,7 +62,8 @@ fn images_list(l: cli::ConfigImagesList) -> Result<()> {
         "text" => images.iter().map(|i| format!("{i}\n")).collect(),
         "json" => {
             // Go's MarshalIndent with four spaces, in kubeadm's key order.
-            let items: Vec<String> = images.iter().map(|i| format!("        {}", serde_json::Value::from(i.as_str()))).collect();
+            let items: Vec<String> =
+                images.iter().map(|i| format!("        {}", serde_json::Value::from(i.as_str()))).collect();
             format!(
                 "{{\n    \"kind\": \"Images\",\n    \"apiVersion\": \"{IMAGES_API}\",\n    \"images\": [\n{}\n    ]\n}}\n",
                 items.join(",\n")

@@ -248,9 +248,64 @@ impl CertificateKey {
     }
 }
 
+/// A duration as Go's `time.Duration.String()` writes it (`4m0s`, `1h0m0s`, `1.5s`, `500ms`),
+/// for messages that match kubeadm's.
+pub fn go_duration(d: Duration) -> String {
+    let nanos = d.as_nanos();
+    if nanos == 0 {
+        return "0s".into();
+    }
+    if nanos < 1_000_000_000 {
+        let (unit, div) = if nanos < 1_000 {
+            ("ns", 1)
+        } else if nanos < 1_000_000 {
+            ("µs", 1_000)
+        } else {
+            ("ms", 1_000_000)
+        };
+        return format!("{}{unit}", trim_fraction(nanos, div));
+    }
+    let secs = d.as_secs();
+    let (h, m) = (secs / 3600, (secs / 60) % 60);
+    let s = trim_fraction(u128::from(secs % 60) * 1_000_000_000 + u128::from(d.subsec_nanos()), 1_000_000_000);
+    match (h, m) {
+        (0, 0) => format!("{s}s"),
+        (0, m) => format!("{m}m{s}s"),
+        (h, m) => format!("{h}h{m}m{s}s"),
+    }
+}
+
+/// `n / div` with the fraction's trailing zeros dropped (Go's fmtFrac).
+fn trim_fraction(n: u128, div: u128) -> String {
+    let (whole, frac) = (n / div, n % div);
+    if frac == 0 {
+        return whole.to_string();
+    }
+    let width = div.to_string().len() - 1;
+    let digits = format!("{frac:0width$}");
+    format!("{whole}.{}", digits.trim_end_matches('0'))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_print_as_go_prints_them() {
+        let cases = [
+            (240_000, "4m0s"),
+            (3_600_000, "1h0m0s"),
+            (30_000, "30s"),
+            (1_500, "1.5s"),
+            (500, "500ms"),
+            (90_250, "1m30.25s"),
+            (0, "0s"),
+        ];
+        for (ms, want) in cases {
+            assert_eq!(go_duration(Duration::from_millis(ms)), want);
+        }
+        assert_eq!(go_duration(Duration::from_nanos(1_500)), "1.5µs");
+    }
 
     #[test]
     fn cidrs() {

@@ -99,30 +99,96 @@ pub fn wait_control_plane(ctx: &InitContext) -> Result<()> {
         info!("[dry-run] Would wait for a healthy kubelet at http://{addr}:{port}/healthz (up to {timeout:?})");
     } else if port != 0 {
         let url = format!("http://{addr}:{port}/healthz");
-        info!("[wait-control-plane] Waiting for a healthy kubelet at {url}. This can take up to {timeout:?}");
+        info!(
+            "[kubelet-check] Waiting for a healthy kubelet at {url}. This can take up to {}",
+            crate::config::values::go_duration(timeout)
+        );
         let t = ctx.node.clock.now();
-        let wait = ctx.poll("waiting for the kubelet", "wait-control-plane", timeout);
+        let wait = ctx.poll("waiting for the kubelet", "kubelet-check", timeout);
         wait.run::<_, GaveUp>(|| match crate::kube::http_ok(&url, REQUEST) {
             Ok(()) => Attempt::Done(()),
             Err(e) => Attempt::Wait(e.to_string()),
         })?;
-        info!("[wait-control-plane] The kubelet is healthy after {:.3?}", ctx.node.clock.now() - t);
+        info!("[kubelet-check] The kubelet is healthy after {:.3?}", ctx.node.clock.now() - t);
     }
+    wait_components(ctx)
+}
+
+/// kubeadm 1.34+'s WaitForAllControlPlaneComponents: the API server's /livez (through
+/// admin.conf's client), the controller-manager's /healthz and the scheduler's /livez (HTTPS,
+/// unverified), at the addresses and ports their manifests get, all within one timeout.
+fn wait_components(ctx: &InitContext) -> Result<()> {
     let client = admin_conn(ctx)?;
     let timeout = ctx.cfg.control_plane_health_timeout;
-    info!("[api-check] Waiting for a healthy API server at {}. This can take up to {timeout:?}", client.base());
+    info!(
+        "[control-plane-check] Waiting for healthy control plane components. This can take up to {}",
+        crate::config::values::go_duration(timeout)
+    );
+    let comps = components(&ctx.cfg);
+    for (name, url) in &comps {
+        info!("[control-plane-check] Checking {name} at {url}");
+    }
     let t = ctx.node.clock.now();
-    ctx.poll("waiting for the API server", "api-check", timeout).run::<_, GaveUp>(|| {
-        match client.request("GET", "/livez", None) {
-            Ok((200, _)) => Attempt::Done(()),
-            Ok((code, body)) => {
-                Attempt::Wait(format!("/livez answered HTTP {code}: {}", crate::kube::why_unhealthy(&body)))
+    let mut healthy = vec![false; comps.len()];
+    let waited =
+        ctx.poll("waiting for the control plane components", "control-plane-check", timeout).run::<_, GaveUp>(|| {
+            let mut why = Vec::new();
+            for (i, (name, url)) in comps.iter().enumerate() {
+                if healthy[i] {
+                    continue;
+                }
+                let answer = if i == 0 {
+                    match client.request("GET", "/livez", None) {
+                        Ok((200, _)) => Ok(()),
+                        Ok((code, body)) => {
+                            Err(format!("/livez answered HTTP {code}: {}", crate::kube::why_unhealthy(&body)))
+                        }
+                        Err(e) => Err(e.to_string()),
+                    }
+                } else {
+                    crate::kube::https_ok_unverified(url, REQUEST).map_err(|e| e.to_string())
+                };
+                match answer {
+                    Ok(()) => {
+                        healthy[i] = true;
+                        info!("[control-plane-check] {name} is healthy after {:.3?}", ctx.node.clock.now() - t);
+                    }
+                    Err(e) => why.push(format!("{name}: {e}")),
+                }
             }
-            Err(e) => Attempt::Wait(e.to_string()),
+            if why.is_empty() { Attempt::Done(()) } else { Attempt::Wait(why.join("; ")) }
+        });
+    if waited.is_err() {
+        for (_, (name, _)) in comps.iter().enumerate().filter(|(i, _)| !healthy[*i]) {
+            info!("[control-plane-check] {name} is not healthy after {:.3?}", ctx.node.clock.now() - t);
         }
-    })?;
-    info!("[api-check] The API server is healthy after {:.3?}", ctx.node.clock.now() - t);
-    Ok(())
+    }
+    Ok(waited?)
+}
+
+/// Each component's health URL as kubeadm builds it from the manifests: the API server at its
+/// advertise address and secure port, the others at `bind-address` (default 127.0.0.1) and
+/// `secure-port` (10257, 10259), the last value of each flag winning.
+fn components(cfg: &crate::config::InitConfig) -> Vec<(&'static str, String)> {
+    let c = &cfg.cluster;
+    let last = |args: &[crate::config::types::Arg], name: &str| {
+        args.iter().rev().find(|a| a.name == name).map(|a| a.value.clone()).filter(|v| !v.is_empty())
+    };
+    let join = |host: String, port: String| {
+        if host.contains(':') { format!("[{host}]:{port}") } else { format!("{host}:{port}") }
+    };
+    let api_host =
+        last(&c.api_server.extra_args, "advertise-address").unwrap_or_else(|| cfg.advertise_address.to_string());
+    let api_port = last(&c.api_server.extra_args, "secure-port").unwrap_or_else(|| cfg.bind_port.to_string());
+    let local = |args: &[crate::config::types::Arg], port: u16| {
+        let host = last(args, "bind-address").unwrap_or_else(|| "127.0.0.1".into());
+        join(host, last(args, "secure-port").unwrap_or_else(|| port.to_string()))
+    };
+    vec![
+        ("kube-apiserver", format!("https://{}/livez", join(api_host, api_port))),
+        ("kube-controller-manager", format!("https://{}/healthz", local(&c.controller_manager.extra_args, 10257))),
+        ("kube-scheduler", format!("https://{}/livez", local(&c.scheduler.extra_args, 10259))),
+    ]
 }
 
 pub(crate) fn upload_config(ctx: &InitContext) -> Result<()> {

@@ -381,8 +381,23 @@ pub(crate) fn why_unhealthy(body: &Value) -> String {
 }
 
 pub(crate) fn http_ok(url: &str, timeout: Duration) -> Result<(), ApiError> {
-    let agent: ureq::Agent =
-        ureq::Agent::config_builder().http_status_as_error(false).timeout_global(Some(timeout)).build().into();
+    get_ok(url, timeout, false)
+}
+
+/// GET `url` over HTTPS without verifying the server, as kubeadm asks the controller-manager's
+/// and scheduler's health endpoints (their serving certificates are self-signed at start).
+pub(crate) fn https_ok_unverified(url: &str, timeout: Duration) -> Result<(), ApiError> {
+    get_ok(url, timeout, true)
+}
+
+fn get_ok(url: &str, timeout: Duration, unverified: bool) -> Result<(), ApiError> {
+    let tls = ureq::tls::TlsConfig::builder().disable_verification(unverified).build();
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(timeout))
+        .tls_config(tls)
+        .build()
+        .into();
     match agent.get(url).call() {
         Ok(r) if r.status() == 200 => Ok(()),
         Ok(r) => Err(ApiError::Unhealthy { url: url.to_string(), code: r.status().as_u16() }),

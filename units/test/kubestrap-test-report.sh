@@ -61,12 +61,15 @@ else
 fi
 # The node itself: once both units succeeded, wait (kubestrap.test.ready-timeout=SECS, default
 # 600) for this Node to be Ready and, on a control plane, for the CoreDNS and kube-proxy Pods to
-# run, all as the real kubelet and API server report it.
+# run, all as the real kubelet and API server report it. The first time each is seen is printed
+# (microseconds since the guest kernel started) for the harness's timings.
 uptime_us() { awk '{ printf "%d", $1 * 1000000 }' /proc/uptime; }
 ready_timeout=$(sed -n 's/.*kubestrap\.test\.ready-timeout=\([0-9]*\).*/\1/p' /proc/cmdline)
 node=$(sed -n 's/.*--hostname-override=\([^ "]*\).*/\1/p' /var/lib/kubelet/kubeadm-flags.env 2>/dev/null)
 [ -n "$node" ] || node=$(hostname)
-if [ "$verdict" = pass ] && [ -f /etc/kubernetes/kubelet.conf ]; then
+# kubestrap.test.ready=0: a scenario whose cluster is not a real one (token-credential's API
+# double) skips the wait.
+if [ "$verdict" = pass ] && [ -f /etc/kubernetes/kubelet.conf ] && ! grep -qw 'kubestrap.test.ready=0' /proc/cmdline; then
     deadline=$(( $(uptime_us) / 1000000 + ${ready_timeout:-600} ))
     ready='' pods=''
     while [ "$(( $(uptime_us) / 1000000 ))" -lt "$deadline" ]; do
@@ -113,9 +116,12 @@ if [ "$verdict" = fail ]; then
         | grep -v 'waiting for the API server: attempt' | tail -n 40 | sed 's/^/KUBESTRAP-TEST journal /'
     # The kubelet's and containerd's own errors, without the kubelet's per-loop noise about an
     # API server that is not up yet.
-    journalctl -b -u kubelet.service -u containerd.service --no-pager -o short-monotonic -p warning \
-        | grep -v -e 'mirror pod' -e 'node \\"[^ ]*\\" not found' -e 'connection refused' \
-        | tail -n 60 | sed 's/^/KUBESTRAP-TEST runtime /'
+    journalctl -b -u kubelet.service -u containerd.service --no-pager -o short-monotonic \
+        | grep -E ' [EW][0-9]{4} |level=(error|warning)' \
+        | grep -v -e 'mirror pod' -e 'not found" node=' -e 'connection refused' \
+        | tail -n 60 | cut -c1-600 | sed 's/^/KUBESTRAP-TEST runtime /'
+    systemctl show -p ActiveState -p NRestarts -p ExecMainStatus kubelet.service containerd.service \
+        | tr '\n' ' ' | sed 's/^/KUBESTRAP-TEST units /'; echo
     ctr -n k8s.io containers list 2>&1 | head -n 30 | sed 's/^/KUBESTRAP-TEST containers /'
     ctr -n k8s.io tasks list 2>&1 | head -n 30 | sed 's/^/KUBESTRAP-TEST tasks /'
 fi
@@ -123,7 +129,8 @@ echo "KUBESTRAP-TEST verdict=$verdict"
 grep -qw 'kubestrap.test.hold=1' /proc/cmdline && exit 0
 # kubestrap.test.release=1 (multi-VM scenarios): keep the VM (and its etcd) running until the
 # harness says so on the virtio serial port kubestrap.release, one command per line:
-# "etcd-members" prints this node's view of the etcd cluster, "exit" ends the VM as below.
+# "etcd-members" prints this node's view of the etcd cluster, "nodes" the cluster's Nodes and
+# their Ready condition (a control plane), "exit" ends the VM as below.
 if grep -qw 'kubestrap.test.release=1' /proc/cmdline; then
     port=/dev/virtio-ports/kubestrap.release
     i=0
@@ -148,6 +155,11 @@ if grep -qw 'kubestrap.test.release=1' /proc/cmdline; then
                     --key /etc/kubernetes/pki/etcd/healthcheck-client.key member list -w simple 2>&1 \
                     | sed 's/^/KUBESTRAP-TEST etcd-member /'
                 echo "KUBESTRAP-TEST etcd-members end" ;;
+            nodes)
+                kubectl --kubeconfig /etc/kubernetes/admin.conf get nodes --request-timeout=20s \
+                    -o 'jsonpath={range .items[*]}{.metadata.name} Ready={.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' 2>&1 \
+                    | sed 's/^/KUBESTRAP-TEST cluster-node /'
+                echo "KUBESTRAP-TEST nodes end" ;;
             exit) break ;;
             *) echo "KUBESTRAP-TEST unknown harness command: $cmd" ;;
         esac
