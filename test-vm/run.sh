@@ -13,7 +13,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib.sh
 . "$HERE/lib.sh"
 
-SCENARIOS=(cp-init worker-join token-credential broken-user-data reboot-noop power-cut
+SCENARIOS=(cp-init no-images worker-join token-credential broken-user-data reboot-noop power-cut
     power-cut-after-certs power-cut-post capi-cp-init ha-control-plane)
 TOKEN=abcdef.0123456789abcdef
 TOKEN_SECRET=0123456789abcdef
@@ -119,6 +119,10 @@ check_cp_boot() {  # check_cp_boot LOG RC [pre-skipped]: a control-plane init th
     expect_line "$log" "--discovery-token-ca-cert-hash sha256:[0-9a-f]{64}" "the join command carries the CA pin"
     st=$(status_json "$log")
     if [[ $st =~ \"state\":\ *\"done\" ]]; then say "ok: status.json state done"; else fail "status.json not done: ${st:-missing}"; fi
+    # The real node: the kubelet ran kubestrap's static Pods and the addons.
+    expect_line "$log" 'KUBESTRAP-TEST node-ready name=cp-1 ' "the Node is Ready (the real kubelet, as the API server reports it)"
+    expect_line "$log" 'KUBESTRAP-TEST pods-running ' "CoreDNS and kube-proxy Pods are Running"
+    expect_line "$log" 'KUBESTRAP-TEST pods kube-system +kube-apiserver-cp-1 +1/1 +Running' "the API server runs as a static Pod from kubestrap's manifest"
 }
 
 scenario_cp-init() {
@@ -129,6 +133,10 @@ scenario_cp-init() {
     local rc=0
     boot_vm boot1 "$IMAGE_ROOTFS" --snapshot --seed "$WORK/seed.iso" || rc=$?
     check_cp_boot "$WORK/boot1.serial.log" "$rc"
+    # The images came from the image's archives, imported before the kubelet started.
+    local n
+    n=$(grep -c 'KUBESTRAP-EVENT .*"event":"image".*"message":"imported /usr/share/kubestrap/images/' "$WORK/boot1.serial.log" || true)
+    [ "$n" = 7 ] && say "ok: 7 image archives imported before the kubelet (image events)" || fail "$n image archives imported, want 7"
     note_timing "$WORK/boot1.serial.log" cp-init
 }
 
@@ -684,6 +692,31 @@ EOF
     done
 }
 
+# The image directory removed and no registry reachable (every registry is redirected to a
+# closed port, and the guest's namespace holds only lo): preflight's ImagePull fails before the
+# kubelet starts, naming every missing image; nothing of the control plane is written.
+scenario_no-images() {
+    mkdir -p "$WORK/seed"
+    cp_user_data >"$WORK/seed/user-data"
+    cp_meta_data >"$WORK/seed/meta-data"
+    seed_iso
+    local disk rc=0 log="$WORK/boot1.serial.log" f p
+    disk=$(fresh_disk no-images)
+    for f in $(debugfs -R "ls /usr/share/kubestrap/images" "$disk" 2>/dev/null | grep -o '[a-z0-9.-]*\.tar'); do
+        debugfs -w -R "rm /usr/share/kubestrap/images/$f" "$disk" >/dev/null 2>&1
+    done
+    disk_exists "$disk" /usr/share/kubestrap/images/pause.tar && fail "test bug: the archives are still on the disk"
+    boot_vm boot1 "$disk" --seed "$WORK/seed.iso" || rc=$?
+    expect_rc "$rc" 3 "the report unit saw kubestrap.service fail"
+    expect_line "$log" 'KUBESTRAP-TEST unit=kubestrap.service active=failed result=exit-code status=3 ' \
+        "kubestrap.service failed with exit code 3 (preflight)"
+    expect_line "$log" '\[ERROR ImagePull\]: images neither preloaded nor pullable: registry\.k8s\.io/kube-apiserver:v1\.37\.2, .*registry\.k8s\.io/etcd:3\.7\.0-0' \
+        "preflight's ImagePull names the missing images"
+    for p in /etc/kubernetes/manifests/kube-apiserver.yaml /var/lib/kubelet/config.yaml /var/lib/kubestrap/done-pre-kubelet; do
+        if disk_exists "$disk" "$p"; then fail "$p was written although preflight failed"; else say "ok: no $p on the disk"; fi
+    done
+}
+
 scenario_reboot-noop() {
     mkdir -p "$WORK/seed"
     cp_user_data >"$WORK/seed/user-data"
@@ -779,7 +812,7 @@ run_scenario() {
     declare -F "scenario_$s" >/dev/null || { echo "run.sh: unknown scenario $s (try --list)" >&2; return 2; }
     (
         set -eE
-        [ "$s" = cp-init ] || IMAGE_ROOTFS=$PRELOADED_ROOTFS
+        case "$s" in cp-init | no-images) ;; *) IMAGE_ROOTFS=$PRELOADED_ROOTFS ;; esac
         scenario_begin "$s"
         trap 'fail "aborted: line $LINENO: $BASH_COMMAND"' ERR
         trap 'trap - ERR; scenario_end || true; printf "%s\n" "${RESULTS[@]}" >>"$RESULTS_FILE"' EXIT
