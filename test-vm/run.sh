@@ -296,7 +296,9 @@ check_capi() {
 
 scenario_capi-cp-init() {
     mkdir -p "$WORK/seed"
-    cp "$CAPI_FIXTURES/capi-control-plane-init/user-data" "$WORK/seed/user-data"
+    # Unchanged but for the version: the image carries v1.37.2's images (the fixture says v1.37.0).
+    sed 's/kubernetesVersion: v1\.37\.0$/kubernetesVersion: v1.37.2/' \
+        "$CAPI_FIXTURES/capi-control-plane-init/user-data" >"$WORK/seed/user-data"
     cp_meta_data >"$WORK/seed/meta-data"
     seed_iso
     local disk rc=0 log="$WORK/boot1.serial.log" want got
