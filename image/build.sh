@@ -217,7 +217,8 @@ EOF
     [ -S "$st/containerd.sock" ] || { tail -n 20 "$st/log" >&2; die "host containerd did not start"; }
     for a in "$root"/usr/share/kubestrap/images/*.tar; do
         "$REAL_BIN/ctr" --address "$st/containerd.sock" -n k8s.io images import \
-            --label io.cri-containerd.image=managed "$a" >/dev/null || { kill "$pid"; die "ctr import $a failed"; }
+            --label io.cri-containerd.image=managed "$a" >/dev/null 2>"$st/ctr.err" \
+            || { cat "$st/ctr.err" >&2; kill "$pid"; die "ctr import $a failed"; }
     done
     kill "$pid"
     wait "$pid" || true

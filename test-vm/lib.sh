@@ -54,7 +54,7 @@ boot_vm() {
             --seed) seed=$2; shift ;;
             --cred) args+=(-smbios "type=11,value=io.systemd.credential:$2"); shift ;;
             --cred-file) args+=(-smbios "type=11,value=io.systemd.credential.binary:${2%%=*}=$(base64 -w0 "${2#*=}")"); shift ;;
-            --append) append=$2; shift ;;
+            --append) append="$append $2"; shift ;;
             --quit-on) quit_on=$2; shift ;;
             --netns) netns=$2; shift ;;
             --tap) nic=(-netdev "tap,id=n0,ifname=$2,script=no,downscript=no" -device "virtio-net-pci,netdev=n0,mac=$3"); shift 2 ;;
