@@ -478,7 +478,7 @@ EOF
 # cp-1:6443. Each VM's report unit holds it (kubestrap.test.release=1) until every VM has its
 # verdict, so no etcd member goes away while another joins; then each control plane prints its
 # `etcdctl member list`, and all are released.
-HA_TIMEOUT=${VM_HA_TIMEOUT:-900}   # seconds for the whole group of VMs
+HA_TIMEOUT=${VM_HA_TIMEOUT:-2400}  # seconds for the whole group of VMs (four real nodes under TCG)
 HA_CP_COUNT=${VM_HA_CONTROL_PLANES:-3}
 HA_ENDPOINT=10.10.0.11:6443
 
@@ -588,6 +588,7 @@ scenario_ha-control-plane() {
     for n in "${names[@]}"; do
         if [[ $n == cp-* ]]; then ha_release "$n" etcd-members; fi
     done
+    ha_release cp-1 nodes
     for ((i = 0; i < 30; i++)); do
         all=1
         for n in "${names[@]}"; do
@@ -644,6 +645,11 @@ scenario_ha-control-plane() {
                 ;;
             *) expect_line "$log" "$(event_re phase "" kubelet-start)" "$n: the worker joined (kubelet-start: TLS bootstrap)" ;;
         esac
+    done
+    # The real cluster: every Node Ready, as the API server reports it.
+    for n in "${names[@]}"; do
+        expect_line "$WORK/$n.serial.log" "KUBESTRAP-TEST node-ready name=$n " "$n: its Node is Ready"
+        expect_line "$WORK/cp-1.serial.log" "KUBESTRAP-TEST cluster-node $n Ready=True" "the cluster lists $n as Ready"
     done
     # Each control plane's view of etcd: every control plane a started voter, nothing else.
     want=$(for ((i = 1; i <= HA_CP_COUNT; i++)); do printf 'cp-%d=https://10.10.0.1%d:2380 ' "$i" "$i"; done)
