@@ -11,6 +11,7 @@ mod api;
 use common::real_bins as bins;
 mod diff;
 mod facts;
+mod images;
 mod kubeadm;
 mod pem;
 
