@@ -37,9 +37,15 @@ struct DockerManifest {
 }
 
 /// The image names in the archive at `path` (plain or gzip-compressed tar).
-pub(crate) fn names(path: &Path) -> Result<Vec<String>, ImageError> {
+pub fn names(path: &Path) -> Result<Vec<String>, ImageError> {
+    let f = File::open(path)
+        .map_err(|e| ImageError::Archive { path: path.to_path_buf(), why: format!("cannot open it: {e}") })?;
+    names_in(f, path)
+}
+
+/// [`names`] on any bytes; errors name `path`.
+pub fn names_in<R: Read + Seek>(mut f: R, path: &Path) -> Result<Vec<String>, ImageError> {
     let bad = |why: String| ImageError::Archive { path: path.to_path_buf(), why };
-    let mut f = File::open(path).map_err(|e| bad(format!("cannot open it: {e}")))?;
     let mut magic = [0u8; 4];
     let n = f.read(&mut magic).map_err(|e| bad(format!("cannot read it: {e}")))?;
     f.rewind().map_err(|e| bad(format!("cannot read it: {e}")))?;

@@ -4,7 +4,7 @@
 //! images are all present is skipped. Also the image list kubeadm would pull
 //! (`config images list`, and preflight's ImagePull check).
 
-pub(crate) mod archive;
+pub mod archive;
 mod ctr;
 
 use std::path::{Path, PathBuf};
