@@ -66,6 +66,12 @@ bootstrapTokens: [{{token: {TOKEN}}}]
 nodeRegistration: {{name: cp-1}}
 localAPIEndpoint: {{advertiseAddress: 127.0.0.1, bindPort: {port}}}
 ---
+apiVersion: kubeadm.k8s.io/v1beta4
+kind: ClusterConfiguration
+# No controller-manager or scheduler runs here: init's [control-plane-check] asks the double.
+controllerManager: {{extraArgs: [{{name: secure-port, value: "{port}"}}]}}
+scheduler: {{extraArgs: [{{name: secure-port, value: "{port}"}}]}}
+---
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 healthzPort: {healthz}

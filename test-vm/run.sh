@@ -169,6 +169,16 @@ kubernetesVersion: v1.37.2
 controlPlaneEndpoint: 10.0.2.2:$API_PORT
 apiServer:
   certSANs: [10.0.2.2]
+# No controller-manager or scheduler runs here: init's [control-plane-check] asks the double,
+# which answers /healthz and /livez as they would.
+controllerManager:
+  extraArgs:
+  - {name: bind-address, value: 10.0.2.2}
+  - {name: secure-port, value: "$API_PORT"}
+scheduler:
+  extraArgs:
+  - {name: bind-address, value: 10.0.2.2}
+  - {name: secure-port, value: "$API_PORT"}
 ---
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration

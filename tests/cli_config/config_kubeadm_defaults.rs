@@ -20,7 +20,9 @@ fn tokenless_config(port: u16, healthz: u16) -> String {
     format!(
         "apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\nbootstrapTokens:\n- description: made by init\n  \
          ttl: 2h0m0s\nnodeRegistration:\n  name: cp-1\nlocalAPIEndpoint:\n  advertiseAddress: 127.0.0.1\n  bindPort: {port}\n\
-         ---\napiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\nkubernetesVersion: v1.37.0\n---\n\
+         ---\napiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\nkubernetesVersion: v1.37.0\n\
+         controllerManager: {{extraArgs: [{{name: secure-port, value: \"{port}\"}}]}}\n\
+         scheduler: {{extraArgs: [{{name: secure-port, value: \"{port}\"}}]}}\n---\n\
          apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nhealthzPort: {healthz}\n"
     )
 }

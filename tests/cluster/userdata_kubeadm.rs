@@ -38,7 +38,13 @@ fn capi_init(port: u16, healthz: u16) -> String {
             "localAPIEndpoint: {}",
             &format!("localAPIEndpoint: {{advertiseAddress: 127.0.0.1, bindPort: {port}}}"),
         )
-        .replace("        taints: null\n      \n", &kubelet);
+        .replace("        taints: null\n      \n", &kubelet)
+        // No controller-manager or scheduler beside the double: [control-plane-check] asks it.
+        .replace(
+            "        - name: cloud-provider\n          value: external\n",
+            &format!("        - name: cloud-provider\n          value: external\n        - name: secure-port\n          value: \"{port}\"\n"),
+        )
+        .replace("      scheduler: {}\n", &format!("      scheduler: {{extraArgs: [{{name: secure-port, value: \"{port}\"}}]}}\n"));
     assert_ne!(out, ud);
     out
 }
