@@ -42,19 +42,6 @@ cloud_init_user_data() {   # cloud_init_user_data FILE KUBEADM-ARGS: documents f
     sed 's/^/    /' "$1"
     printf 'runcmd:\n- kubeadm %s --config /run/kubeadm/kubeadm.yaml\n' "$2"
 }
-join_docs() {   # join_docs NAME: a JoinConfiguration for the LAN's control plane
-    cat <<EOF
-apiVersion: kubeadm.k8s.io/v1beta4
-kind: JoinConfiguration
-nodeRegistration:
-  name: $1
-discovery:
-  bootstrapToken:
-    token: $TOKEN
-    apiServerEndpoint: 10.10.0.11:6443
-    caCertHashes: ["$LAN_CA_HASH"]
-EOF
-}
 
 # at LOG: "<QEMU start -> API serving s> <QEMU start -> Node Ready s>" (or "-").
 at() {
@@ -101,7 +88,7 @@ boot_worker() {   # boot_worker TOOL I: joins the LAN's control plane
     local n="w-$code-$2" d rc=0 mask=$KS_MASK octet=21 tap="tap-$code-$2"
     d="$WORK/$n"
     mkdir -p "$d"
-    join_docs "$n" >"$d/docs.yaml"
+    lan_join_docs "$n" >"$d/docs.yaml"
     if [ "$1" = kubestrap ]; then cp "$d/docs.yaml" "$d/user-data"; else cloud_init_user_data "$d/docs.yaml" join >"$d/user-data"; mask=$KA_MASK; fi
     printf 'instance-id: iid-bench-%s\nlocal-hostname: %s\n' "$n" "$n" >"$d/meta-data"
     make_seed "$d.iso" "$d"

@@ -413,6 +413,20 @@ networking:
 EOF
 }
 
+lan_join_docs() {   # lan_join_docs NAME: a worker's JoinConfiguration for cp-1
+    cat <<EOF
+apiVersion: kubeadm.k8s.io/v1beta4
+kind: JoinConfiguration
+nodeRegistration:
+  name: $1
+discovery:
+  bootstrapToken:
+    token: $TOKEN
+    apiServerEndpoint: 10.10.0.11:6443
+    caCertHashes: ["$LAN_CA_HASH"]
+EOF
+}
+
 scenario_worker-join() {
     local n rc i log st disk pem
     LAN_NAMES=() LAN_PIDS=()
@@ -421,17 +435,7 @@ scenario_worker-join() {
     mkdir -p "$WORK/seed-cp-1" "$WORK/seed-worker-1" "$WORK/seed-worker-2"
     lan_cp_user_data >"$WORK/seed-cp-1/user-data"
     printf 'instance-id: iid-lan-cp-1\nlocal-hostname: cp-1\n' >"$WORK/seed-cp-1/meta-data"
-    cat >"$WORK/seed-worker-1/user-data" <<EOF
-apiVersion: kubeadm.k8s.io/v1beta4
-kind: JoinConfiguration
-nodeRegistration:
-  name: worker-1
-discovery:
-  bootstrapToken:
-    token: $TOKEN
-    apiServerEndpoint: 10.10.0.11:6443
-    caCertHashes: ["$LAN_CA_HASH"]
-EOF
+    lan_join_docs worker-1 >"$WORK/seed-worker-1/user-data"
     printf 'instance-id: iid-lan-worker-1\nlocal-hostname: worker-1\n' >"$WORK/seed-worker-1/meta-data"
     # Cluster API's worker data, unchanged but for the endpoint and the CA pin (its token is the
     # one cp-1's user-data creates).
