@@ -61,7 +61,7 @@ impl fmt::Display for ApiError {
             ApiError::Transport { kind, url, detail } => {
                 let why = match kind {
                     Transport::Dns => "the host name does not resolve",
-                    Transport::Refused => "connection refused (is the API server up?)",
+                    Transport::Refused => "connection refused (is the server up yet?)",
                     Transport::Tls => "TLS failed (wrong CA, or the server certificate does not name this host)",
                     Transport::Timeout => "timed out",
                     Transport::Other => "cannot connect",
