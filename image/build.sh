@@ -146,6 +146,10 @@ build_base() {
     (cd "$WORK" && apt-get download -q -o APT::Sandbox::User=root "$KPKG" >/dev/null)
     dpkg-deb -x "$WORK"/linux-image-*.deb "$k"
     cp "$k/boot/vmlinuz-$KVER" "$tmp/vmlinuz"
+    # The kernel's config where a Debian kernel package puts it: kubeadm's SystemVerification
+    # (and ours) read it; without it kubeadm's preflight fails.
+    mkdir -p "$r/boot"
+    cp "$k/boot/config-$KVER" "$r/boot/config-$KVER"
     depmod -b "$k" "$KVER"
     copy_modules "$k" "$r" "${ROOTFS_MODULES[@]}" >/dev/null
     cp "$k/lib/modules/$KVER"/modules.{order,builtin,builtin.modinfo} "$r/lib/modules/$KVER/"
