@@ -32,8 +32,10 @@ trap 'for c in "${CLEANUPS[@]}"; do eval "$c" || true; done; rm -rf "$WORK"' EXI
 "$REPO/image/build.sh" "${build[@]}" >/dev/null
 # shellcheck disable=SC1090
 . "$(KUBESTRAP_EXTRA_PACKAGES=cloud-init "$REPO/image/build.sh" --preloaded --no-cargo --out "$CACHE/image-cloud-init" | tail -n1)"
-KS_MASK="systemd.mask=cloud-init-local.service systemd.mask=cloud-init.service systemd.mask=cloud-config.service systemd.mask=cloud-final.service"
-KA_MASK="systemd.mask=kubestrap.service systemd.mask=kubestrap-post.service kubestrap.test.incumbent=1"
+# A node whose tool failed is not waited for past this (its Pods may never come).
+WAIT="kubestrap.test.ready-timeout=420"
+KS_MASK="$WAIT systemd.mask=cloud-init-local.service systemd.mask=cloud-init.service systemd.mask=cloud-config.service systemd.mask=cloud-final.service"
+KA_MASK="$WAIT systemd.mask=kubestrap.service systemd.mask=kubestrap-post.service kubestrap.test.incumbent=1"
 
 # kubeadm's documents for the control plane (run.sh's cp-init user-data); for cloud-init they are
 # a file that runcmd hands to `kubeadm init`, as Cluster API's bootstrap data does.
@@ -64,7 +66,9 @@ record() {   # record KIND TOOL I LOG
     read -r api ready <<<"$(at "$4")"
     if [ "$2" = kubestrap ]; then u=$(units "$4" "KUBESTRAP-TEST unit=kubestrap"); else u=$(units "$4" "KUBESTRAP-TEST cloud-init unit="); fi
     [ "$1" = worker ] && api=-
-    ROWS+=("$(printf '%-14s %-10s %2d  %-14s %10s %10s %8s' "$1" "$2" "$3" "$(load)" "$api" "$ready" "$u")")
+    local note=""
+    grep -qE 'unit=(kubestrap|kubestrap-post|cloud-final)\.service .*result=exit-code' "$4" && note="  (the tool failed: see its log)"
+    ROWS+=("$(printf '%-14s %-10s %2d  %-14s %10s %10s %8s%s' "$1" "$2" "$3" "$(load)" "$api" "$ready" "$u" "$note")")
     [ "$api" = - ] || VALS[$1.$2.api]+="$api "
     [ "$ready" = - ] || VALS[$1.$2.ready]+="$ready "
     [ "$u" = - ] || VALS[$1.$2.units]+="$u "
