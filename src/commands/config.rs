@@ -54,9 +54,8 @@ fn images_list(l: cli::ConfigImagesList) -> Result<()> {
             Documents { init: Some(init), cluster: Some(cluster), ..Default::default() }
         }
     };
-    // The images do not depend on this machine: kubeadm's static host defaults will do.
-    let host = HostFacts { hostname: "node".into(), default_address: Some(IpAddr::V4(Ipv4Addr::new(1, 2, 3, 4))) };
-    let cfg = resolve_init("--config", docs, &host)?;
+    // The images do not depend on this machine.
+    let cfg = resolve_init("--config", docs, &static_host())?;
     let images = crate::images::required(&cfg);
     let text = match l.output.as_str() {
         "text" => images.iter().map(|i| format!("{i}\n")).collect(),
@@ -90,10 +89,8 @@ fn component_configs(list: Option<&str>) -> Result<Vec<String>> {
         return Ok(Vec::new());
     }
     let (init, cluster) = defaults::init_defaults();
-    // kubeadm's static defaults: node "node" advertising 1.2.3.4.
-    let host = HostFacts { hostname: "node".into(), default_address: Some(IpAddr::V4(Ipv4Addr::new(1, 2, 3, 4))) };
     let docs = Documents { init: Some(init), cluster: Some(cluster), ..Default::default() };
-    let cfg = resolve_init("defaults", docs, &host)?;
+    let cfg = resolve_init("defaults", docs, &static_host())?;
     kinds
         .iter()
         .map(|k| match k.as_str() {
@@ -118,6 +115,11 @@ fn migrate(m: cli::ConfigMigrate) -> Result<()> {
         Some(new) => Ok(crate::fsutil::atomic_write(&new, out.as_bytes(), crate::paths::PRIVATE)?),
         None => write_stdout(&out),
     }
+}
+
+/// kubeadm's static host defaults: node "node" advertising 1.2.3.4.
+fn static_host() -> HostFacts {
+    HostFacts { hostname: "node".into(), default_address: Some(IpAddr::V4(Ipv4Addr::new(1, 2, 3, 4))) }
 }
 
 fn write_stdout(text: &str) -> Result<()> {

@@ -7,7 +7,7 @@
 pub mod archive;
 mod ctr;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
@@ -94,7 +94,7 @@ pub(crate) fn preload(
     }
     let named: Vec<(PathBuf, Vec<String>)> =
         files.into_iter().map(|f| archive::names(&f).map(|n| (f, n))).collect::<Result<_, _>>()?;
-    let mut present = ctr.list()?;
+    let present = ctr.list()?;
     let mut done = Vec::new();
     for (file, images) in named {
         let t = Instant::now();
@@ -102,26 +102,33 @@ pub(crate) fn preload(
             "present"
         } else {
             ctr.import(&file)?;
-            present = ctr.list()?;
-            if let Some(missing) = images.iter().find(|i| !present.contains(i)) {
-                return Err(ImageError::Archive {
-                    path: file,
-                    why: format!(
-                        "imported, but containerd does not list {missing} (a multi-platform archive without linux/amd64?)"
-                    ),
-                });
-            }
             "imported"
         };
-        let p = Preloaded { archive: display(&file), images, state: state.into(), ms: t.elapsed().as_millis() as u64 };
+        let p = Preloaded {
+            archive: file.display().to_string(),
+            images,
+            state: state.into(),
+            ms: t.elapsed().as_millis() as u64,
+        };
         each(&p);
         done.push(p);
     }
+    // One listing after all imports: an archive whose images containerd does not list after
+    // a successful import holds none for this platform.
+    if done.iter().any(|p| p.state == "imported") {
+        let listed = ctr.list()?;
+        if let Some((p, missing)) =
+            done.iter().find_map(|p| p.images.iter().find(|i| !listed.contains(i)).map(|i| (p, i)))
+        {
+            return Err(ImageError::Archive {
+                path: PathBuf::from(&p.archive),
+                why: format!(
+                    "imported, but containerd does not list {missing} (a multi-platform archive without linux/amd64?)"
+                ),
+            });
+        }
+    }
     Ok(done)
-}
-
-fn display(p: &Path) -> String {
-    p.display().to_string()
 }
 
 #[cfg(test)]

@@ -176,7 +176,7 @@ fn wait_components(ctx: &InitContext) -> Result<()> {
 fn components(cfg: &crate::config::InitConfig) -> Vec<(&'static str, String)> {
     let c = &cfg.cluster;
     let last = |args: &[crate::config::types::Arg], name: &str| {
-        args.iter().rev().find(|a| a.name == name).map(|a| a.value.clone()).filter(|v| !v.is_empty())
+        crate::manifests::pod::last_arg(args, name).filter(|v| !v.is_empty()).map(str::to_string)
     };
     let join = |host: String, port: String| {
         if host.contains(':') { format!("[{host}]:{port}") } else { format!("{host}:{port}") }
