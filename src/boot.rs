@@ -137,7 +137,10 @@ fn stage(
 /// Imports the image archives before the kubelet (and preflight's ImagePull check) looks for
 /// its images. Without `ctr` there is no way in: said, and left to preflight and the kubelet.
 fn preload_images(args: &BootArgs, node: Node<'_>, cri_socket: &str) -> Result<()> {
-    let dirs: Vec<PathBuf> = args.image_dirs.iter().map(|d| node.fs.real(&d.to_string_lossy())).collect();
+    let mut dirs: Vec<PathBuf> = args.image_dirs.iter().map(|d| node.fs.real(&d.to_string_lossy())).collect();
+    // Held until the imports are done: a seed disk's images/ is read from its mount.
+    let seed = crate::datasource::seed_images::find(&args.env)?;
+    dirs.extend(seed.dirs.iter().cloned());
     if crate::images::archives(&dirs)?.is_empty() {
         return Ok(());
     }

@@ -737,6 +737,17 @@ EOF
 # The image directory removed and no registry reachable (every registry is redirected to a
 # closed port, and the guest's namespace holds only lo): preflight's ImagePull fails before the
 # kubelet starts, naming every missing image; nothing of the control plane is written.
+strip_images() {  # strip_images DISK [TO]: remove the image's archives (moving them to TO)
+    local f
+    [ -n "${2:-}" ] && mkdir -p "$2"
+    for f in $(debugfs -R "ls /usr/share/kubestrap/images" "$1" 2>/dev/null | grep -o '[a-z0-9.-]*\.tar'); do
+        [ -n "${2:-}" ] && debugfs -R "dump /usr/share/kubestrap/images/$f $2/$f" "$1" >/dev/null 2>&1
+        debugfs -w -R "rm /usr/share/kubestrap/images/$f" "$1" >/dev/null 2>&1
+    done
+    disk_exists "$1" /usr/share/kubestrap/images/pause.tar && fail "test bug: the archives are still on the disk"
+    [ -z "${2:-}" ] || [ -s "$2/pause.tar" ] || fail "test bug: no archives taken from the disk"
+}
+
 scenario_no-images() {
     mkdir -p "$WORK/seed"
     cp_user_data >"$WORK/seed/user-data"
@@ -744,10 +755,7 @@ scenario_no-images() {
     seed_iso
     local disk rc=0 log="$WORK/boot1.serial.log" f p
     disk=$(fresh_disk no-images)
-    for f in $(debugfs -R "ls /usr/share/kubestrap/images" "$disk" 2>/dev/null | grep -o '[a-z0-9.-]*\.tar'); do
-        debugfs -w -R "rm /usr/share/kubestrap/images/$f" "$disk" >/dev/null 2>&1
-    done
-    disk_exists "$disk" /usr/share/kubestrap/images/pause.tar && fail "test bug: the archives are still on the disk"
+    strip_images "$disk"
     boot_vm boot1 "$disk" --seed "$WORK/seed.iso" || rc=$?
     expect_rc "$rc" 3 "the report unit saw kubestrap.service fail"
     expect_line "$log" 'KUBESTRAP-TEST unit=kubestrap.service active=failed result=exit-code status=3 ' \
@@ -763,11 +771,17 @@ scenario_reboot-noop() {
     mkdir -p "$WORK/seed"
     cp_user_data >"$WORK/seed/user-data"
     cp_meta_data >"$WORK/seed/meta-data"
-    seed_iso
+    # The archives come on the seed disk this time (images/), not in the image.
     local disk rc=0 log2="$WORK/boot2.serial.log" t s ca1 ca2
     disk=$(fresh_disk node)
+    strip_images "$disk" "$WORK/seed/images"
+    seed_iso
     boot_vm boot1 "$disk" --seed "$WORK/seed.iso" || rc=$?
     check_cp_boot "$WORK/boot1.serial.log" "$rc"
+    expect_line "$WORK/boot1.serial.log" '\[images\] seed disk /dev/.* \(label "cidata"\) carries images/' \
+        "the seed disk's images/ is found"
+    expect_line "$WORK/boot1.serial.log" '\[images\] imported /run/kubestrap/mnt/cidata-images\.[0-9]+/images/kube-apiserver\.tar' \
+        "the archives are imported from the seed disk"
     note_timing "$WORK/boot1.serial.log" first-boot
     ca1=$(disk_cat "$disk" /etc/kubernetes/pki/ca.crt | sha256sum)
     rc=0

@@ -27,6 +27,7 @@ pub mod file;
 pub mod http;
 pub mod iso9660;
 pub mod nocloud;
+pub mod seed_images;
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -38,6 +38,14 @@ kubestrap:
     kind: KubeletConfiguration
     failCgroupV1: false
     cgroupDriver: cgroupfs
+    evictionHard:
+      memory.available: 100Mi
+      nodefs.available: 1%
+      nodefs.inodesFree: 1%
+      imagefs.available: 1%
+      imagefs.inodesFree: 1%
+    imageGCHighThresholdPercent: 100
+    imageGCLowThresholdPercent: 99
     ---
     apiVersion: kubeadm.k8s.io/v1beta4
     kind: JoinConfiguration

@@ -67,7 +67,7 @@ fn cluster_api_user_data_boots_unchanged_on_the_real_components() {
         .replace(
             kubelet,
             "        taints: null\n      ---\n      apiVersion: kubelet.config.k8s.io/v1beta1\n      kind: KubeletConfiguration\n      \
-             failCgroupV1: false\n      cgroupDriver: cgroupfs\n",
+             failCgroupV1: false\n      cgroupDriver: cgroupfs\n      evictionHard:\n        memory.available: 100Mi\n        nodefs.available: 1%\n        nodefs.inodesFree: 1%\n        imagefs.available: 1%\n        imagefs.inodesFree: 1%\n      imageGCHighThresholdPercent: 100\n      imageGCLowThresholdPercent: 99\n",
         );
     let mut c = Cluster::boot(&init);
     let root = c.root();

@@ -118,12 +118,23 @@ fn compare(c: &Cluster, what: &str, (ours, a): (&str, usize), (twin, b): (&str, 
     let mut mine = join_facts(&host(ours).root, started.0, (ours, &ip_a), (ours, &ip_a));
     theirs.extend(node_facts(c, twin, ours));
     mine.extend(node_facts(c, ours, ours));
-    // etcd's --initial-cluster is the members so far, this node last: the twin joined after us.
+    // etcd's --initial-cluster is the members so far, in etcd's order (by member ID, random), as
+    // kubeadm takes them from MemberAddAsLearner's reply: compared as sets. The twin joined after us.
     let initial = "etc/kubernetes/manifests/etcd.yaml spec.containers[etcd].command --initial-cluster";
     if let (Some(t), Some(m)) = (theirs.remove(initial), mine.remove(initial)) {
         let me = format!("{ours}=https://{ip_a}:2380");
-        assert_eq!(m, format!("cp-1=https://{CP_ADDR}:2380,{me}"));
-        assert_eq!(t, format!("{m},{me}"), "kubeadm's twin: every member, itself (named as ours) last");
+        let sorted = |s: &str| {
+            let mut v: Vec<String> = s.split(',').map(str::to_string).collect();
+            v.sort();
+            v
+        };
+        let cp1 = format!("cp-1=https://{CP_ADDR}:2380");
+        assert_eq!(sorted(&m), sorted(&format!("{cp1},{me}")));
+        assert_eq!(
+            sorted(&t),
+            sorted(&format!("{cp1},{me},{me}")),
+            "kubeadm's twin: every member (itself named as ours)"
+        );
     }
     assert!(theirs.keys().any(|k| k.starts_with("var/lib/kubelet/config.yaml")), "kubeadm wrote no config.yaml");
     let (n, report) = crate::diff::compare(what, &theirs, &mine);
