@@ -8,6 +8,7 @@
 //! the init's on-disk phases or the whole join; post-kubelet finishes the init, then runs the
 //! rest of the kubeadm line's `&&` chain and the later entries (on workers too).
 
+pub mod every_boot;
 pub mod existing;
 pub mod script;
 
@@ -58,6 +59,19 @@ pub(crate) fn run_with(args: BootArgs, runner: &dyn script::Runner) -> Result<()
     let report = Reporter::new(&fs, args.stage.name(), attempt);
     let done = paths::boot_done(args.stage.name());
     if fs.exists(&done) {
+        if args.stage == Stage::PreKubelet {
+            // Every later boot, before the kubelet: keep the node's credentials alive.
+            let wall = time::OffsetDateTime::now_utc;
+            let env =
+                every_boot::Env { clock: &SystemClock, wall: &wall, credentials_dir: args.env.credentials_path() };
+            match every_boot::run(&fs, &env) {
+                Ok(rows) => report.certs(&rows),
+                Err(e) => {
+                    report.failed(&e);
+                    return Err(e);
+                }
+            }
+        }
         report.skipped("this node was bootstrapped by an earlier boot");
         return Ok(());
     }

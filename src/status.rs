@@ -37,6 +37,9 @@ pub struct Status {
     /// The image archives preloaded into the runtime (or found present) this run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub images: Vec<crate::images::Preloaded>,
+    /// The every-boot pass's certificate table (later boots only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub certificates: Vec<crate::boot::every_boot::CertRow>,
 }
 
 /// Reports progress: file, console line, sd_notify. Cheap enough to call per phase.
@@ -96,6 +99,19 @@ impl<'a> Reporter<'a> {
         self.status.borrow_mut().images.push(p.clone());
         let phase = self.status.borrow().phase.clone();
         self.emit("image", &phase, &format!("{} {}: {} ({} ms)", p.state, p.archive, p.images.join(", "), p.ms));
+    }
+
+    /// The every-boot pass's table: in the status file, and one `certs` event saying what it did.
+    pub fn certs(&self, rows: &[crate::boot::every_boot::CertRow]) {
+        self.status.borrow_mut().certificates = rows.to_vec();
+        let acted: Vec<String> =
+            rows.iter().filter(|r| r.action != "ok").map(|r| format!("{}: {}", r.name, r.action)).collect();
+        let summary = if acted.is_empty() {
+            format!("{} certificates checked, all ok", rows.len())
+        } else {
+            format!("{} certificates checked; {}", rows.len(), acted.join("; "))
+        };
+        self.emit("certs", "", &summary);
     }
 
     pub fn done(&self) {
