@@ -56,12 +56,16 @@ fn now() -> String {
 impl<'a> Reporter<'a> {
     pub fn new(fs: &'a NodeFs, stage: &str, attempt: u32) -> Reporter<'a> {
         let t = now();
+        // What an earlier stage of this boot found (the file lives under /run) stays in the file.
+        let earlier = read(fs).filter(|s| s.stage != stage).unwrap_or_default();
         let status = Status {
             stage: stage.into(),
             state: "running".into(),
             attempt,
             started_at: t.clone(),
             updated_at: t,
+            images: earlier.images,
+            certificates: earlier.certificates,
             ..Default::default()
         };
         let r = Reporter { fs, status: RefCell::new(status), phase_started: RefCell::new(None) };
@@ -184,8 +188,49 @@ pub(crate) fn describe(s: &Status) -> String {
     for (p, ms) in &s.timings {
         out.push_str(&format!("  {p:<20} {ms} ms\n"));
     }
+    for c in &s.certificates {
+        out.push_str(&format!("  {:<24} {} ({} days) {}\n", c.name, c.not_after, c.residual_days, c.action));
+    }
     if !s.last_error.is_empty() {
         out.push_str(&format!("  failed: {}\n  see: journalctl -u kubestrap -u kubestrap-post\n", s.last_error));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The post-kubelet stage keeps what the pre-kubelet stage of the same boot found.
+    #[test]
+    fn a_later_stage_keeps_the_earlier_stages_images_and_certificates() {
+        let d = tempfile::tempdir().unwrap();
+        let fs = NodeFs::new(d.path());
+        let pre = Reporter::new(&fs, "pre-kubelet", 1);
+        let p = crate::images::Preloaded {
+            archive: "a.tar".into(),
+            images: vec!["i".into()],
+            state: "imported".into(),
+            ms: 1,
+        };
+        pre.image(&p);
+        let row = crate::boot::every_boot::CertRow {
+            name: "apiserver".into(),
+            path: "/p".into(),
+            not_after: "2030-01-01T00:00:00Z".into(),
+            residual_days: 365,
+            action: "renewed".into(),
+        };
+        pre.certs(std::slice::from_ref(&row));
+        pre.done();
+        let post = Reporter::new(&fs, "post-kubelet", 1);
+        post.done();
+        let s = read(&fs).unwrap();
+        assert_eq!((s.stage.as_str(), &s.images, &s.certificates), ("post-kubelet", &vec![p.clone()], &vec![row]));
+        assert!(describe(&s).contains("apiserver"), "{}", describe(&s));
+        // The same stage again starts afresh (no list twice).
+        Reporter::new(&fs, "post-kubelet", 2).done();
+        Reporter::new(&fs, "pre-kubelet", 2).done();
+        assert!(read(&fs).unwrap().images.is_empty());
+    }
 }

@@ -37,11 +37,12 @@ qmp() {
 
 # boot_vm NAME DISK [--snapshot] [--seed ISO] [--cred NAME=VALUE]... [--cred-file NAME=FILE]...
 #         [--append ARGS] [--quit-on REGEX] [--netns NS] [--tap TAP MAC] [--release PIPE]
-#         [--timeout SECS]
+#         [--timeout SECS] [--rtc BASE]
 # Boots DISK, writes $WORK/NAME.serial.log ("<seconds since QEMU start> <line>"), returns
 # QEMU's exit status: 1 = guest report says pass, 3 = a kubestrap unit failed (isa-debug-exit),
 # 0 = powered off without a verdict, 124/137 = timed out, other = QEMU error.
 # --quit-on: when a serial line matches REGEX, QMP `quit` (a power cut) right away.
+# --rtc BASE: the guest's clock starts at BASE (QEMU -rtc base=, e.g. a year ahead).
 # --cred-file: a binary-safe credential (io.systemd.credential.binary:, base64 of FILE).
 # --tap TAP MAC: the only NIC is on tap device TAP (in --netns) with MAC, instead of QEMU's user
 # networking. --release PIPE: a virtio serial port kubestrap.release on the FIFOs PIPE.in/.out
@@ -63,6 +64,7 @@ boot_vm() {
             --release) args+=(-device virtio-serial-pci -chardev "pipe,id=rel,path=$2"
                 -device virtserialport,chardev=rel,name=kubestrap.release); shift ;;
             --timeout) timeout=$2; shift ;;
+            --rtc) args+=(-rtc "base=$2"); shift ;;
             *) echo "boot_vm: unknown option $1" >&2; return 2 ;;
         esac
         shift

@@ -797,7 +797,28 @@ scenario_reboot-noop() {
     else fail "second boot: kubestrap.service took ${t:-?} s (want < 2 s)"; fi
     ca2=$(disk_cat "$disk" /etc/kubernetes/pki/ca.crt | sha256sum)
     [ "$ca1" = "$ca2" ] && say "ok: the CA is unchanged" || fail "the CA changed on the second boot"
-    SCENARIO_NOTE="2nd boot: pre-kubelet unit ${t:-?}s, skipped at $(event_at "$log2" skipped post-kubelet)s"
+    # A year and a month later (the machine was off): the every-boot pass renews every leaf before
+    # the kubelet starts, and the node comes back Ready on the same CA and service-account keys.
+    local log3="$WORK/boot3.serial.log" sa1 sa2 st3
+    sa1=$(disk_cat "$disk" /etc/kubernetes/pki/sa.key | sha256sum)
+    rc=0
+    boot_vm boot3 "$disk" --seed "$WORK/seed.iso" --rtc "$(date -u -d '+400 days' +%Y-%m-%dT%H:%M:%S)" || rc=$?
+    expect_rc "$rc" 1 "a year later: both units succeed, the Node is Ready and its Pods run"
+    expect_line "$log3" "$(event_re certs pre-kubelet).*apiserver: renewed" "a year later: the API server's certificate was renewed"
+    expect_line "$log3" "$(event_re certs pre-kubelet).*admin.conf: renewed" "a year later: admin.conf's client certificate was renewed"
+    expect_line "$log3" "$(event_re certs pre-kubelet).*kubelet-client: renewed" "a year later: the kubelet's client certificate was re-issued"
+    expect_line "$log3" "$(event_re certs pre-kubelet).*kubelet-serving: removed" "a year later: the kubelet's expired serving certificate was removed"
+    st3=$(status_json "$log3")
+    if python3 -c 'import json, sys; r = [c for c in json.load(sys.stdin)["certificates"] if c["name"] == "apiserver"]; sys.exit(not (r and r[0]["residual_days"] > 360))' <<<"$st3" 2>/dev/null; then
+        say "ok: status.json's table shows the renewed API server certificate"
+    else fail "status.json has no renewed apiserver row: ${st3:-missing}"; fi
+    ca2=$(disk_cat "$disk" /etc/kubernetes/pki/ca.crt | sha256sum)
+    sa2=$(disk_cat "$disk" /etc/kubernetes/pki/sa.key | sha256sum)
+    [ "$ca1" = "$ca2" ] && say "ok: a year later the CA is unchanged" || fail "the CA changed a year later"
+    [ "$sa1" = "$sa2" ] && say "ok: a year later sa.key is unchanged" || fail "sa.key changed a year later"
+    disk_exists "$disk" /etc/kubernetes/tmp && say "ok: the previous certificates are kept under /etc/kubernetes/tmp" \
+        || fail "no backup under /etc/kubernetes/tmp"
+    SCENARIO_NOTE="2nd boot: pre-kubelet unit ${t:-?}s, skipped at $(event_at "$log2" skipped post-kubelet)s; a year later: $(unit_secs "$log3" kubestrap.service)s"
 }
 
 # power_cut_boot TRIGGER_REGEX: boot a persistent node, QMP `quit` when TRIGGER shows up on the
