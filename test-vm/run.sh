@@ -889,7 +889,8 @@ run_scenario() {
     declare -F "scenario_$s" >/dev/null || { echo "run.sh: unknown scenario $s (try --list)" >&2; return 2; }
     (
         set -eE
-        case "$s" in cp-init | no-images) ;; *) IMAGE_ROOTFS=$PRELOADED_ROOTFS ;; esac
+        # cp-init imports the image's archives, reboot-noop those on its seed disk.
+        case "$s" in cp-init | no-images | reboot-noop) ;; *) IMAGE_ROOTFS=$PRELOADED_ROOTFS ;; esac
         scenario_begin "$s"
         trap 'fail "aborted: line $LINENO: $BASH_COMMAND"' ERR
         trap 'trap - ERR; scenario_end || true; printf "%s\n" "${RESULTS[@]}" >>"$RESULTS_FILE"' EXIT
@@ -914,7 +915,7 @@ main() {
     t0=$(now)
     IMAGE_ENV=$("$REPO/image/build.sh" "${build[@]}" | tail -n1)
     # The preloaded variant (the images already in containerd's store): every scenario but
-    # cp-init, which proves the import itself, boots it; the same binaries, so no second cargo run.
+    # cp-init and reboot-noop, which prove the imports, boots it; the same binaries, so no second cargo run.
     PRELOADED_ENV=$("$REPO/image/build.sh" --preloaded --no-cargo | tail -n1)
     PRELOADED_ROOTFS=$(sed -n 's/^IMAGE_ROOTFS=//p' "$PRELOADED_ENV")
     export PRELOADED_ROOTFS
