@@ -32,8 +32,9 @@ trap 'for c in "${CLEANUPS[@]}"; do eval "$c" || true; done; rm -rf "$WORK"' EXI
 "$REPO/image/build.sh" "${build[@]}" >/dev/null
 # shellcheck disable=SC1090
 . "$(KUBESTRAP_EXTRA_PACKAGES=cloud-init "$REPO/image/build.sh" --preloaded --no-cargo --out "$CACHE/image-cloud-init" | tail -n1)"
-# A node whose tool failed is not waited for past this (its Pods may never come).
-WAIT="kubestrap.test.ready-timeout=420"
+# A node whose tool failed is not waited for past this; the figures are API serving and Node
+# Ready, so the report unit does not wait for Pods (an init that failed before its addons has none).
+WAIT="kubestrap.test.ready-timeout=420 kubestrap.test.pods=0"
 KS_MASK="$WAIT systemd.mask=cloud-init-local.service systemd.mask=cloud-init.service systemd.mask=cloud-config.service systemd.mask=cloud-final.service"
 KA_MASK="$WAIT systemd.mask=kubestrap.service systemd.mask=kubestrap-post.service kubestrap.test.incumbent=1"
 
@@ -93,7 +94,14 @@ boot_worker() {   # boot_worker TOOL I: joins the LAN's control plane
     d="$WORK/$n"
     mkdir -p "$d"
     lan_join_docs "$n" >"$d/docs.yaml"
-    if [ "$1" = kubestrap ]; then cp "$d/docs.yaml" "$d/user-data"; else cloud_init_user_data "$d/docs.yaml" join >"$d/user-data"; mask=$KA_MASK; fi
+    if [ "$1" = kubestrap ]; then cp "$d/docs.yaml" "$d/user-data"; else
+        cloud_init_user_data "$d/docs.yaml" join >"$d/user-data"
+        mask=$KA_MASK
+        # cloud-init's fallback network config (DHCP on the NIC) outranks the image's static LAN
+        # .network file, and the LAN has no DHCP: tell it the same static address.
+        printf 'version: 2\nethernets:\n  lan:\n    match: {macaddress: "52:54:00:0a:0a:%02x"}\n    addresses: [10.10.0.%d/24]\n    routes: [{to: default, via: 10.10.0.1}]\n' \
+            "$octet" "$octet" >"$d/network-config"
+    fi
     printf 'instance-id: iid-bench-%s\nlocal-hostname: %s\n' "$n" "$n" >"$d/meta-data"
     make_seed "$d.iso" "$d"
     ip -n "$NS" tuntap add dev "$tap" mode tap

@@ -24,9 +24,10 @@ make_seed() {
     local iso=$1 dir=$2
     [ -f "$dir/meta-data" ] || printf 'instance-id: %s\nlocal-hostname: %s\n' "iid-$SCENARIO" "$SCENARIO" >"$dir/meta-data"
     [ -f "$dir/user-data" ] || : >"$dir/user-data"
-    local images=()
-    [ -d "$dir/images" ] && images=(-graft-points "images/=$dir/images")
-    xorriso -as mkisofs -quiet -o "$iso" -V cidata -J -r "$dir/user-data" "$dir/meta-data" "${images[@]}" 2>/dev/null
+    local extra=()
+    [ -f "$dir/network-config" ] && extra+=("$dir/network-config")
+    [ -d "$dir/images" ] && extra+=(-graft-points "images/=$dir/images")
+    xorriso -as mkisofs -quiet -o "$iso" -V cidata -J -r "$dir/user-data" "$dir/meta-data" "${extra[@]}" 2>/dev/null
 }
 
 # qmp SOCKET COMMAND: run one QMP command (after capabilities negotiation).
