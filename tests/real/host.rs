@@ -43,13 +43,13 @@ impl Host {
     /// (kubeadm's join leaves the TLS bootstrap to the kubelet; kubestrap's does it itself).
     pub fn start(
         name: &str,
-        netns: Netns,
+        netns: impl Into<Arc<Netns>>,
         root: &Path,
         logs: &Path,
         scratch: Option<Scratch>,
         bootstraps: bool,
     ) -> Host {
-        let netns = Arc::new(netns);
+        let netns = netns.into();
         let (failure, status, stop) = Default::default();
         let mut host = Host {
             name: name.to_string(),

@@ -22,6 +22,7 @@ mod net;
 mod node;
 mod peers;
 mod proc;
+mod renewal;
 mod rotation;
 mod static_pods;
 mod storm;

@@ -1,0 +1,107 @@
+//! A year off: a control plane whose every certificate has expired comes back. The node is
+//! stopped, every leaf and the kubelet's identity are re-dated to have ended a month ago (issued
+//! 400 days back by the node's own CAs), then the next boot's pre-kubelet stage renews them
+//! before the kubelet starts, and the real API server, kubelet and etcd serve again on the same
+//! CA and service-account keys.
+
+use std::time::Duration;
+
+use kubestrap::clock::FakeClock;
+use kubestrap::fsutil::NodeFs;
+use kubestrap::pki::expiry::{Settings, TARGETS};
+use kubestrap::pki::renew::{Backup, Outcome, renew};
+use time::OffsetDateTime;
+
+use super::cluster::*;
+use super::host::Host;
+use crate::common::*;
+
+const YEAR: Duration = Duration::from_secs(365 * 86_400);
+
+fn not_after(pem: &[u8]) -> OffsetDateTime {
+    let (_, p) = x509_parser::pem::parse_x509_pem(pem).expect("pem");
+    p.parse_x509().expect("x509").validity().not_after.to_datetime()
+}
+
+/// Re-issues every leaf, and the kubelet's client certificate, as if made 400 days ago.
+fn age_by_400_days(root: &std::path::Path) {
+    let fs = NodeFs::new(root);
+    let then = OffsetDateTime::now_utc() - time::Duration::days(400);
+    let clock = FakeClock::new().at(then);
+    let settings = Settings {
+        certs_dir: "/etc/kubernetes/pki".into(),
+        key_algorithm: kubestrap::config::KeyAlgorithm::Rsa(2048),
+        validity: YEAR,
+        local_etcd: true,
+    };
+    let backup = Backup::at(then);
+    for t in TARGETS {
+        let out = renew(&fs, t.name, &clock, &settings, &backup).expect("re-date");
+        assert!(matches!(out, Outcome::Renewed { .. } | Outcome::Missing), "{}: {out:?}", t.name);
+    }
+    let ca = std::fs::read_to_string(root.join("etc/kubernetes/pki/ca.crt")).unwrap();
+    let ca_key =
+        kubestrap::pki::keys::parse_pem(&std::fs::read(root.join("etc/kubernetes/pki/ca.key")).unwrap()).unwrap();
+    let key = kubestrap::pki::keys::generate(kubestrap::config::KeyAlgorithm::EcdsaP256).unwrap();
+    let req = kubestrap::pki::issue::Request {
+        cn: "system:node:cp-1".into(),
+        orgs: vec!["system:nodes".into()],
+        usage: kubestrap::pki::spec::Usage::Client,
+        sans: Default::default(),
+        validity: YEAR,
+        start: then,
+    };
+    let cert = kubestrap::pki::issue::signed(&req, &key, &ca, &ca_key).unwrap();
+    let pki = root.join("var/lib/kubelet/pki");
+    std::fs::write(pki.join("kubelet-client-2025-10-21-00-00-00.pem"), format!("{cert}{}", kubestrap::pki::keys::to_pem(&key)))
+        .unwrap();
+    let current = pki.join("kubelet-client-current.pem");
+    std::fs::remove_file(&current).unwrap();
+    std::os::unix::fs::symlink("/var/lib/kubelet/pki/kubelet-client-2025-10-21-00-00-00.pem", &current).unwrap();
+}
+
+#[test]
+fn a_control_plane_off_for_a_year_renews_before_the_kubelet_and_serves_again() {
+    let mut c = Cluster::boot(fixture!("real/boot-control-plane.user-data"));
+    let root = c.root();
+    let read = |p: &str| std::fs::read(root.join(p)).unwrap_or_else(|e| panic!("{p}: {e}"));
+    let kept = ["ca.crt", "ca.key", "sa.key", "sa.pub", "etcd/ca.crt", "front-proxy-ca.crt"]
+        .map(|f| (f, read(&format!("etc/kubernetes/pki/{f}"))));
+
+    // Power off; a year passes.
+    drop(c.hosts.remove(0));
+    age_by_400_days(&root);
+    let now = OffsetDateTime::now_utc();
+    assert!(not_after(&read("etc/kubernetes/pki/apiserver.crt")) < now, "the test's premise: expired");
+
+    // The next boot: the pre-kubelet stage renews, then the node starts.
+    let boot = run_in(&c.netns, &boot_args("pre-kubelet", &c.scratch.root_str()));
+    assert_eq!(boot.code(), 0, "{}\n{}", boot.stdout(), boot.stderr());
+    let certs = boot.events().into_iter().find(|e| e["event"] == "certs").expect("a certs event");
+    let said = certs["message"].as_str().unwrap().to_string();
+    for name in ["apiserver", "apiserver-etcd-client", "etcd-peer", "admin.conf", "scheduler.conf", "kubelet-client"] {
+        assert!(said.contains(&format!("{name}: renewed")), "{name} not renewed: {said}");
+    }
+    for p in ["etc/kubernetes/pki/apiserver.crt", "etc/kubernetes/pki/etcd/server.crt", "var/lib/kubelet/pki/kubelet-client-current.pem"] {
+        let left = not_after(&read(p)) - now;
+        assert!(left > time::Duration::days(360), "{p} is not renewed: {left}");
+    }
+    for (f, before) in &kept {
+        assert_eq!(&read(&format!("etc/kubernetes/pki/{f}")), before, "{f} must never change");
+    }
+    let status: serde_json::Value = serde_json::from_slice(&read("run/kubestrap/status.json")).unwrap();
+    let rows = status["certificates"].as_array().expect("the certificate table");
+    assert!(rows.iter().any(|r| r["name"] == "apiserver" && r["residual_days"].as_i64() > Some(360)), "{status}");
+    assert!(root.join("etc/kubernetes/tmp").read_dir().unwrap().next().is_some(), "the old pairs are kept");
+
+    // Power on: the real kubelet and control plane on the renewed certificates.
+    let host = Host::start("cp-1", c.netns.clone(), &root, &c.logs, None, false);
+    c.hosts.push(host);
+    c.wait_ready("cp-1");
+    let (code, out, err) = c.kubectl(&["get", "--raw", "/livez"]);
+    assert_eq!((code, out.as_str()), (0, "ok"), "{err}");
+    // A second pass finds nothing to do.
+    let again = run_in(&c.netns, &boot_args("pre-kubelet", &c.scratch.root_str()));
+    let certs = again.events().into_iter().find(|e| e["event"] == "certs").expect("a certs event");
+    assert!(certs["message"].as_str().unwrap().ends_with("all ok"), "{certs}");
+}
