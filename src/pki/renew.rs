@@ -103,7 +103,10 @@ pub fn renew(fs: &NodeFs, name: &str, clock: &dyn Clock, settings: &Settings, ba
         key: paths::key(&settings.certs_dir, target.ca_base).to_string(),
     })?;
     let path = settings.path(target);
-    let req = request_from(&current, path.as_str(), clock.wall(), settings)?;
+    // Whole seconds, as a certificate holds them: the returned NotAfter is the certificate's.
+    let now = clock.wall();
+    let now = now.replace_nanosecond(0).unwrap_or(now);
+    let req = request_from(&current, path.as_str(), now, settings)?;
     let key = keys::generate(settings.key_algorithm)?;
     let cert_pem = issue::signed(&req, &key, &ca.cert.pem, ca_key)?;
     let key_pem = keys::to_pem(&key);
@@ -220,3 +223,7 @@ pub fn replace_client_data(path: &str, text: &[u8], cert_pem: &str, key_pem: &st
     }
     Ok(out.into_bytes())
 }
+
+#[cfg(test)]
+#[path = "renew_tests.rs"]
+mod tests;
