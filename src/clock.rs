@@ -9,6 +9,11 @@ pub trait Clock: Send + Sync {
     fn now(&self) -> Instant;
     /// Waits `d`; `why` is the reason the caller is waiting (already logged by the caller).
     fn sleep(&self, d: Duration, why: &str);
+    /// The wall-clock time (UTC), for judging certificates: a [`FakeClock`] can be set to any
+    /// date ([`FakeClock::at`]) and moves with its virtual time.
+    fn wall(&self) -> time::OffsetDateTime {
+        time::OffsetDateTime::now_utc()
+    }
 }
 
 /// The real clock.
@@ -40,6 +45,8 @@ type Hook = Box<dyn Fn(Duration) + Send + Sync>;
 pub struct FakeClock {
     start: Instant,
     elapsed: Mutex<Duration>,
+    /// Wall-clock time at virtual time zero.
+    wall_start: time::OffsetDateTime,
     waits: Mutex<Vec<Wait>>,
     on_advance: Option<Hook>,
 }
@@ -55,6 +62,7 @@ impl FakeClock {
         FakeClock {
             start: Instant::now(),
             elapsed: Mutex::new(Duration::ZERO),
+            wall_start: time::OffsetDateTime::now_utc(),
             waits: Mutex::default(),
             on_advance: None,
         }
@@ -63,6 +71,17 @@ impl FakeClock {
     pub fn on_advance(mut self, hook: impl Fn(Duration) + Send + Sync + 'static) -> FakeClock {
         self.on_advance = Some(Box::new(hook));
         self
+    }
+
+    /// Sets the wall-clock time at virtual time zero (the date certificates are judged against).
+    pub fn at(mut self, wall: time::OffsetDateTime) -> FakeClock {
+        self.wall_start = wall;
+        self
+    }
+
+    /// Moves virtual time forward without recording a wait (a clock jump: "a year later").
+    pub fn advance(&self, d: Duration) {
+        *self.elapsed.lock().unwrap_or_else(|p| p.into_inner()) += d;
     }
 
     /// Virtual time since the clock was made.
@@ -79,6 +98,9 @@ impl FakeClock {
 impl Clock for FakeClock {
     fn now(&self) -> Instant {
         self.start + self.elapsed()
+    }
+    fn wall(&self) -> time::OffsetDateTime {
+        self.wall_start + self.elapsed()
     }
     fn sleep(&self, d: Duration, why: &str) {
         let now = {

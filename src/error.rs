@@ -191,7 +191,10 @@ layer! {
         | PkiError::MissingKey { .. }
         | PkiError::ExternalCaLeaf { .. }
         | PkiError::PublicWithoutKey { .. }
-        | PkiError::PublicMismatch { .. } => Kind::State,
+        | PkiError::PublicMismatch { .. }
+        | PkiError::Kubeconfig { .. }
+        | PkiError::Usages { .. } => Kind::State,
+        PkiError::UnknownCertificate { .. } => Kind::Usage,
         PkiError::Generate { .. }
         | PkiError::GeneratorPanicked
         | PkiError::Random

@@ -15,6 +15,8 @@ pub(crate) const DIR_DEFAULT: u32 = 0o755;
 
 pub const KUBERNETES_DIR: &str = "/etc/kubernetes";
 pub const MANIFESTS_DIR: &str = "/etc/kubernetes/manifests";
+/// kubeadm's `/etc/kubernetes/tmp`: its upgrade backups, and our renewal backups.
+pub const KUBERNETES_TMP_DIR: &str = "/etc/kubernetes/tmp";
 pub const DEFAULT_CERTS_DIR: &str = "/etc/kubernetes/pki";
 pub const ETCD_DATA_DIR: &str = "/var/lib/etcd";
 pub const KUBELET_DIR: &str = "/var/lib/kubelet";
@@ -29,6 +31,8 @@ pub(crate) const DIRS: &[(&str, u32)] = &[
     (KUBERNETES_DIR, 0o755),
     // kubeadm's CreateStaticPodFiles: MkdirAll(manifestDir, 0700).
     (MANIFESTS_DIR, 0o700),
+    // kubeadm's CreateTimestampDir: MkdirAll(tmp, 0700), then Mkdir(dir, 0700).
+    (KUBERNETES_TMP_DIR, 0o700),
     (DEFAULT_CERTS_DIR, 0o755),
     // etcd refuses a data dir readable by others.
     (ETCD_DATA_DIR, 0o700),
@@ -94,6 +98,19 @@ pub const SUPER_ADMIN_CONF: File = File::fixed("/etc/kubernetes/super-admin.conf
 pub(crate) const KUBELET_CONF: File = File::fixed("/etc/kubernetes/kubelet.conf", PRIVATE);
 /// Written by join's discovery (it holds the bootstrap token), removed once the TLS bootstrap is done.
 pub(crate) const BOOTSTRAP_KUBELET_CONF: File = File::fixed("/etc/kubernetes/bootstrap-kubelet.conf", PRIVATE);
+
+/// Where `certs renew` and the every-boot renewal keep the files they replace, named as
+/// kubeadm names its upgrade backups (`kubeadm-backup-etcd-<stamp>`); `stamp` is
+/// `YYYY-MM-DD-hh-mm-ss` (UTC).
+pub fn renewal_backup_dir(stamp: &str) -> Dir {
+    Dir { path: format!("{KUBERNETES_TMP_DIR}/kubeadm-backup-certs-{stamp}"), mode: 0o700 }
+}
+/// A file inside a renewal backup: `<dir>/<path relative to /etc/kubernetes>` (a certificatesDir
+/// elsewhere keeps its full path). Private: the backups hold keys.
+pub fn renewal_backup_file(dir: &Dir, host_path: &str) -> File {
+    let rel = host_path.strip_prefix("/etc/kubernetes/").unwrap_or(host_path).trim_start_matches('/');
+    File::at(format!("{}/{rel}", dir.path), PRIVATE)
+}
 
 /// `/etc/kubernetes/manifests/<component>.yaml`.
 pub fn manifest(component: &str) -> File {

@@ -14,7 +14,7 @@ mod token;
 use argh::FromArgs;
 
 pub use self::boot::{Boot, Status};
-pub use self::certs::{CaHash, CertificateKeyCmd, Certs, CertsCommand};
+pub use self::certs::{CaHash, CertificateKeyCmd, Certs, CertsCommand, CheckExpiration, Renew};
 pub use self::config::{
     Config, ConfigCommand, ConfigImages, ConfigImagesCommand, ConfigImagesList, ConfigMigrate, ConfigPrint,
     ConfigPrintWhat, PrintInitDefaults, PrintJoinDefaults,

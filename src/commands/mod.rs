@@ -1,5 +1,6 @@
 //! One function per CLI command: turns parsed arguments into library calls and output.
 
+mod certs;
 #[path = "config.rs"]
 mod config_command;
 mod join;
@@ -130,6 +131,8 @@ fn certs(c: cli::Certs) -> Result<()> {
             println!("{hash}");
             Ok(())
         }
+        cli::CertsCommand::CheckExpiration(c) => self::certs::check_expiration(c),
+        cli::CertsCommand::Renew(r) => self::certs::renew_command(r),
     }
 }
 

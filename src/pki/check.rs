@@ -86,6 +86,15 @@ pub enum PkiError {
     /// A certificate we just made does not parse back: a bug, not bad input.
     #[error("{0}")]
     Issued(CertProblem),
+    /// A kubeconfig whose embedded client certificate cannot be read or replaced.
+    #[error("{path} {detail}; fix it or write it anew (kubestrap init phase kubeconfig)")]
+    Kubeconfig { path: String, detail: String },
+    /// A certificate name `certs renew` does not know.
+    #[error("{name} is not a valid certificate for this cluster; valid names: {valid}")]
+    UnknownCertificate { name: String, valid: String },
+    /// A certificate whose extended key usages kubeadm's renewal cannot reproduce.
+    #[error("{path} has extended key usages {usages}; kubestrap renews only serverAuth/clientAuth certificates")]
+    Usages { path: String, usages: String },
     #[error(transparent)]
     Fs(#[from] crate::fsutil::FsError),
 }

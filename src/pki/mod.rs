@@ -3,8 +3,10 @@
 
 pub mod check;
 pub mod copycerts;
+pub mod expiry;
 pub mod issue;
 pub mod keys;
+pub mod renew;
 pub mod rsa_key;
 pub mod spec;
 
