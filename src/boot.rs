@@ -9,6 +9,7 @@
 //! rest of the kubeadm line's `&&` chain and the later entries (on workers too).
 
 pub mod every_boot;
+mod every_boot_leaves;
 pub mod existing;
 pub mod script;
 
@@ -61,9 +62,11 @@ pub(crate) fn run_with(args: BootArgs, runner: &dyn script::Runner) -> Result<()
     if fs.exists(&done) {
         if args.stage == Stage::PreKubelet {
             // Every later boot, before the kubelet: keep the node's credentials alive.
-            let wall = time::OffsetDateTime::now_utc;
-            let env =
-                every_boot::Env { clock: &SystemClock, wall: &wall, credentials_dir: args.env.credentials_path() };
+            let env = every_boot::Env {
+                clock: &SystemClock,
+                credentials_dir: args.env.credentials_path(),
+                config: planned_cluster(&fs),
+            };
             match every_boot::run(&fs, &env) {
                 Ok(rows) => report.certs(&rows),
                 Err(e) => {
@@ -280,6 +283,15 @@ fn read_plan(fs: &NodeFs) -> Result<BootPlan> {
         .read(&PLAN_FILE)?
         .ok_or_else(|| Error::state(format!("{PLAN_FILE} is missing: the pre-kubelet stage has not run")))?;
     BootPlan::from_yaml(&bytes).map_err(|e| Error::state(format!("{PLAN_FILE}: {e}")))
+}
+
+/// The ClusterConfiguration this node made its cluster from (the boot plan of an init), for
+/// the every-boot pass; `None` for a join or a plan that no longer resolves (said, not fatal).
+fn planned_cluster(fs: &NodeFs) -> Option<InitConfig> {
+    let NodePlan::Init { docs, .. } = read_plan(fs).ok()?.node else { return None };
+    crate::config::resolve_init("user-data", docs, &crate::host::facts())
+        .map_err(|e| log::warn!("[certs] {PLAN_FILE} no longer resolves ({e}); judging from the certificates"))
+        .ok()
 }
 
 /// Is this the node's last stage? A worker is done before the kubelet starts unless its

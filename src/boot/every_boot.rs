@@ -45,12 +45,14 @@ pub struct CertRow {
     pub action: String,
 }
 
-/// What the pass needs from outside: the wall clock (tests move it), the waits, and the
+/// What the pass needs from outside: the clock (wall time and waits; tests move it) and the
 /// systemd credentials (a worker's fresh bootstrap token).
 pub(crate) struct Env<'a> {
     pub clock: &'a dyn Clock,
-    pub wall: &'a dyn Fn() -> OffsetDateTime,
     pub credentials_dir: std::path::PathBuf,
+    /// The boot plan's ClusterConfiguration, when this node made the cluster (its
+    /// certificateValidityPeriod and encryptionAlgorithm).
+    pub config: Option<crate::config::InitConfig>,
 }
 
 /// Runs the pass; the rows are for the status file. An error is a node that cannot come back
@@ -64,24 +66,25 @@ pub(crate) fn run(fs: &NodeFs, env: &Env) -> Result<Vec<CertRow>> {
     let Some(now) = sane_now(&ca, &ca_path, env)? else { return Ok(Vec::new()) };
     let mut rows = Vec::new();
     rows.extend(ca_rows(fs, &ca_path, now)?);
+    rows.extend(super::every_boot_leaves::renew_due(fs, &ca_path, now, env)?);
     rows.extend(kubelet_client(fs, &ca_path, now, env)?);
     rows.extend(kubelet_serving(fs, now)?);
     Ok(rows)
 }
 
-fn bad_cert(path: &str) -> impl Fn(crate::pki::check::CertProblem) -> Error + '_ {
+pub(super) fn bad_cert(path: &str) -> impl Fn(crate::pki::check::CertProblem) -> Error + '_ {
     move |p| Error::from(p.at(path))
 }
 
-fn not_after(c: &CertFile, path: &str) -> Result<OffsetDateTime> {
+pub(super) fn not_after(c: &CertFile, path: &str) -> Result<OffsetDateTime> {
     Ok(c.x509().map_err(bad_cert(path))?.validity().not_after.to_datetime())
 }
 
-fn not_before(c: &CertFile, path: &str) -> Result<OffsetDateTime> {
+pub(super) fn not_before(c: &CertFile, path: &str) -> Result<OffsetDateTime> {
     Ok(c.x509().map_err(bad_cert(path))?.validity().not_before.to_datetime())
 }
 
-fn row(name: &str, path: &str, end: OffsetDateTime, now: OffsetDateTime, action: &str) -> CertRow {
+pub(super) fn row(name: &str, path: &str, end: OffsetDateTime, now: OffsetDateTime, action: &str) -> CertRow {
     CertRow {
         name: name.into(),
         path: path.into(),
@@ -111,7 +114,7 @@ fn sane_now(ca: &CertFile, ca_path: &str, env: &Env) -> Result<Option<OffsetDate
     let made = not_before(ca, ca_path)?;
     let deadline = env.clock.now() + CLOCK_WAIT;
     loop {
-        let now = (env.wall)();
+        let now = env.clock.wall();
         if now >= made {
             return Ok(Some(now));
         }

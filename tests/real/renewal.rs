@@ -53,8 +53,11 @@ fn age_by_400_days(root: &std::path::Path) {
     };
     let cert = kubestrap::pki::issue::signed(&req, &key, &ca, &ca_key).unwrap();
     let pki = root.join("var/lib/kubelet/pki");
-    std::fs::write(pki.join("kubelet-client-2025-10-21-00-00-00.pem"), format!("{cert}{}", kubestrap::pki::keys::to_pem(&key)))
-        .unwrap();
+    std::fs::write(
+        pki.join("kubelet-client-2025-10-21-00-00-00.pem"),
+        format!("{cert}{}", kubestrap::pki::keys::to_pem(&key)),
+    )
+    .unwrap();
     let current = pki.join("kubelet-client-current.pem");
     std::fs::remove_file(&current).unwrap();
     std::os::unix::fs::symlink("/var/lib/kubelet/pki/kubelet-client-2025-10-21-00-00-00.pem", &current).unwrap();
@@ -82,7 +85,11 @@ fn a_control_plane_off_for_a_year_renews_before_the_kubelet_and_serves_again() {
     for name in ["apiserver", "apiserver-etcd-client", "etcd-peer", "admin.conf", "scheduler.conf", "kubelet-client"] {
         assert!(said.contains(&format!("{name}: renewed")), "{name} not renewed: {said}");
     }
-    for p in ["etc/kubernetes/pki/apiserver.crt", "etc/kubernetes/pki/etcd/server.crt", "var/lib/kubelet/pki/kubelet-client-current.pem"] {
+    for p in [
+        "etc/kubernetes/pki/apiserver.crt",
+        "etc/kubernetes/pki/etcd/server.crt",
+        "var/lib/kubelet/pki/kubelet-client-current.pem",
+    ] {
         let left = not_after(&read(p)) - now;
         assert!(left > time::Duration::days(360), "{p} is not renewed: {left}");
     }

@@ -58,8 +58,7 @@ impl Node {
     }
 
     fn run(&self, clock: &FakeClock, creds: &std::path::Path) -> Result<Vec<CertRow>> {
-        let wall = OffsetDateTime::now_utc;
-        run(&self.fs, &Env { clock, wall: &wall, credentials_dir: creds.into() })
+        run(&self.fs, &Env { clock, credentials_dir: creds.into(), config: None })
     }
 
     fn read(&self, p: &str) -> Vec<u8> {
@@ -165,4 +164,42 @@ fn an_expired_kubelet_serving_certificate_is_removed_and_a_ca_near_its_end_warne
         "{ca}"
     );
     assert!(rows.iter().find(|r| r.name == "ca").unwrap().residual_days < 365);
+}
+
+#[test]
+fn the_window_is_120_days_or_a_third_of_a_shorter_lifetime() {
+    use super::super::every_boot_leaves::window;
+    assert_eq!(window(days(365)), 120 * DAY);
+    assert_eq!(window(days(90)), 30 * DAY);
+    assert_eq!(window(Duration::from_secs(3 * 3600)), time::Duration::hours(1));
+}
+
+/// kubeadm's whole PKI made 300 days ago: the leaves have 65 days left (inside the window) and
+/// are renewed as `certs renew` does; the CAs and sa.* stay; the next boot has nothing to do.
+#[test]
+fn a_control_plane_renews_its_leaves_inside_the_window_and_never_a_ca() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = NodeFs::new(dir.path());
+    let host =
+        crate::config::HostFacts { hostname: "cp-1".into(), default_address: Some("10.0.0.10".parse().unwrap()) };
+    let cfg = crate::config::load_init(None, &host).unwrap();
+    let pool = crate::pki::keys::KeyPool::new(cfg.key_algorithm);
+    crate::pki::ensure_certs(&fs, &cfg, OffsetDateTime::now_utc() - 300 * DAY, &pool).unwrap();
+    let kept: Vec<(&str, Vec<u8>)> = ["ca.crt", "ca.key", "sa.key", "sa.pub", "etcd/ca.crt", "front-proxy-ca.key"]
+        .into_iter()
+        .map(|f| (f, fs.read(format!("/etc/kubernetes/pki/{f}")).unwrap().unwrap()))
+        .collect();
+    let clock = FakeClock::new();
+    let rows = run(&fs, &Env { clock: &clock, credentials_dir: dir.path().into(), config: None }).unwrap();
+    for name in ["apiserver", "apiserver-kubelet-client", "front-proxy-client", "etcd-server", "etcd-peer"] {
+        assert_eq!(action(&rows, name), "renewed", "{rows:?}");
+        let r = rows.iter().find(|r| r.name == name).unwrap();
+        assert!(r.residual_days >= 364, "{r:?}");
+    }
+    for (f, before) in &kept {
+        assert_eq!(&fs.read(format!("/etc/kubernetes/pki/{f}")).unwrap().unwrap(), before, "{f} changed");
+    }
+    assert!(fs.exists("/etc/kubernetes/tmp"), "the old pairs are kept");
+    let again = run(&fs, &Env { clock: &clock, credentials_dir: dir.path().into(), config: None }).unwrap();
+    assert!(again.iter().all(|r| r.action == "ok"), "{again:?}");
 }
