@@ -87,6 +87,16 @@ impl Host {
         lines.iter().map(|(what, log)| format!("--- {what}\n{}\n", tail(log, 40))).collect()
     }
 
+    /// Powers the node off (its kubelet, runtime and static Pods stop) and hands back what it
+    /// ran in, so it can be started again on the same root.
+    pub fn power_off(mut self) -> (Arc<Netns>, Option<Scratch>) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        (self.netns.clone(), self._scratch.take())
+    }
+
     pub fn pod(&self, name: &str) -> StaticPod {
         StaticPod::read(&self.root, name)
     }
