@@ -159,3 +159,32 @@ fn renew_all_prints_what_kubeadm_prints_and_kubeadm_reads_the_result() {
         crate::common::openssl_verify(&pki.join(ca), &pki.join(f)).expect("chains to the same CA");
     }
 }
+
+/// Our renewal of kubeconfigs kubeadm wrote itself (its own renewal's output, from client-go's
+/// serialiser): only the two values change, and kubeadm reads the result.
+#[test]
+fn renewing_kubeadms_own_kubeconfigs_changes_only_the_client_data() {
+    let s = node();
+    let (code, _, err) = kubeadm(&s.root(), &["renew", "all"]);
+    assert_eq!(code, 0, "kubeadm certs renew all: {err}");
+    let kubeconfigs = ["admin.conf", "super-admin.conf", "controller-manager.conf", "scheduler.conf"];
+    let read = |f: &str| std::fs::read_to_string(s.root().join("etc/kubernetes").join(f)).expect("read");
+    let before: Vec<String> = kubeconfigs.iter().map(|f| read(f)).collect();
+    let out = ours(&s, &s.root(), &["renew", "all"]);
+    assert_eq!(out.matches(" renewed\n").count(), 11, "{out}");
+    for (f, old) in kubeconfigs.iter().zip(&before) {
+        let new = read(f);
+        let keep = |t: &str| {
+            t.split_inclusive('\n')
+                .filter(|l| {
+                    let l = l.trim_start();
+                    !l.starts_with("client-certificate-data:") && !l.starts_with("client-key-data:")
+                })
+                .collect::<String>()
+        };
+        assert_eq!(keep(&new), keep(old), "{f}: every other byte kept");
+        assert_ne!(&new, old, "{f}: renewed");
+    }
+    let (code, _, err) = kubeadm(&s.root(), &["check-expiration", "-o", "json"]);
+    assert_eq!(code, 0, "kubeadm reads our renewal of its files: {err}");
+}
