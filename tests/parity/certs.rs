@@ -38,11 +38,15 @@ fn ours(s: &Scratch, root: &Path, args: &[&str]) -> String {
 
 /// A node with kubestrap's PKI and kubeconfigs, and the config where kubeadm's chroot finds it.
 fn node() -> Scratch {
+    node_with(BASE_CONFIG)
+}
+
+fn node_with(config: &str) -> Scratch {
     assert!(rustix::process::geteuid().is_root(), "tests/parity needs root: kubeadm chroots into the node root");
-    let s = Scratch::new(BASE_CONFIG);
+    let s = Scratch::new(config);
     s.phase("certs").ok();
     s.phase("kubeconfig").ok();
-    std::fs::write(s.root().join(CONFIG_IN_ROOT.trim_start_matches('/')), BASE_CONFIG).expect("config in root");
+    std::fs::write(s.root().join(CONFIG_IN_ROOT.trim_start_matches('/')), config).expect("config in root");
     s
 }
 
@@ -187,4 +191,26 @@ fn renewing_kubeadms_own_kubeconfigs_changes_only_the_client_data() {
     }
     let (code, _, err) = kubeadm(&s.root(), &["check-expiration", "-o", "json"]);
     assert_eq!(code, 0, "kubeadm reads our renewal of its files: {err}");
+}
+
+/// RSA-2048 and external etcd (no etcd rows, no etcd-ca): the same table as kubeadm's; an RSA
+/// cluster's renewal makes RSA-2048 keys.
+#[test]
+fn other_clusters_rsa_and_external_etcd() {
+    let s = node_with(crate::common::fixture!("parity/rsa.yaml"));
+    compare_check_expiration(&s, &s.root(), "RSA-2048");
+    let (code, theirs, err) = kubeadm(&s.root(), &["renew", "apiserver"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(ours(&s, &s.root(), &["renew", "apiserver"]), theirs);
+    let (code, out, err) = crate::common::sh(&format!(
+        "openssl x509 -noout -text -in '{}' | grep 'Public-Key'",
+        s.root().join("etc/kubernetes/pki/apiserver.crt").display()
+    ));
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("(2048 bit)"), "{out}");
+
+    let s = node_with(crate::common::fixture!("parity/external-etcd.yaml"));
+    compare_check_expiration(&s, &s.root(), "external etcd");
+    let names = ours(&s, &s.root(), &["check-expiration", "-o", "yaml"]);
+    assert!(!names.contains("etcd"), "{names}");
 }
