@@ -52,6 +52,12 @@ pub fn rewrite(args: &[String]) -> Result<Vec<String>, String> {
             verbose = true;
             continue;
         }
+        // pflag's shorthand for -o/--output: `-o json`, `-o=json`, `-ojson`.
+        if let Some(v) = a.strip_prefix("-o").filter(|_| !a.starts_with("--")) {
+            let value = if v.is_empty() { rest.next().cloned() } else { Some(v.trim_start_matches('=').to_string()) };
+            items.push(Item::Opt("output".into(), value));
+            continue;
+        }
         let Some(flag) = a.strip_prefix("--").filter(|f| !f.is_empty()) else {
             items.push(Item::Word(a.clone()));
             continue;
@@ -182,6 +188,17 @@ mod tests {
 
     fn v(s: &[&str]) -> Vec<String> {
         s.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn output_shorthand_in_pflags_spellings() {
+        for form in [&["-o", "json"][..], &["-o=json"], &["-ojson"], &["--output=json"], &["--output", "json"]] {
+            let mut args = v(&["certs", "check-expiration"]);
+            args.extend(v(form));
+            assert_eq!(rewrite(&args).unwrap(), v(&["certs", "check-expiration", "--output", "json"]), "{form:?}");
+        }
+        // The last one wins, as pflag's.
+        assert_eq!(rewrite(&v(&["x", "-o", "yaml", "-ojson"])).unwrap(), v(&["x", "--output", "json"]));
     }
 
     #[test]

@@ -151,6 +151,8 @@ pub struct Entry {
     pub path: String,
     /// `None` when the file is missing (kubeadm's `missing: true`).
     pub not_after: Option<OffsetDateTime>,
+    /// NotBefore (`None` when missing): a clock before a CA's NotBefore is not to be trusted.
+    pub not_before: Option<OffsetDateTime>,
     /// The signing CA's name; `None` for a CA.
     pub ca_name: Option<&'static str>,
     /// The signing CA's key is absent (for a CA: its own key), so kubeadm cannot renew it.
@@ -205,8 +207,14 @@ pub fn read_current(fs: &NodeFs, s: &Settings, t: &Target) -> Result<Option<Cert
     }
 }
 
-fn not_after(c: &CertFile, path: &str) -> Result<OffsetDateTime> {
-    Ok(c.x509().map_err(|p| p.at(path))?.validity().not_after.to_datetime())
+/// (NotBefore, NotAfter).
+fn validity(c: &CertFile, path: &str) -> Result<(OffsetDateTime, OffsetDateTime)> {
+    let x = c.x509().map_err(|p| p.at(path))?;
+    Ok((x.validity().not_before.to_datetime(), x.validity().not_after.to_datetime()))
+}
+
+fn missing(name: &'static str, path: String) -> Entry {
+    Entry { name, path, not_after: None, not_before: None, ca_name: None, externally_managed: false }
 }
 
 /// Every renewable certificate and CA of the node, as `kubeadm certs check-expiration` reads
@@ -216,14 +224,18 @@ pub fn inventory(fs: &NodeFs, s: &Settings, now: OffsetDateTime) -> Result<Inven
     for t in s.targets() {
         let path = s.path(t).to_string();
         let row = match read_current(fs, s, t)? {
-            None => Entry { name: t.name, path, not_after: None, ca_name: None, externally_managed: false },
-            Some(c) => Entry {
-                name: t.name,
-                not_after: Some(not_after(&c, &path)?),
-                path,
-                ca_name: Some(t.ca_name),
-                externally_managed: externally_managed(fs, s, t.ca_base)?,
-            },
+            None => missing(t.name, path),
+            Some(c) => {
+                let (start, end) = validity(&c, &path)?;
+                Entry {
+                    name: t.name,
+                    path,
+                    not_after: Some(end),
+                    not_before: Some(start),
+                    ca_name: Some(t.ca_name),
+                    externally_managed: externally_managed(fs, s, t.ca_base)?,
+                }
+            }
         };
         certificates.push(row);
     }
@@ -232,9 +244,9 @@ pub fn inventory(fs: &NodeFs, s: &Settings, now: OffsetDateTime) -> Result<Inven
     for (name, base) in s.cas() {
         let path = paths::cert(&s.certs_dir, base);
         let row = match super::load_cert(fs, &path)? {
-            None => Entry { name, path: path.to_string(), not_after: None, ca_name: None, externally_managed: false },
+            None => missing(name, path.to_string()),
             Some(c) => {
-                let end = not_after(&c, path.as_str())?;
+                let (start, end) = validity(&c, path.as_str())?;
                 if end - now < CA_WARNING {
                     warnings.push(ca_warning(name, path.as_str(), end, now));
                 }
@@ -243,6 +255,7 @@ pub fn inventory(fs: &NodeFs, s: &Settings, now: OffsetDateTime) -> Result<Inven
                     name,
                     path: path.to_string(),
                     not_after: Some(end),
+                    not_before: Some(start),
                     ca_name: None,
                     externally_managed: external,
                 }

@@ -8,6 +8,7 @@ mod common;
 
 mod allow;
 mod api;
+mod certs;
 use common::real_bins as bins;
 mod diff;
 mod facts;

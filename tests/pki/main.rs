@@ -5,6 +5,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod certs_cli;
 mod kubeconfig_kubectl;
 mod pki_openssl;
 mod pki_state;
