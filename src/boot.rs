@@ -9,6 +9,7 @@
 //! rest of the kubeadm line's `&&` chain and the later entries (on workers too).
 
 pub mod existing;
+pub mod failure;
 pub mod script;
 
 use std::path::{Path, PathBuf};
@@ -58,6 +59,7 @@ pub(crate) fn run_with(args: BootArgs, runner: &dyn script::Runner) -> Result<()
     let report = Reporter::new(&fs, args.stage.name(), attempt);
     let done = paths::boot_done(args.stage.name());
     if fs.exists(&done) {
+        failure::clear(&fs);
         report.skipped("this node was bootstrapped by an earlier boot");
         return Ok(());
     }
@@ -79,9 +81,14 @@ pub(crate) fn run_with(args: BootArgs, runner: &dyn script::Runner) -> Result<()
             if last {
                 fs.remove(&paths::GENERATED_TOKEN)?;
             }
+            failure::clear(&fs);
             report.done();
         }
-        Err(e) => report.failed(e),
+        Err(e) => {
+            report.failed(e);
+            let f = failure::record(&report.snapshot(), e, &crate::logging::tail(), crate::status::now());
+            failure::report(&fs, &f);
+        }
     }
     result
 }
@@ -342,3 +349,6 @@ mod tests {
         assert_eq!(super::scrub_tokens(&t), "a:\n  certificateKey: scrubbed-after-bootstrap\n  xcertificateKey: 1\n");
     }
 }
+
+#[cfg(test)]
+mod failure_tests;
