@@ -3,6 +3,7 @@
 #[path = "config.rs"]
 mod config_command;
 mod join;
+mod reset;
 mod token;
 
 use std::io::Write;
@@ -30,6 +31,7 @@ pub fn run(cli: cli::Cli) -> Result<()> {
         Command::Boot(b) => boot(b),
         Command::Status(s) => crate::boot::status(&s.root),
         Command::Join(j) => join::run(j),
+        Command::Reset(r) => reset::run(r),
         Command::Token(t) => token::run(t),
         Command::Config(c) => config_command::run(c),
         Command::Phases(_) => list_phases(),
