@@ -112,6 +112,9 @@ fn list_phases() -> Result<()> {
     for p in JOIN_PHASES {
         writeln!(out, "join  {:<19} {}", p.name, p.about).ctx("writing to stdout")?;
     }
+    for (name, about) in crate::reset::RESET_PHASES {
+        writeln!(out, "reset {name:<19} {about}").ctx("writing to stdout")?;
+    }
     Ok(())
 }
 

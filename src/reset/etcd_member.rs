@@ -48,7 +48,7 @@ impl EtcdConnect for RealEtcd {
 pub(crate) struct LocalEtcd {
     pub name: String,
     pub peer_url: String,
-    /// This member's client URLs first, then the other members' (their peer URLs on 2379).
+    /// The other members' client URLs (their peer URLs on 2379), then this member's.
     pub endpoints: Vec<String>,
     /// The host path of the `etcd-data` volume.
     pub data_dir: String,
@@ -78,12 +78,17 @@ pub(crate) fn local_etcd(fs: &NodeFs) -> std::result::Result<Option<LocalEtcd>, 
     let peer_url = flag("initial-advertise-peer-urls")
         .and_then(|u| u.split(',').next().map(str::to_string))
         .ok_or_else(|| format!("{file}: no --initial-advertise-peer-urls"))?;
-    let mut endpoints: Vec<String> =
-        flag("advertise-client-urls").map(|u| u.split(',').map(str::to_string).collect()).unwrap_or_default();
+    // The other members first: a member asked to remove itself may stop before it answers.
+    let mut endpoints: Vec<String> = Vec::new();
     for (_, url) in flag("initial-cluster").unwrap_or_default().split(',').filter_map(|m| m.split_once('=')) {
         let client = url.replace(":2380", ":2379");
         if url != peer_url && !endpoints.contains(&client) {
             endpoints.push(client);
+        }
+    }
+    for own in flag("advertise-client-urls").unwrap_or_default().split(',').filter(|u| !u.is_empty()) {
+        if !endpoints.iter().any(|e| e == own) {
+            endpoints.push(own.to_string());
         }
     }
     Ok(Some(LocalEtcd { name: flag("name").unwrap_or_default(), peer_url, endpoints, data_dir }))

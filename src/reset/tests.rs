@@ -128,11 +128,11 @@ fn force_reset_of_a_control_plane_removes_what_kubeadm_removes_and_keeps_the_res
     let (r, out) = reset(&args(root), &host, &cluster, "");
     r.unwrap();
 
-    // remove-etcd-member: through this member's and the other's client URLs, by peer URL.
+    // remove-etcd-member: through the other member's client URL, then this one's; by peer URL.
     assert_eq!(
         *cluster.calls.borrow(),
         vec![
-            "connect /etc/kubernetes/pki https://10.0.0.10:2379,https://10.0.0.11:2379".to_string(),
+            "connect /etc/kubernetes/pki https://10.0.0.11:2379,https://10.0.0.10:2379".to_string(),
             "list".into(),
             "remove a1".into()
         ]
