@@ -73,7 +73,7 @@ pub trait Host: Sync {
 }
 
 /// The real machine.
-pub(crate) struct LinuxHost;
+pub struct LinuxHost;
 
 impl Host for LinuxHost {
     fn euid(&self) -> u32 {

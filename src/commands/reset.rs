@@ -40,5 +40,15 @@ pub(super) fn run(r: cli::Reset) -> Result<()> {
     let mut input = stdin.lock();
     let mut out = std::io::stdout();
     let host = crate::host::LinuxHost;
-    reset::run(&args, &mut ResetEnv { host: &host, live, etcd: &RealEtcd, input: &mut input, out: &mut out })
+    reset::run(
+        &args,
+        &mut ResetEnv {
+            host: &host,
+            live,
+            etcd: &RealEtcd,
+            clock: &crate::clock::SystemClock,
+            input: &mut input,
+            out: &mut out,
+        },
+    )
 }

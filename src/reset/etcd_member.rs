@@ -12,6 +12,7 @@ use crate::error::Result;
 use crate::etcd::{APISERVER_ETCD_CLIENT, Client, Credentials, EtcdError, Member};
 use crate::fsutil::NodeFs;
 use crate::paths;
+use crate::retry::{Attempt, Retry};
 
 /// What the reset needs from the etcd cluster.
 pub trait EtcdMembers {
@@ -48,7 +49,7 @@ impl EtcdConnect for RealEtcd {
 pub(crate) struct LocalEtcd {
     pub name: String,
     pub peer_url: String,
-    /// The other members' client URLs (their peer URLs on 2379), then this member's.
+    /// The other members' client URLs (their peer hosts on 2379), then this member's.
     pub endpoints: Vec<String>,
     /// The host path of the `etcd-data` volume.
     pub data_dir: String,
@@ -81,7 +82,9 @@ pub(crate) fn local_etcd(fs: &NodeFs) -> std::result::Result<Option<LocalEtcd>, 
     // The other members first: a member asked to remove itself may stop before it answers.
     let mut endpoints: Vec<String> = Vec::new();
     for (_, url) in flag("initial-cluster").unwrap_or_default().split(',').filter_map(|m| m.split_once('=')) {
-        let client = url.replace(":2380", ":2379");
+        // kubeadm's GetClientURL: every stacked member serves clients on 2379.
+        let Some((host, _port)) = url.rsplit_once(':') else { continue };
+        let client = format!("{host}:{}", crate::constants::ETCD_CLIENT_PORT);
         if url != peer_url && !endpoints.contains(&client) {
             endpoints.push(client);
         }
@@ -128,24 +131,64 @@ pub(crate) fn run(fs: &NodeFs, args: &ResetArgs, env: &mut ResetEnv<'_>) -> Resu
     empty_data_dir(fs, args, env, &local.data_dir)
 }
 
+/// What the removal found.
+enum Removal {
+    Removed(Vec<Member>),
+    /// Not (or no longer) in the member list.
+    Absent,
+    /// The last member of its cluster: kubeadm leaves it.
+    OnlyMember,
+}
+
 fn remove_member(fs: &NodeFs, args: &ResetArgs, env: &mut ResetEnv<'_>, local: &LocalEtcd) -> Result<(), EtcdError> {
     let client = env.etcd.connect(fs, &args.cert_dir, &local.endpoints)?;
-    let members = client.member_list()?;
-    let Some(me) = members.iter().find(|m| m.has_peer_url(&local.peer_url)) else {
-        log::info!("[reset] {} is not a member of the etcd cluster (already removed)", local.peer_url);
-        return Ok(());
+    // etcd refuses a removal that would leave the cluster unhealthy (a member connected for
+    // less than 5 s, no leader): wait on what time can fix, as kubeadm's client retries.
+    let retry = Retry {
+        what: "removing this node's etcd member",
+        tag: "reset",
+        timeout: crate::timeouts::ETCD_API_CALL,
+        backoff: &crate::timeouts::ETCD_API_CALL_RETRY,
+        clock: env.clock,
     };
-    if members.len() == 1 {
-        log::info!("[etcd] This is the only remaining etcd member in the etcd cluster, skip removing it");
-        return Ok(());
+    let wait_or_fail = |e: EtcdError| if e.is_transient() { Attempt::Wait(e.to_string()) } else { Attempt::Fail(e) };
+    let outcome = retry.run(|| {
+        let members = match client.member_list() {
+            Ok(m) => m,
+            Err(e) => return wait_or_fail(e),
+        };
+        let Some(me) = members.iter().find(|m| m.has_peer_url(&local.peer_url)) else {
+            return Attempt::Done(Removal::Absent);
+        };
+        if members.len() == 1 {
+            return Attempt::Done(Removal::OnlyMember);
+        }
+        log::info!("[etcd] removing etcd member: {}, id: {:x}", local.peer_url, me.id);
+        match client.member_remove(me.id) {
+            Ok(after) => Attempt::Done(Removal::Removed(after)),
+            // Our own earlier attempt went through but its answer was lost.
+            Err(e) if e.is_member_not_found() => Attempt::Done(Removal::Absent),
+            Err(e) => wait_or_fail(e),
+        }
+    })?;
+    match outcome {
+        Removal::Removed(after) => {
+            let names: Vec<&str> = after.iter().map(|m| m.name.as_str()).collect();
+            let line = format!(
+                "[reset] Removed etcd member {} ({}); members now: {}",
+                local.name,
+                local.peer_url,
+                names.join(", ")
+            );
+            let _ = say(env, &line);
+        }
+        Removal::Absent => {
+            log::info!("[reset] {} is not a member of the etcd cluster (already removed)", local.peer_url)
+        }
+        Removal::OnlyMember => {
+            log::info!("[etcd] This is the only remaining etcd member in the etcd cluster, skip removing it")
+        }
     }
-    log::info!("[etcd] removing etcd member: {}, id: {:x}", local.peer_url, me.id);
-    let after = client.member_remove(me.id)?;
-    let names: Vec<&str> = after.iter().map(|m| m.name.as_str()).collect();
-    let _ = say(
-        env,
-        &format!("[reset] Removed etcd member {} ({}); members now: {}", local.name, local.peer_url, names.join(", ")),
-    );
     Ok(())
 }
 

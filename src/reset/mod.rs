@@ -51,6 +51,8 @@ pub struct ResetEnv<'a> {
     /// The node root is this machine's `/`: the kubelet and the CRI runtime are this node's.
     pub live: bool,
     pub etcd: &'a dyn EtcdConnect,
+    /// Waits between etcd retries.
+    pub clock: &'a dyn crate::clock::Clock,
     pub input: &'a mut dyn BufRead,
     pub out: &'a mut dyn Write,
 }

@@ -107,7 +107,8 @@ fn reset(a: &ResetArgs, host: &Fake, cluster: &Rc<Cluster>, stdin: &str) -> (Res
     let mut input = stdin.as_bytes();
     let mut out = Vec::new();
     let etcd = FakeEtcd(cluster.clone());
-    let r = run(a, &mut ResetEnv { host, live: true, etcd: &etcd, input: &mut input, out: &mut out });
+    let clock = crate::clock::FakeClock::new();
+    let r = run(a, &mut ResetEnv { host, live: true, etcd: &etcd, clock: &clock, input: &mut input, out: &mut out });
     (r, String::from_utf8(out).unwrap())
 }
 
