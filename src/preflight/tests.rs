@@ -16,7 +16,7 @@ pub(crate) struct Fake {
     cpus: usize,
     mem: u64,
     kernel: String,
-    files: BTreeMap<PathBuf, String>,
+    pub(crate) files: BTreeMap<PathBuf, String>,
     cgroup2: bool,
     busy_ports: Vec<u16>,
     path_cmds: Vec<&'static str>,

@@ -243,3 +243,8 @@ pub(crate) fn warn_left(left: &[String], dir: &str) {
         );
     }
 }
+
+#[cfg(test)]
+pub(crate) fn tests_unescape(s: &str) -> String {
+    unescape(s)
+}

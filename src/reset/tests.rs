@@ -58,6 +58,8 @@ fn control_plane(root: &Path) {
 struct Cluster {
     members: RefCell<Vec<Member>>,
     calls: RefCell<Vec<String>>,
+    /// MemberRemove is refused for good (etcd auth says no).
+    refuse: bool,
 }
 
 struct FakeEtcd(Rc<Cluster>);
@@ -77,6 +79,15 @@ impl EtcdMembers for Conn {
     }
     fn member_remove(&self, id: u64) -> Result<Vec<Member>, EtcdError> {
         self.0.calls.borrow_mut().push(format!("remove {id:x}"));
+        if self.0.refuse {
+            return Err(EtcdError::Rejected {
+                endpoint: "https://10.0.0.11:2379".into(),
+                call: "MemberRemove",
+                http: 403,
+                code: 7,
+                message: "etcdserver: permission denied".into(),
+            });
+        }
         self.0.members.borrow_mut().retain(|m| m.id != id);
         Ok(self.0.members.borrow().clone())
     }
@@ -296,6 +307,39 @@ fn the_local_member_is_read_from_the_manifest() {
     assert_eq!((l.name.as_str(), l.peer_url.as_str(), l.data_dir.as_str()), ("cp-1", ME, "/data/etcd"));
     put(d.path(), "/etc/kubernetes/manifests/etcd.yaml", "kind: Pod\nspec: {}\n");
     assert!(etcd_member::local_etcd(&NodeFs::new(d.path())).unwrap_err().contains("invalid etcd pod manifest"));
+}
+
+#[test]
+fn a_refused_removal_is_a_warning_and_the_data_dir_is_emptied_anyway() {
+    let d = tempfile::tempdir().unwrap();
+    control_plane(d.path());
+    let c = Cluster { refuse: true, ..Default::default() };
+    *c.members.borrow_mut() = vec![member(0xa1, "cp-1", ME), member(0xb2, "cp-2", OTHER)];
+    let cluster = Rc::new(c);
+    let (r, out) = reset(&args(d.path()), &Fake::good(), &cluster, "");
+    r.unwrap();
+    assert_eq!(cluster.calls.borrow().iter().filter(|c| c.starts_with("remove")).count(), 1, "not retried");
+    assert!(!out.contains("Removed etcd member"), "{out}");
+    assert!(!has(d.path(), "/var/lib/etcd/member"), "emptied all the same, as kubeadm");
+}
+
+#[test]
+fn a_mount_point_is_never_descended_into_nor_unmounted() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path();
+    control_plane(root);
+    let vol = "/var/lib/kubelet/pods/uid-1/volumes/kubernetes.io~nfs/data";
+    put(root, &format!("{vol}/precious"), "user data");
+    put(root, "/var/lib/kubelet/pods/uid-1/etc-hosts", "x");
+    let mut host = Fake::good();
+    let real = root.join(vol.trim_start_matches('/'));
+    let line = format!("123 45 0:52 / {} rw,relatime shared:1 - nfs srv:/x rw\n", real.display());
+    host.files.insert("/proc/self/mountinfo".into(), line);
+    reset(&args(root), &host, &two_members(), "").0.unwrap();
+    assert_eq!(std::fs::read_to_string(real.join("precious")).unwrap(), "user data");
+    assert!(!has(root, "/var/lib/kubelet/pods/uid-1/etc-hosts"), "the rest of the pod dir is removed");
+    assert!(!has(root, "/var/lib/kubelet/config.yaml"));
+    assert_eq!(cleanup::tests_unescape("a\\040b\\134c"), "a b\\c");
 }
 
 /// Every file and directory under `dir` with its bytes.
