@@ -5,9 +5,11 @@
 
 /// Flags without a value (argh switches), in every subcommand.
 pub const SWITCHES: &[&str] = &[
+    "cleanup-tmp-dir",
     "control-plane",
     "discovery-token-unsafe-skip-ca-verification",
     "dry-run",
+    "force",
     "help",
     "on-disk-only",
     "print-join-command",

@@ -11,6 +11,7 @@
 pub mod every_boot;
 mod every_boot_leaves;
 pub mod existing;
+pub mod failure;
 pub mod script;
 
 use std::path::{Path, PathBuf};
@@ -70,11 +71,12 @@ pub(crate) fn run_with(args: BootArgs, runner: &dyn script::Runner) -> Result<()
             match every_boot::run(&fs, &env) {
                 Ok(rows) => report.certs(&rows),
                 Err(e) => {
-                    report.failed(&e);
+                    failed(&fs, &report, &e);
                     return Err(e);
                 }
             }
         }
+        failure::clear(&fs);
         report.skipped("this node was bootstrapped by an earlier boot");
         return Ok(());
     }
@@ -96,11 +98,19 @@ pub(crate) fn run_with(args: BootArgs, runner: &dyn script::Runner) -> Result<()
             if last {
                 fs.remove(&paths::GENERATED_TOKEN)?;
             }
+            failure::clear(&fs);
             report.done();
         }
-        Err(e) => report.failed(e),
+        Err(e) => failed(&fs, &report, e),
     }
     result
+}
+
+/// A failed stage: the status file, the error event, and the failure file for fleet managers.
+fn failed(fs: &NodeFs, report: &Reporter, e: &Error) {
+    report.failed(e);
+    let f = failure::record(&report.snapshot(), e, &crate::logging::tail(), crate::status::now());
+    failure::report(fs, &f);
 }
 
 fn stage(
@@ -368,3 +378,6 @@ mod tests {
         assert_eq!(super::scrub_tokens(&t), "a:\n  certificateKey: scrubbed-after-bootstrap\n  xcertificateKey: 1\n");
     }
 }
+
+#[cfg(test)]
+mod failure_tests;

@@ -19,6 +19,8 @@ pub enum HostError {
     Exec { program: PathBuf, source: std::io::Error },
     #[error("{} --version exited with {status}", .program.display())]
     Exited { program: PathBuf, status: std::process::ExitStatus },
+    #[error("systemctl stop {unit}: {why}")]
+    Stop { unit: String, why: String },
 }
 
 /// What preflight and config defaults need from the machine. Paths are real paths (the caller
@@ -49,6 +51,12 @@ pub trait Host: Sync {
     fn cri_image_present(&self, socket: &Path, image: &str, timeout: Duration) -> Result<bool, CriError>;
     /// Has the CRI runtime pull `image` (PullImage), waiting at most `timeout`.
     fn cri_pull_image(&self, socket: &Path, image: &str, timeout: Duration) -> Result<(), CriError>;
+    /// The ids of every pod sandbox the CRI runtime holds (ListPodSandbox).
+    fn cri_pod_sandboxes(&self, socket: &Path, timeout: Duration) -> Result<Vec<String>, CriError>;
+    /// Stops and removes one pod sandbox and its containers (StopPodSandbox, RemovePodSandbox).
+    fn cri_remove_pod_sandbox(&self, socket: &Path, id: &str, timeout: Duration) -> Result<(), CriError>;
+    /// `systemctl stop <unit>` (reset stops the kubelet).
+    fn stop_service(&self, unit: &str) -> Result<(), HostError>;
     /// `kubelet --version` output (the one child process preflight may start).
     fn kubelet_version(&self, kubelet: &Path) -> Result<String, HostError>;
     fn resolves(&self, name: &str) -> bool;
@@ -65,7 +73,7 @@ pub trait Host: Sync {
 }
 
 /// The real machine.
-pub(crate) struct LinuxHost;
+pub struct LinuxHost;
 
 impl Host for LinuxHost {
     fn euid(&self) -> u32 {
@@ -164,6 +172,26 @@ impl Host for LinuxHost {
 
     fn cri_pull_image(&self, socket: &Path, image: &str, timeout: Duration) -> Result<(), CriError> {
         crate::cri::pull_image_over_unix_socket(socket, image, timeout)
+    }
+
+    fn cri_pod_sandboxes(&self, socket: &Path, timeout: Duration) -> Result<Vec<String>, CriError> {
+        crate::cri::pod_sandboxes(socket, timeout)
+    }
+
+    fn cri_remove_pod_sandbox(&self, socket: &Path, id: &str, timeout: Duration) -> Result<(), CriError> {
+        crate::cri::remove_pod_sandbox(socket, id, timeout)
+    }
+
+    fn stop_service(&self, unit: &str) -> Result<(), HostError> {
+        let stop = |why: String| HostError::Stop { unit: unit.to_string(), why };
+        if !Path::new("/run/systemd/system").exists() {
+            return Err(stop("systemd is not running here".into()));
+        }
+        match std::process::Command::new("systemctl").args(["stop", unit]).status() {
+            Ok(s) if s.success() => Ok(()),
+            Ok(s) => Err(stop(format!("exited with {s}"))),
+            Err(e) => Err(stop(e.to_string())),
+        }
     }
 
     fn kubelet_version(&self, kubelet: &Path) -> Result<String, HostError> {

@@ -30,6 +30,7 @@ pub mod paths;
 pub mod phases;
 pub mod pki;
 pub mod preflight;
+pub mod reset;
 pub mod retry;
 pub mod status;
 pub mod systemd;

@@ -17,11 +17,35 @@ pub fn init(verbose: bool) {
                 _ => (7, ""),
             };
             let msg = rec.args().to_string();
+            remember(&msg);
             // kubeadm-style lines ("[preflight] ...", "\t[WARNING X]: ...") carry their own tag.
             let tag = if msg.starts_with('[') || msg.starts_with('\t') { "" } else { tag };
             if journal { writeln!(buf, "<{prio}>{msg}") } else { writeln!(buf, "{tag}{msg}") }
         })
         .init();
+}
+
+/// How many of the last log lines the failure file carries.
+pub(crate) const TAIL_LINES: usize = 40;
+
+static TAIL: std::sync::Mutex<std::collections::VecDeque<String>> =
+    std::sync::Mutex::new(std::collections::VecDeque::new());
+
+/// Keeps a logged line for [`tail`]: the last [`TAIL_LINES`] lines of this run, for the failure
+/// file a fleet manager reads (the journal has them all).
+pub(crate) fn remember(line: &str) {
+    // A poisoned lock only loses the tail: the log line itself is written regardless.
+    if let Ok(mut t) = TAIL.lock() {
+        if t.len() == TAIL_LINES {
+            t.pop_front();
+        }
+        t.push_back(line.to_string());
+    }
+}
+
+/// The last lines logged by this process, oldest first.
+pub(crate) fn tail() -> Vec<String> {
+    TAIL.lock().map(|t| t.iter().cloned().collect()).unwrap_or_default()
 }
 
 /// How long ago the kernel started this process (starttime in /proc/self/stat against

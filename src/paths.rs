@@ -191,6 +191,11 @@ pub(crate) fn boot_script_progress(stage: &str) -> File {
 /// Readable by anyone who debugs the node; holds no secrets.
 pub(crate) const STATUS: File = File::fixed("/run/kubestrap/status.json", READABLE);
 
+/// Why the last boot stage failed, for a fleet manager, next to Cluster API's success sentinel
+/// (`bootstrap-success.complete`, which the user-data's own `echo success` writes):
+/// written when a stage fails, removed when one succeeds. Holds no secrets.
+pub(crate) const BOOT_FAILURE: File = File::fixed("/run/cluster-api/bootstrap-failure.json", READABLE);
+
 /// Every directory kubestrap writes into besides the certificates dir: where a killed run may
 /// have left temp files.
 pub(crate) const WRITTEN_DIRS: &[&str] =

@@ -49,7 +49,7 @@ pub struct Reporter<'a> {
     phase_started: RefCell<Option<Instant>>,
 }
 
-fn now() -> String {
+pub(crate) fn now() -> String {
     crate::pki::check::rfc3339(time::OffsetDateTime::now_utc())
 }
 
@@ -71,6 +71,11 @@ impl<'a> Reporter<'a> {
         let r = Reporter { fs, status: RefCell::new(status), phase_started: RefCell::new(None) };
         r.emit("start", "", "");
         r
+    }
+
+    /// The status as it stands.
+    pub(crate) fn snapshot(&self) -> Status {
+        self.status.borrow().clone()
     }
 
     pub fn set(&self, f: impl FnOnce(&mut Status)) {

@@ -31,6 +31,9 @@ pub const REQUEST: Duration = Duration::from_secs(10);
 pub(crate) const CSR_WATCH_WINDOW: Duration = Duration::from_secs(60);
 /// How long `boot` waits for a datasource to appear (the `--datasource-timeout` default).
 pub(crate) const DATASOURCE: Duration = Duration::from_secs(5 * 60);
+/// Each CRI call of reset (ListPodSandbox, StopPodSandbox, RemovePodSandbox): stopping a pod
+/// waits for its containers' grace period, so longer than a probe.
+pub(crate) const CRI_RESET_CALL: Duration = Duration::from_secs(60);
 /// The CRI Version call: a runtime that accepts but never answers is reported, not waited on.
 pub(crate) const CRI_PROBE: Duration = Duration::from_secs(2);
 /// One image pull in preflight's ImagePull (kubeadm has no bound; a registry that stalls should

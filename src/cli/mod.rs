@@ -9,6 +9,7 @@ mod config;
 mod init;
 mod join;
 mod misc;
+mod reset;
 mod token;
 
 use argh::FromArgs;
@@ -22,6 +23,7 @@ pub use self::config::{
 pub use self::init::{Init, InitPhase, InitSub};
 pub use self::join::Join;
 pub use self::misc::{Phases, Preflight, Version};
+pub use self::reset::{Reset, ResetPhase, ResetSub};
 pub use self::token::{Token, TokenCommand, TokenCreate, TokenDelete, TokenGenerate, TokenList};
 
 /// kubestrap: first-boot Kubernetes node bootstrapper, kubeadm-compatible.
@@ -43,6 +45,7 @@ pub enum Command {
     Status(Status),
     Init(Init),
     Join(Join),
+    Reset(Reset),
     Token(Token),
     Preflight(Preflight),
     Phases(Phases),

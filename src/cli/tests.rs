@@ -52,7 +52,16 @@ fn help_is_not_an_error_but_parse_args_will_not_run_it() {
 #[test]
 fn switch_table_matches_the_argh_structs() {
     let mut found = std::collections::BTreeSet::new();
-    for sub in [&["init"][..], &["init", "phase", "x"], &["join"], &["preflight"], &["token", "create"], &["boot"]] {
+    for sub in [
+        &["init"][..],
+        &["init", "phase", "x"],
+        &["join"],
+        &["preflight"],
+        &["token", "create"],
+        &["boot"],
+        &["reset"],
+        &["reset", "phase", "x"],
+    ] {
         let mut args: Vec<&str> = sub.to_vec();
         args.push("--help");
         let help = match Cli::from_args(&["kubestrap"], &args) {
@@ -73,7 +82,8 @@ fn switch_table_matches_the_argh_structs() {
     }
     for s in crate::argv::SWITCHES {
         assert!(
-            found.contains(*s) || ["verbose", "help"].contains(s),
+            // Switches with a short form show only it in the usage line (`[-f]`).
+            found.contains(*s) || ["verbose", "help", "force"].contains(s),
             "argv::SWITCHES has --{s}, which no command declares"
         );
     }

@@ -4,6 +4,7 @@ mod certs;
 #[path = "config.rs"]
 mod config_command;
 mod join;
+mod reset;
 mod token;
 
 use std::io::Write;
@@ -31,6 +32,7 @@ pub fn run(cli: cli::Cli) -> Result<()> {
         Command::Boot(b) => boot(b),
         Command::Status(s) => crate::boot::status(&s.root),
         Command::Join(j) => join::run(j),
+        Command::Reset(r) => reset::run(r),
         Command::Token(t) => token::run(t),
         Command::Config(c) => config_command::run(c),
         Command::Phases(_) => list_phases(),
@@ -110,6 +112,9 @@ fn list_phases() -> Result<()> {
     }
     for p in JOIN_PHASES {
         writeln!(out, "join  {:<19} {}", p.name, p.about).ctx("writing to stdout")?;
+    }
+    for (name, about) in crate::reset::RESET_PHASES {
+        writeln!(out, "reset {name:<19} {about}").ctx("writing to stdout")?;
     }
     Ok(())
 }

@@ -5,6 +5,9 @@
 //! Unimplemented (12) is what an older runtime says. A leaf: preflight and host use it.
 
 mod hpack;
+mod pods;
+
+pub(crate) use pods::{list_over_unix_socket as pod_sandboxes, remove_over_unix_socket as remove_pod_sandbox};
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};

@@ -247,4 +247,4 @@ pub(crate) fn path_name(prefix: &str, path: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -11,12 +11,12 @@ use crate::cri::CriError;
 use crate::host::HostError;
 
 /// A machine made of fields: every probe answer is set by the test.
-struct Fake {
+pub(crate) struct Fake {
     euid: u32,
     cpus: usize,
     mem: u64,
     kernel: String,
-    files: BTreeMap<PathBuf, String>,
+    pub(crate) files: BTreeMap<PathBuf, String>,
     cgroup2: bool,
     busy_ports: Vec<u16>,
     path_cmds: Vec<&'static str>,
@@ -35,11 +35,15 @@ struct Fake {
     /// Images the runtime holds; pulls add to it when `registry` is reachable.
     images: std::sync::Mutex<Vec<String>>,
     registry: bool,
+    /// Pod sandboxes the runtime holds; removals take them out.
+    pub(crate) sandboxes: std::sync::Mutex<Vec<String>>,
+    /// Units stopped, in order.
+    pub(crate) stopped: std::sync::Mutex<Vec<String>>,
 }
 
 impl Fake {
     /// A healthy control-plane machine.
-    fn good() -> Fake {
+    pub(crate) fn good() -> Fake {
         let mut files = BTreeMap::new();
         files.insert(PathBuf::from("/proc/swaps"), "Filename Type Size Used Priority\n".into());
         files.insert(
@@ -70,6 +74,8 @@ impl Fake {
             now: time::OffsetDateTime::now_utc(),
             images: std::sync::Mutex::new(IMAGES.iter().map(|i| i.to_string()).collect()),
             registry: true,
+            sandboxes: Default::default(),
+            stopped: Default::default(),
         }
     }
 }
@@ -135,6 +141,18 @@ impl Host for Fake {
             return Err(CriError::Refused { socket: socket.to_path_buf(), why });
         }
         self.images.lock().unwrap().push(image.to_string());
+        Ok(())
+    }
+    fn cri_pod_sandboxes(&self, socket: &Path, _: Duration) -> Result<Vec<String>, CriError> {
+        self.cri.as_ref().map_err(|why| CriError::Refused { socket: socket.to_path_buf(), why: why.to_string() })?;
+        Ok(self.sandboxes.lock().unwrap().clone())
+    }
+    fn cri_remove_pod_sandbox(&self, _: &Path, id: &str, _: Duration) -> Result<(), CriError> {
+        self.sandboxes.lock().unwrap().retain(|s| s != id);
+        Ok(())
+    }
+    fn stop_service(&self, unit: &str) -> Result<(), HostError> {
+        self.stopped.lock().unwrap().push(unit.to_string());
         Ok(())
     }
     fn kubelet_version(&self, kubelet: &Path) -> Result<String, HostError> {
@@ -470,6 +488,15 @@ impl Host for Overlapping {
     }
     fn num_cpus(&self) -> usize {
         self.inner.num_cpus()
+    }
+    fn cri_pod_sandboxes(&self, socket: &Path, t: Duration) -> Result<Vec<String>, CriError> {
+        self.inner.cri_pod_sandboxes(socket, t)
+    }
+    fn cri_remove_pod_sandbox(&self, socket: &Path, id: &str, t: Duration) -> Result<(), CriError> {
+        self.inner.cri_remove_pod_sandbox(socket, id, t)
+    }
+    fn stop_service(&self, unit: &str) -> Result<(), HostError> {
+        self.inner.stop_service(unit)
     }
     fn total_memory(&self) -> u64 {
         self.inner.total_memory()

@@ -18,3 +18,4 @@ mod kubeadm_cmdlines;
 mod kubeadm_corpus;
 mod layers;
 mod malformed;
+mod reset;

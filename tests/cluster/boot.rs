@@ -39,6 +39,21 @@ fn broken_user_data_fails_with_the_reason_and_writes_nothing() {
     let st = status(r0.path());
     assert_eq!(st["state"], "failed");
     assert_eq!(st["exit_code"], 2);
+    // The failure file next to Cluster API's sentinel, and the same facts as one console line.
+    let f: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(r0.path().join("run/cluster-api/bootstrap-failure.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        (f["reason"].as_str(), f["exitCode"].as_i64(), f["stage"].as_str()),
+        (Some("ConfigInvalid"), Some(2), Some("pre-kubelet"))
+    );
+    assert!(f["message"].as_str().unwrap().contains("bindPort"), "{f}");
+    assert!(f["logTail"].is_array(), "{f}");
+    let line = r.stdout().lines().find(|l| l.starts_with("KUBESTRAP-FAILURE ")).map(str::to_string);
+    let line: serde_json::Value =
+        serde_json::from_str(&line.expect("a KUBESTRAP-FAILURE line")["KUBESTRAP-FAILURE ".len()..]).unwrap();
+    assert_eq!(line["reason"], "ConfigInvalid");
+    assert_eq!(line["file"], "/run/cluster-api/bootstrap-failure.json");
     let s = kubestrap(&["status", "--root", r0.path().to_str().unwrap()]);
     assert_ne!(s.code(), 0);
     assert!(s.stdout().contains("failed") && s.stdout().contains("bindPort"), "{}", s.stdout());

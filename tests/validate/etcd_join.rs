@@ -277,6 +277,22 @@ fn three_members_form_by_learner_add_and_promote() {
     let (code, out) =
         etcdctl(&n1.client_url(), &refs(&n1.health()), &["get", "/kubestrap/joined", "--print-value-only"]);
     assert_eq!((code, out.trim()), (0, "3"));
+
+    // `reset` on cp-3 removes its member through the cluster: two voters stay and serve.
+    let running: Vec<crate::etcd_reset::Running> = [&n1, &n2, &n3]
+        .iter()
+        .map(|n| crate::etcd_reset::Running {
+            name: n.name,
+            ip: n.ip,
+            peer_url: n.peer_url(),
+            client_url: n.client_url(),
+        })
+        .collect();
+    crate::etcd_reset::remove_member(&n3.s.root(), &running, 2);
+    assert_eq!(members(&n1), voters(&[&n1, &n2]));
+    let two = [&n1, &n2].map(|n| n.client_url()).join(",");
+    let (code, out) = etcdctl(&two, &refs(&n1.health()), &["endpoint", "health"]);
+    assert!(code == 0 && out.matches("is healthy").count() == 2, "{out}");
 }
 
 #[test]

@@ -8,5 +8,6 @@ mod common;
 
 mod etcd_join;
 mod etcd_real;
+mod etcd_reset;
 mod manifests_validate;
 mod objects_validate;
