@@ -113,4 +113,31 @@ fn three_control_planes_join_with_real_etcd_learners() {
         );
         assert_eq!((code, out.as_str()), (0, "ok"), "{url}: {err}");
     }
+
+    // cp-3 powered off and reset: its member removed through the cluster, two voters left, and
+    // its root ready for a first boot.
+    let (netns, scratch) = c.hosts.remove(2).power_off();
+    let w = scratch.expect("cp-3's root");
+    let reset = run_in(&netns, &["reset", "--force", "--root", &w.root_str()]);
+    assert_eq!(reset.code(), 0, "reset failed:\n{}\n{}", reset.stdout(), reset.stderr());
+    let mut names: Vec<String> = members(&c).into_iter().map(|(n, _)| n).collect();
+    names.sort();
+    assert_eq!(names, ["cp-1", "cp-2"], "cp-3's member is removed");
+    assert!(members(&c).iter().all(|(_, learner)| !learner));
+    let root = w.root();
+    for gone in [
+        "etc/kubernetes/manifests/etcd.yaml",
+        "etc/kubernetes/admin.conf",
+        "etc/kubernetes/pki/ca.key",
+        "var/lib/kubestrap",
+    ] {
+        assert!(!root.join(gone).exists(), "{gone} survived the reset");
+    }
+    assert!(
+        std::fs::read_dir(root.join("var/lib/etcd")).map_or(true, |mut d| d.next().is_none()),
+        "etcd's data is emptied"
+    );
+    let boot = run_in(&netns, &boot_args("pre-kubelet", &w.root_str()));
+    assert_ne!(boot.events().first().map(|e| e["event"].clone()), None);
+    assert!(boot.events().iter().all(|e| e["event"] != "skipped"), "a first boot again:\n{}", boot.stdout());
 }
