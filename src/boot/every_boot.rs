@@ -270,15 +270,7 @@ fn reissue_kubelet_client(
         start: now,
     };
     let cert = crate::pki::issue::signed(&req, &key, ca_pem, ca_key)?;
-    let ts = format!(
-        "{:04}-{:02}-{:02}-{:02}-{:02}-{:02}",
-        now.year(),
-        u8::from(now.month()),
-        now.day(),
-        now.hour(),
-        now.minute(),
-        now.second()
-    );
+    let ts = crate::pki::check::file_stamp(now);
     let file = paths::kubelet_client_bundle(&ts);
     let bundle = format!("{}\n{}", cert.trim_end(), crate::pki::keys::to_pem(&key));
     fs.write(&file, bundle.as_bytes())?;

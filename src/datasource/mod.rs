@@ -49,6 +49,18 @@ pub(crate) const OVERRIDE_FILE: &str = "etc/kubestrap/datasource";
 /// The largest user-data, meta-data or credential file we read (bounds memory on hostile input).
 pub(crate) const MAX_READ_BYTES: u64 = 1 << 20;
 
+/// Tests: an ISO 9660 seed (Joliet and Rock Ridge, label `cidata`) at `iso` holding `src`.
+#[cfg(test)]
+pub(crate) fn mkisofs(src: &Path, iso: &Path) {
+    let st = std::process::Command::new("xorriso")
+        .args(["-as", "mkisofs", "-quiet", "-V", "cidata", "-J", "-r", "-o"])
+        .arg(iso)
+        .arg(src)
+        .status()
+        .expect("xorriso (scripts/install-test-deps installs it)");
+    assert!(st.success());
+}
+
 /// The credential names kubestrap reads; no other credential is touched.
 pub(crate) const CRED_TOKEN: &str = "kubestrap.token";
 pub(crate) const CRED_USER_DATA: &str = "kubestrap.user-data";

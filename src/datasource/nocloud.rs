@@ -185,13 +185,7 @@ mod tests {
         let iso = d.path().join("seed.iso");
         let xorriso = |user_data: &[u8]| {
             std::fs::write(src.join("user-data"), user_data).unwrap();
-            let st = std::process::Command::new("xorriso")
-                .args(["-as", "mkisofs", "-quiet", "-V", "cidata", "-J", "-r", "-o"])
-                .arg(&iso)
-                .arg(&src)
-                .status()
-                .expect("xorriso (scripts/install-test-deps installs it)");
-            assert!(st.success());
+            super::super::mkisofs(&src, &iso);
         };
         xorriso(b"#cloud-config\n");
         let g = read_unmounted(&iso, "nocloud").unwrap().expect("the seed");

@@ -154,15 +154,7 @@ fn wait_for_certificate(client: &Client, name: &str, timeout: Duration, clock: &
 /// plain file. kubelet.conf points both cert and key at the symlink.
 fn write_identity(fs: &NodeFs, server: &str, ca_pem: &[u8], cert_pem: &str, key_pem: &str) -> Result<()> {
     let now = time::OffsetDateTime::now_utc();
-    let ts = format!(
-        "{:04}-{:02}-{:02}-{:02}-{:02}-{:02}",
-        now.year(),
-        u8::from(now.month()),
-        now.day(),
-        now.hour(),
-        now.minute(),
-        now.second()
-    );
+    let ts = crate::pki::check::file_stamp(now);
     let file = crate::paths::kubelet_client_bundle(&ts);
     let mut bundle = cert_pem.trim_end().to_string();
     bundle.push('\n');

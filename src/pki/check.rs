@@ -219,6 +219,21 @@ fn sans_of(x: &X509Certificate) -> (Vec<String>, Vec<IpAddr>) {
     (dns, ips)
 }
 
+/// `YYYY-MM-DD-hh-mm-ss` in UTC: the kubelet's name for its client bundles, and kubeadm's for
+/// its backup directories.
+pub fn file_stamp(t: OffsetDateTime) -> String {
+    let t = t.to_offset(time::UtcOffset::UTC);
+    format!(
+        "{:04}-{:02}-{:02}-{:02}-{:02}-{:02}",
+        t.year(),
+        u8::from(t.month()),
+        t.day(),
+        t.hour(),
+        t.minute(),
+        t.second()
+    )
+}
+
 pub fn rfc3339(t: OffsetDateTime) -> String {
     t.format(&time::format_description::well_known::Rfc3339).unwrap_or_else(|_| t.to_string())
 }

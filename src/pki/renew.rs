@@ -48,17 +48,7 @@ pub struct Backup {
 impl Backup {
     /// `/etc/kubernetes/tmp/kubeadm-backup-certs-<YYYY-MM-DD-hh-mm-ss>` for the time `now`.
     pub fn at(now: OffsetDateTime) -> Backup {
-        let now = now.to_offset(time::UtcOffset::UTC);
-        let stamp = format!(
-            "{:04}-{:02}-{:02}-{:02}-{:02}-{:02}",
-            now.year(),
-            u8::from(now.month()),
-            now.day(),
-            now.hour(),
-            now.minute(),
-            now.second()
-        );
-        Backup { dir: paths::renewal_backup_dir(&stamp) }
+        Backup { dir: paths::renewal_backup_dir(&super::check::file_stamp(now)) }
     }
 
     /// The directory (a host path).
