@@ -298,7 +298,13 @@ fn read_plan(fs: &NodeFs) -> Result<BootPlan> {
 /// The ClusterConfiguration this node made its cluster from (the boot plan of an init), for
 /// the every-boot pass; `None` for a join or a plan that no longer resolves (said, not fatal).
 fn planned_cluster(fs: &NodeFs) -> Option<InitConfig> {
-    let NodePlan::Init { docs, .. } = read_plan(fs).ok()?.node else { return None };
+    let NodePlan::Init { mut docs, .. } = read_plan(fs).ok()?.node else { return None };
+    // The tokens and the certificate key were scrubbed once the node was done; renewal needs
+    // neither.
+    if let Some(init) = docs.init.as_mut() {
+        init.bootstrap_tokens.clear();
+        init.certificate_key.clear();
+    }
     crate::config::resolve_init("user-data", docs, &crate::host::facts())
         .map_err(|e| log::warn!("[certs] {PLAN_FILE} no longer resolves ({e}); judging from the certificates"))
         .ok()
@@ -376,6 +382,27 @@ mod tests {
         assert_eq!(super::scrub_tokens(t), "token: scrubbed-after-bootstrap\nother: xabcdef.0123456789abcdefx\nü: ok");
         let t = format!("a:\n  certificateKey: {}\n  xcertificateKey: 1\n", "0f".repeat(32));
         assert_eq!(super::scrub_tokens(&t), "a:\n  certificateKey: scrubbed-after-bootstrap\n  xcertificateKey: 1\n");
+    }
+
+    /// The every-boot pass reads the cluster's settings from the plan a finished boot scrubbed.
+    #[test]
+    fn a_scrubbed_init_plan_still_gives_the_cluster_settings() {
+        let d = tempfile::tempdir().unwrap();
+        let fs = crate::fsutil::NodeFs::new(d.path());
+        let docs = "apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\nbootstrapTokens:\n- token: abcdef.0123456789abcdef\n\
+                    certificateKey: 0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f\n---\n\
+                    apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\ncertificateValidityPeriod: 2160h\n\
+                    encryptionAlgorithm: ECDSA-P256\n";
+        let docs = crate::config::load::parse_documents("user-data", docs).unwrap();
+        let plan = crate::config::userdata::BootPlan {
+            node: crate::config::userdata::NodePlan::Init { docs, upload_certs: false, join_existing: None },
+            script: None,
+        };
+        fs.write(&super::PLAN_FILE, super::scrub_tokens(&plan.to_yaml().unwrap()).as_bytes()).unwrap();
+        fs.commit().unwrap();
+        let cfg = super::planned_cluster(&fs).expect("the scrubbed plan resolves");
+        assert_eq!(cfg.cert_validity, std::time::Duration::from_secs(2160 * 3600));
+        assert_eq!(cfg.key_algorithm, crate::config::KeyAlgorithm::EcdsaP256);
     }
 }
 
