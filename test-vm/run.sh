@@ -804,10 +804,12 @@ scenario_reboot-noop() {
     rc=0
     boot_vm boot3 "$disk" --seed "$WORK/seed.iso" --rtc "$(date -u -d '+400 days' +%Y-%m-%dT%H:%M:%S)" || rc=$?
     expect_rc "$rc" 1 "a year later: both units succeed, the Node is Ready and its Pods run"
-    expect_line "$log3" "$(event_re certs pre-kubelet).*apiserver: renewed" "a year later: the API server's certificate was renewed"
-    expect_line "$log3" "$(event_re certs pre-kubelet).*admin.conf: renewed" "a year later: admin.conf's client certificate was renewed"
-    expect_line "$log3" "$(event_re certs pre-kubelet).*kubelet-client: renewed" "a year later: the kubelet's client certificate was re-issued"
-    expect_line "$log3" "$(event_re certs pre-kubelet).*kubelet-serving: removed" "a year later: the kubelet's expired serving certificate was removed"
+    expect_line "$log3" "$(event_re certs).*apiserver: renewed" "a year later: the API server's certificate was renewed"
+    expect_line "$log3" "$(event_re certs).*admin.conf: renewed" "a year later: admin.conf's client certificate was renewed"
+    expect_line "$log3" "$(event_re certs).*kubelet-client: renewed" "a year later: the kubelet's client certificate was re-issued"
+    expect_line "$log3" "$(event_re certs).*kubelet-serving: removed" "a year later: the kubelet's expired serving certificate was removed"
+    expect_line "$log3" "$(event_re certs).*kubelet.conf: now uses kubelet-client-current.pem" \
+        "a year later: kubelet.conf's embedded identity gave way to the rotating pair"
     st3=$(status_json "$log3")
     if python3 -c 'import json, sys; r = [c for c in json.load(sys.stdin)["certificates"] if c["name"] == "apiserver"]; sys.exit(not (r and r[0]["residual_days"] > 360))' <<<"$st3" 2>/dev/null; then
         say "ok: status.json's table shows the renewed API server certificate"

@@ -68,6 +68,7 @@ pub(crate) fn run(fs: &NodeFs, env: &Env) -> Result<Vec<CertRow>> {
     rows.extend(ca_rows(fs, &ca_path, now)?);
     rows.extend(super::every_boot_leaves::renew_due(fs, &ca_path, now, env)?);
     rows.extend(kubelet_client(fs, &ca_path, now, env)?);
+    rows.extend(embedded_kubelet_identity(fs, &ca_path, now)?);
     rows.extend(kubelet_serving(fs, now)?);
     Ok(rows)
 }
@@ -231,6 +232,68 @@ fn kubelet_client(fs: &NodeFs, ca_path: &str, now: OffsetDateTime, env: &Env) ->
         now,
         "re-bootstrap (bootstrap-kubelet.conf from the kubestrap.token credential)",
     )])
+}
+
+/// A control plane's kubelet.conf as init writes it embeds a client certificate, and the kubelet
+/// judges that one before its rotating pair: an expired one sends it to a bootstrap it has no
+/// credential for. When the embedded one is due, kubelet.conf is pointed at
+/// `kubelet-client-current.pem` instead (made from `ca.key` if missing or ended), as kubeadm's
+/// kubelet-finalize phase and its expired-kubelet.conf runbook do.
+fn embedded_kubelet_identity(fs: &NodeFs, ca_path: &str, now: OffsetDateTime) -> Result<Vec<CertRow>> {
+    let state = |e: crate::kubeconfig::KubeconfigError| Error::new(Kind::State, format!("{KUBELET_CONF}: {e}"));
+    let Some(bytes) = fs.read(KUBELET_CONF.as_str())? else { return Ok(Vec::new()) };
+    let kc = crate::kubeconfig::Kubeconfig::parse(&bytes).map_err(state)?;
+    let (cluster, user) = kc.current().map_err(state)?;
+    let Some(data) = user.map(|u| u.client_certificate_data.as_str()).filter(|d| !d.is_empty()) else {
+        return Ok(Vec::new());
+    };
+    let conf = KUBELET_CONF;
+    let path = conf.as_str();
+    let cert = CertFile::parse(&crate::kubeconfig::decode_b64(data).map_err(state)?).map_err(bad_cert(path))?;
+    let end = not_after(&cert, path)?;
+    if end - now > super::every_boot_leaves::WINDOW {
+        return Ok(vec![row("kubelet.conf", path, end, now, "ok")]);
+    }
+    let current = KUBELET_CLIENT_CURRENT;
+    let usable = match read_through_link(fs, current.as_str())? {
+        Some(b) => CertFile::parse(&b)
+            .ok()
+            .map(|c| not_after(&c, current.as_str()))
+            .transpose()?
+            .is_some_and(|t| t - now > KUBELET_MARGIN),
+        None => false,
+    };
+    if !usable {
+        let ca_key_path = format!("{}.key", ca_path.trim_end_matches(".crt"));
+        let (Some(ca_key), Some(ca)) = (crate::pki::load_key(fs, &ca_key_path)?, crate::pki::load_cert(fs, ca_path)?)
+        else {
+            return Ok(vec![row(
+                "kubelet.conf",
+                path,
+                end,
+                now,
+                "warning: its embedded client certificate is due and no CA key is here to replace it",
+            )]);
+        };
+        let x = cert.x509().map_err(bad_cert(path))?;
+        let cn = x.subject().iter_common_name().next().and_then(|a| a.as_str().ok()).unwrap_or_default().to_string();
+        let node = cn.strip_prefix("system:node:").filter(|n| !n.is_empty()).ok_or_else(|| {
+            Error::new(Kind::State, format!("{path}: its client certificate's CN is {cn:?}, not system:node:<name>"))
+        })?;
+        let backdate = time::Duration::seconds(crate::constants::CERT_BACKDATE_SECS);
+        let lifetime = (end - not_before(&cert, path)? - backdate).max(KUBELET_MARGIN);
+        reissue_kubelet_client(fs, node, &ca.pem, &ca_key, lifetime, now)?;
+    }
+    let ca_pem = crate::kubeconfig::decode_b64(&cluster.certificate_authority_data).map_err(state)?;
+    let rotating = crate::objects::kubelet::kubelet_conf_for_rotation(&cluster.server, &ca_pem);
+    let yaml = rotating.to_yaml().map_err(|e| Error::new(Kind::Runtime, e.to_string()))?;
+    fs.write(&KUBELET_CONF, yaml.as_bytes())?;
+    fs.commit()?;
+    info!(
+        "[certs] {path}'s embedded client certificate ends {}: it now uses {current} (kubeadm's kubelet-finalize)",
+        rfc3339(end)
+    );
+    Ok(vec![row("kubelet.conf", path, end, now, "now uses kubelet-client-current.pem (as kubeadm's kubelet-finalize)")])
 }
 
 /// Reads `path`, following a symlink whose absolute target is a node path (the kubelet's

@@ -15,7 +15,7 @@ use crate::pki::expiry::{self, Settings};
 use crate::pki::renew::{Backup, Outcome, renew};
 
 /// Renew within this of the end (k3s renews at 90 days, RKE2 at 120)...
-const WINDOW: time::Duration = time::Duration::days(120);
+pub(crate) const WINDOW: time::Duration = time::Duration::days(120);
 /// ...or within a third of the lifetime, for certificates shorter than a year.
 const WINDOW_SHARE: i32 = 3;
 const YEAR: Duration = Duration::from_secs(365 * 86_400);

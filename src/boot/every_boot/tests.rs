@@ -203,3 +203,37 @@ fn a_control_plane_renews_its_leaves_inside_the_window_and_never_a_ca() {
     let again = run(&fs, &Env { clock: &clock, credentials_dir: dir.path().into(), config: None }).unwrap();
     assert!(again.iter().all(|r| r.action == "ok"), "{again:?}");
 }
+
+/// init's kubelet.conf embeds a client certificate; when it has ended the kubelet would try a
+/// bootstrap it has no token for, so kubelet.conf is pointed at the rotating pair (re-issued
+/// from ca.key when there is none), as kubeadm's kubelet-finalize does.
+#[test]
+fn an_expired_embedded_kubelet_identity_is_replaced_by_the_rotating_pair() {
+    let n = node(true, 800 * DAY, days(3650));
+    let key = crate::pki::keys::generate(crate::config::KeyAlgorithm::EcdsaP256).unwrap();
+    let r = req("system:node:n1", &["system:nodes"], Usage::Client, days(365), OffsetDateTime::now_utc() - 400 * DAY);
+    let cert = signed(&r, &key, &n.ca_pem, &n.ca_key).unwrap();
+    let creds = crate::kubeconfig::Credentials::Cert { cert_pem: cert, key_pem: crate::pki::keys::to_pem(&key) };
+    let kc =
+        crate::kubeconfig::build("kubernetes", "https://10.0.0.10:6443", n.ca_pem.as_bytes(), "system:node:n1", creds);
+    n.fs.write(&KUBELET_CONF, kc.to_yaml().unwrap().as_bytes()).unwrap();
+    n.fs.commit().unwrap();
+    assert!(!n.fs.exists(KUBELET_CLIENT_CURRENT.as_str()));
+
+    let rows = n.run(&FakeClock::new(), n.dir.path()).unwrap();
+    assert!(action(&rows, "kubelet.conf").starts_with("now uses kubelet-client-current.pem"), "{rows:?}");
+    let conf = crate::kubeconfig::Kubeconfig::parse(&n.read(KUBELET_CONF.as_str())).unwrap();
+    let (cluster, user) = conf.current().unwrap();
+    assert_eq!(cluster.server, "https://10.0.0.10:6443");
+    let user = user.unwrap();
+    assert!(user.client_certificate_data.is_empty() && user.client_key_data.is_empty());
+    assert_eq!(user.client_certificate, KUBELET_CLIENT_CURRENT.as_str());
+    let bundle = read_through_link(&n.fs, KUBELET_CLIENT_CURRENT.as_str()).unwrap().expect("a new pair");
+    let c = CertFile::parse(&bundle).unwrap();
+    assert_eq!(c.x509().unwrap().subject().to_string(), "O=system:nodes, CN=system:node:n1");
+    assert!(c.x509().unwrap().validity().not_after.to_datetime() > OffsetDateTime::now_utc() + 360 * DAY);
+    // Once rotating, there is nothing embedded to judge.
+    let rows = n.run(&FakeClock::new(), n.dir.path()).unwrap();
+    assert!(rows.iter().all(|r| r.name != "kubelet.conf"), "{rows:?}");
+    assert_eq!(action(&rows, "kubelet-client"), "ok");
+}
