@@ -140,15 +140,7 @@ fn expires(t: OffsetDateTime) -> String {
 /// metav1.Time's JSON form: RFC 3339, whole seconds, UTC.
 fn rfc3339(t: OffsetDateTime) -> String {
     let t = t.to_offset(time::UtcOffset::UTC);
-    format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
-        t.year(),
-        u8::from(t.month()),
-        t.day(),
-        t.hour(),
-        t.minute(),
-        t.second()
-    )
+    crate::pki::check::rfc3339(t.replace_nanosecond(0).unwrap_or(t))
 }
 
 /// Go's text/tabwriter as kubeadm configures it (minwidth 10, padding 3, spaces): every
