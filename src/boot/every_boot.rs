@@ -169,21 +169,13 @@ fn kubelet_client(fs: &NodeFs, ca_path: &str, now: OffsetDateTime, env: &Env) ->
     if end - now > KUBELET_MARGIN {
         return Ok(vec![row("kubelet-client", path, end, now, "ok")]);
     }
-    let x = cert.x509().map_err(bad_cert(path))?;
-    let cn = x.subject().iter_common_name().next().and_then(|a| a.as_str().ok()).unwrap_or_default().to_string();
-    let Some(node) = cn.strip_prefix("system:node:").filter(|n| !n.is_empty()) else {
-        return Err(Error::new(Kind::State, format!("{path}: its subject CN is {cn:?}, not system:node:<name>")));
-    };
-    let ca_key_path = format!("{}.key", ca_path.trim_end_matches(".crt"));
-    if let Some(ca_key) = crate::pki::load_key(fs, &ca_key_path)? {
-        let ca = crate::pki::load_cert(fs, ca_path)?
-            .ok_or_else(|| Error::new(Kind::State, format!("{ca_path} vanished during the pass")))?;
-        // The old lifetime; issuers (ours, the CSR signer) backdate NotBefore by 5 minutes.
-        let backdate = time::Duration::seconds(crate::constants::CERT_BACKDATE_SECS);
-        let lifetime = (end - not_before(&cert, path)? - backdate).max(KUBELET_MARGIN);
-        reissue_kubelet_client(fs, node, &ca.pem, &ca_key, lifetime, now)?;
-        let new_end = now + lifetime;
-        info!("[certs] the kubelet's client certificate ended {}: re-issued from {ca_key_path}", rfc3339(end));
+    let node = node_name(&cert, path)?;
+    if let Some(new_end) = reissue_like(fs, &cert, path, ca_path, now)? {
+        info!(
+            "[certs] the kubelet's client certificate ended {}: re-issued from {}",
+            rfc3339(end),
+            ca_key_path(ca_path)
+        );
         return Ok(vec![row(
             "kubelet-client",
             path,
@@ -204,17 +196,14 @@ fn kubelet_client(fs: &NodeFs, ca_path: &str, now: OffsetDateTime, env: &Env) ->
             ),
         ));
     };
-    let kc = fs.read(KUBELET_CONF.as_str())?.ok_or_else(|| {
+    let kc = read_kubelet_conf(fs)?.ok_or_else(|| {
         Error::new(
             Kind::State,
             format!("{KUBELET_CONF} is missing: cannot tell which API server to re-bootstrap against"),
         )
     })?;
-    let kc = crate::kubeconfig::Kubeconfig::parse(&kc)
-        .map_err(|e| Error::new(Kind::State, format!("{KUBELET_CONF}: {e}")))?;
-    let (cluster, _) = kc.current().map_err(|e| Error::new(Kind::State, format!("{KUBELET_CONF}: {e}")))?;
-    let ca_pem = crate::kubeconfig::decode_b64(&cluster.certificate_authority_data)
-        .map_err(|e| Error::new(Kind::State, format!("{KUBELET_CONF}: {e}")))?;
+    let (cluster, _) = kc.current().map_err(bad_kubelet_conf)?;
+    let ca_pem = crate::kubeconfig::decode_b64(&cluster.certificate_authority_data).map_err(bad_kubelet_conf)?;
     let boot = crate::objects::kubelet::bootstrap_kubelet_conf(&cluster.server, &ca_pem, &token.bearer());
     let yaml = boot.to_yaml().map_err(|e| Error::new(Kind::Runtime, e.to_string()))?;
     fs.write(&BOOTSTRAP_KUBELET_CONF, yaml.as_bytes())?;
@@ -240,9 +229,8 @@ fn kubelet_client(fs: &NodeFs, ca_path: &str, now: OffsetDateTime, env: &Env) ->
 /// `kubelet-client-current.pem` instead (made from `ca.key` if missing or ended), as kubeadm's
 /// kubelet-finalize phase and its expired-kubelet.conf runbook do.
 fn embedded_kubelet_identity(fs: &NodeFs, ca_path: &str, now: OffsetDateTime) -> Result<Vec<CertRow>> {
-    let state = |e: crate::kubeconfig::KubeconfigError| Error::new(Kind::State, format!("{KUBELET_CONF}: {e}"));
-    let Some(bytes) = fs.read(KUBELET_CONF.as_str())? else { return Ok(Vec::new()) };
-    let kc = crate::kubeconfig::Kubeconfig::parse(&bytes).map_err(state)?;
+    let state = bad_kubelet_conf;
+    let Some(kc) = read_kubelet_conf(fs)? else { return Ok(Vec::new()) };
     let (cluster, user) = kc.current().map_err(state)?;
     let Some(data) = user.map(|u| u.client_certificate_data.as_str()).filter(|d| !d.is_empty()) else {
         return Ok(Vec::new());
@@ -263,26 +251,14 @@ fn embedded_kubelet_identity(fs: &NodeFs, ca_path: &str, now: OffsetDateTime) ->
             .is_some_and(|t| t - now > KUBELET_MARGIN),
         None => false,
     };
-    if !usable {
-        let ca_key_path = format!("{}.key", ca_path.trim_end_matches(".crt"));
-        let (Some(ca_key), Some(ca)) = (crate::pki::load_key(fs, &ca_key_path)?, crate::pki::load_cert(fs, ca_path)?)
-        else {
-            return Ok(vec![row(
-                "kubelet.conf",
-                path,
-                end,
-                now,
-                "warning: its embedded client certificate is due and no CA key is here to replace it",
-            )]);
-        };
-        let x = cert.x509().map_err(bad_cert(path))?;
-        let cn = x.subject().iter_common_name().next().and_then(|a| a.as_str().ok()).unwrap_or_default().to_string();
-        let node = cn.strip_prefix("system:node:").filter(|n| !n.is_empty()).ok_or_else(|| {
-            Error::new(Kind::State, format!("{path}: its client certificate's CN is {cn:?}, not system:node:<name>"))
-        })?;
-        let backdate = time::Duration::seconds(crate::constants::CERT_BACKDATE_SECS);
-        let lifetime = (end - not_before(&cert, path)? - backdate).max(KUBELET_MARGIN);
-        reissue_kubelet_client(fs, node, &ca.pem, &ca_key, lifetime, now)?;
+    if !usable && reissue_like(fs, &cert, path, ca_path, now)?.is_none() {
+        return Ok(vec![row(
+            "kubelet.conf",
+            path,
+            end,
+            now,
+            "warning: its embedded client certificate is due and no CA key is here to replace it",
+        )]);
     }
     let ca_pem = crate::kubeconfig::decode_b64(&cluster.certificate_authority_data).map_err(state)?;
     let rotating = crate::objects::kubelet::kubelet_conf_for_rotation(&cluster.server, &ca_pem);
@@ -311,6 +287,51 @@ fn read_token_credential(env: &Env) -> Result<Option<crate::token::Token>> {
     let t = crate::token::Token::parse(String::from_utf8_lossy(raw).trim())
         .map_err(|e| Error::new(Kind::Config, format!("the {} credential: {e}", crate::datasource::CRED_TOKEN)))?;
     Ok(Some(t))
+}
+
+fn read_kubelet_conf(fs: &NodeFs) -> Result<Option<crate::kubeconfig::Kubeconfig>> {
+    let Some(bytes) = fs.read(KUBELET_CONF.as_str())? else { return Ok(None) };
+    Ok(Some(crate::kubeconfig::Kubeconfig::parse(&bytes).map_err(bad_kubelet_conf)?))
+}
+
+fn bad_kubelet_conf(e: crate::kubeconfig::KubeconfigError) -> Error {
+    Error::new(Kind::State, format!("{KUBELET_CONF}: {e}"))
+}
+
+/// The node a kubelet client certificate names (`system:node:<name>`).
+fn node_name(cert: &CertFile, path: &str) -> Result<String> {
+    let x = cert.x509().map_err(bad_cert(path))?;
+    let cn = x.subject().iter_common_name().next().and_then(|a| a.as_str().ok()).unwrap_or_default();
+    match cn.strip_prefix("system:node:").filter(|n| !n.is_empty()) {
+        Some(node) => Ok(node.to_string()),
+        None => Err(Error::new(Kind::State, format!("{path}: its subject CN is {cn:?}, not system:node:<name>"))),
+    }
+}
+
+fn ca_key_path(ca_path: &str) -> String {
+    format!("{}.key", ca_path.trim_end_matches(".crt"))
+}
+
+/// Re-issues the kubelet identity `old` names, for `old`'s lifetime, from the CA key on this
+/// node; the new NotAfter, or `None` when the CA key is not here.
+fn reissue_like(
+    fs: &NodeFs,
+    old: &CertFile,
+    path: &str,
+    ca_path: &str,
+    now: OffsetDateTime,
+) -> Result<Option<OffsetDateTime>> {
+    let (Some(ca_key), Some(ca)) =
+        (crate::pki::load_key(fs, ca_key_path(ca_path))?, crate::pki::load_cert(fs, ca_path)?)
+    else {
+        return Ok(None);
+    };
+    let node = node_name(old, path)?;
+    // The old lifetime; issuers (ours, the CSR signer) backdate NotBefore by 5 minutes.
+    let backdate = time::Duration::seconds(crate::constants::CERT_BACKDATE_SECS);
+    let lifetime = (not_after(old, path)? - not_before(old, path)? - backdate).max(KUBELET_MARGIN);
+    reissue_kubelet_client(fs, &node, &ca.pem, &ca_key, lifetime, now)?;
+    Ok(Some(now + lifetime))
 }
 
 /// A fresh `system:node:<name>` client certificate (ECDSA P-256, as the kubelet makes its own)
