@@ -13,6 +13,18 @@ use crate::paths;
 
 pub(crate) const EVENT_PREFIX: &str = "KUBESTRAP-EVENT ";
 
+/// One line of the every-boot pass's certificate table.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CertRow {
+    pub name: String,
+    pub path: String,
+    pub not_after: String,
+    /// Days left when the pass looked (negative: expired).
+    pub residual_days: i64,
+    /// `ok`, `renewed`, `warning: …`, `removed`, `re-bootstrap`, `skipped: …`.
+    pub action: String,
+}
+
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Status {
     pub stage: String,
@@ -39,7 +51,7 @@ pub struct Status {
     pub images: Vec<crate::images::Preloaded>,
     /// The every-boot pass's certificate table (later boots only).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub certificates: Vec<crate::boot::every_boot::CertRow>,
+    pub certificates: Vec<CertRow>,
 }
 
 /// Reports progress: file, console line, sd_notify. Cheap enough to call per phase.
@@ -111,7 +123,7 @@ impl<'a> Reporter<'a> {
     }
 
     /// The every-boot pass's table: in the status file, and one `certs` event saying what it did.
-    pub fn certs(&self, rows: &[crate::boot::every_boot::CertRow]) {
+    pub fn certs(&self, rows: &[CertRow]) {
         self.status.borrow_mut().certificates = rows.to_vec();
         let acted: Vec<String> =
             rows.iter().filter(|r| r.action != "ok").map(|r| format!("{}: {}", r.name, r.action)).collect();
@@ -219,7 +231,7 @@ mod tests {
             ms: 1,
         };
         pre.image(&p);
-        let row = crate::boot::every_boot::CertRow {
+        let row = CertRow {
             name: "apiserver".into(),
             path: "/p".into(),
             not_after: "2030-01-01T00:00:00Z".into(),

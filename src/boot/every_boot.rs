@@ -13,7 +13,6 @@
 use std::time::Duration;
 
 use log::{info, warn};
-use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
 use crate::clock::Clock;
@@ -21,6 +20,7 @@ use crate::error::{Error, Kind, Result};
 use crate::fsutil::NodeFs;
 use crate::paths::{self, BOOTSTRAP_KUBELET_CONF, KUBELET_CLIENT_CURRENT, KUBELET_CONF};
 use crate::pki::check::{CertFile, rfc3339};
+pub use crate::status::CertRow;
 
 /// How long the pass waits for a clock that reads earlier than the CA's NotBefore.
 pub(crate) const CLOCK_WAIT: Duration = Duration::from_secs(60);
@@ -32,18 +32,6 @@ const KUBELET_MARGIN: time::Duration = time::Duration::hours(1);
 const CA_WARNING: time::Duration = time::Duration::days(365);
 const KUBELET_SERVING_CRT: &str = "/var/lib/kubelet/pki/kubelet.crt";
 const KUBELET_SERVING_KEY: &str = "/var/lib/kubelet/pki/kubelet.key";
-
-/// One line of the pass's table, as the status file carries it.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct CertRow {
-    pub name: String,
-    pub path: String,
-    pub not_after: String,
-    /// Days left when the pass looked (negative: expired).
-    pub residual_days: i64,
-    /// `ok`, `renewed`, `warning: …`, `removed`, `re-bootstrap`, `skipped: …`.
-    pub action: String,
-}
 
 /// What the pass needs from outside: the clock (wall time and waits; tests move it) and the
 /// systemd credentials (a worker's fresh bootstrap token).

@@ -8,7 +8,9 @@ use super::block::{self, FsType, Mounted};
 use super::configdrive::CONFIG_DRIVE_LABELS;
 use super::nocloud::CIDATA_LABELS;
 use super::{Env, NOCLOUD_SEED_DIR, SourceError, iso9660};
-use crate::images::SEED_DIR;
+
+/// The directory on a NoCloud/config-drive seed disk that is preloaded too.
+pub const SEED_DIR: &str = "images";
 
 /// The seed's image directories; a seed disk stays mounted (read-only) until this is dropped.
 #[derive(Debug, Default)]

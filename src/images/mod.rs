@@ -18,8 +18,6 @@ pub(crate) use ctr::Ctr;
 
 /// Where an image built for kubestrap keeps its archives (read-only, like the rest of /usr).
 pub const DEFAULT_DIR: &str = "/usr/share/kubestrap/images";
-/// The directory on a NoCloud/config-drive seed disk that is preloaded too.
-pub const SEED_DIR: &str = "images";
 
 #[derive(Debug, thiserror::Error)]
 pub enum ImageError {

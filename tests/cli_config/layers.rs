@@ -49,3 +49,46 @@ fn init_never_imports_join_and_config_never_reaches_the_commands() {
     assert_eq!(naming("init/", "crate::join"), Vec::<String>::new());
     assert_eq!(naming("config/", "crate::commands"), Vec::<String>::new());
 }
+
+/// Top-level module of a file under src/ (`boot/every_boot.rs` -> `boot`).
+fn top(file: &str) -> &str {
+    let head = file.split('/').next().unwrap_or(file);
+    head.strip_suffix(".rs").unwrap_or(head)
+}
+
+#[test]
+fn no_import_circle_between_top_level_modules() {
+    use std::collections::{BTreeMap, BTreeSet};
+    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (file, code) in sources() {
+        if file.ends_with("tests.rs") {
+            continue;
+        }
+        let from = top(&file).to_string();
+        for part in code.split("crate::").skip(1) {
+            let to: String = part.chars().take_while(|c| c.is_ascii_lowercase() || *c == '_').collect();
+            if !to.is_empty() && to != from {
+                edges.entry(from.clone()).or_default().insert(to);
+            }
+        }
+    }
+    // Depth-first search; a module met again while still on the path closes a circle.
+    fn walk(m: &str, edges: &BTreeMap<String, BTreeSet<String>>, path: &mut Vec<String>, done: &mut BTreeSet<String>) {
+        if let Some(at) = path.iter().position(|p| p == m) {
+            panic!("import circle: {} -> {m}", path[at..].join(" -> "));
+        }
+        if !done.insert(m.to_string()) {
+            return;
+        }
+        path.push(m.to_string());
+        for next in edges.get(m).into_iter().flatten() {
+            walk(next, edges, path, done);
+        }
+        path.pop();
+    }
+    let mut done = BTreeSet::new();
+    for m in edges.keys() {
+        walk(m, &edges, &mut Vec::new(), &mut done);
+    }
+    assert!(done.len() > 10, "the graph names the modules: {done:?}");
+}
