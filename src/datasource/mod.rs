@@ -28,6 +28,7 @@ pub mod http;
 pub mod iso9660;
 pub mod nocloud;
 pub mod seed_images;
+pub mod vars;
 
 use std::collections::BTreeMap;
 use std::fmt;
