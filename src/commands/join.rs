@@ -7,6 +7,7 @@ use log::warn;
 
 use crate::cli;
 use crate::clock::SystemClock;
+use crate::config::Reads;
 use crate::config::types::JoinConfiguration;
 use crate::error::{Error, Result};
 use crate::fsutil::NodeFs;
@@ -55,7 +56,7 @@ pub fn run(j: cli::Join) -> Result<()> {
         Some(p) => {
             let text = std::fs::read_to_string(p)
                 .map_err(|e| Error::config(format!("reading config {}: {e}", p.display())))?;
-            let docs = crate::config::parse_documents(&p.display().to_string(), &text)?;
+            let docs = crate::config::parse_documents_for(&p.display().to_string(), &text, Reads::Join)?;
             for w in &docs.warnings {
                 warn!("[config] WARNING: {w}");
             }

@@ -34,6 +34,9 @@ pub struct Documents {
     pub join: Option<JoinConfiguration>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// Kinds the command does not read (see [`Reads`]), left undecoded.
+    #[serde(skip)]
+    pub ignored_kinds: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -46,19 +49,36 @@ struct TypeMeta {
 /// Hard limit on config size: user-data is small, and this bounds memory on hostile input.
 pub(crate) const MAX_CONFIG_BYTES: usize = 1 << 20;
 
+/// Which documents a command reads. kubeadm decodes only those: `join` takes the
+/// JoinConfiguration and ignores every other document with a warning, `init` every document but
+/// a JoinConfiguration; a document a command never reads is not validated by it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reads {
+    /// User-data's plain documents: the role comes from which kinds are there.
+    All,
+    Init,
+    Join,
+}
+
 /// Parses and checks user input (a file, user-data, flags' documents).
 pub fn parse_documents(source: &str, text: &str) -> Result<Documents, ConfigError> {
-    parse(source, text, true)
+    parse(source, text, true, Reads::All)
+}
+
+/// [`parse_documents`] for one command: documents it never reads are ignored with kubeadm's
+/// warning rather than validated.
+pub fn parse_documents_for(source: &str, text: &str, reads: Reads) -> Result<Documents, ConfigError> {
+    parse(source, text, true, reads)
 }
 
 /// Parses config a cluster stored (the kubeadm-config ConfigMap): strict, but without the
 /// checks kubeadm makes only on user input (feature gate names, httpEndpoints URLs), as
 /// kubeadm reads it back on join.
 pub fn parse_stored(source: &str, text: &str) -> Result<Documents, ConfigError> {
-    parse(source, text, false)
+    parse(source, text, false, Reads::All)
 }
 
-fn parse(source: &str, text: &str, user_input: bool) -> Result<Documents, ConfigError> {
+fn parse(source: &str, text: &str, user_input: bool, reads: Reads) -> Result<Documents, ConfigError> {
     if text.len() > MAX_CONFIG_BYTES {
         return Err(ConfigError::file(source, format!("is {} bytes; the limit is {MAX_CONFIG_BYTES}", text.len())));
     }
@@ -78,6 +98,15 @@ fn parse(source: &str, text: &str, user_input: bool) -> Result<Documents, Config
             ));
         }
         seen.push(kind.clone());
+        let is_join = kind == "JoinConfiguration" && api_version.starts_with("kubeadm.k8s.io/");
+        if (reads == Reads::Join && !is_join) || (reads == Reads::Init && is_join) {
+            // kubeadm's words for a document the command does not read.
+            d.docs.warnings.push(format!(
+                "{source}: ignored configuration document with GroupVersionKind {api_version}, Kind={kind}"
+            ));
+            d.docs.ignored_kinds.push(kind);
+            continue;
+        }
         d.decode(index, &label, &api_version, &kind)?;
     }
     Ok(d.finish())
@@ -253,11 +282,11 @@ impl Decoder<'_> {
 impl Documents {
     /// `init --config F` needs an InitConfiguration or a ClusterConfiguration, as kubeadm's
     /// "no InitConfiguration or ClusterConfiguration kind was found in the configuration file".
-    pub(crate) fn require_init(&self, source: &str) -> Result<(), ConfigError> {
+    pub fn require_init(&self, source: &str) -> Result<(), ConfigError> {
         if self.init.is_some() || self.cluster.is_some() {
             return Ok(());
         }
-        let hint = if self.join.is_some() {
+        let hint = if self.join.is_some() || self.ignored_kinds.iter().any(|k| k == "JoinConfiguration") {
             " (it holds a JoinConfiguration: use it with `kubestrap join --config`)"
         } else {
             ""
@@ -335,14 +364,52 @@ fn required_string(
 /// Decodes document `index` again, this time into its type, so errors carry the field path
 /// and the line/column of the bad value.
 fn decode_typed<T: DeserializeOwned>(source: &str, label: &str, text: &str, index: usize) -> Result<T, ConfigError> {
-    let de = serde_yaml::Deserializer::from_str(text)
-        .nth(index)
-        .ok_or_else(|| ConfigError::doc(source, label, "", "document vanished on second read".into()))?;
+    let vanished = || ConfigError::doc(source, label, "", "document vanished on second read".into());
+    let de = serde_yaml::Deserializer::from_str(text).nth(index).ok_or_else(vanished)?;
+    // A document that is no plain YAML value (a duplicate key) gets the typed decoder's message.
+    if let Ok(mut value) = serde_yaml::Value::deserialize(de)
+        && strip_nulls(&mut value)
+    {
+        // Written again without its nulls; serde_yaml's own text keeps every scalar's type, but
+        // line numbers would point into this copy, so errors say the field path only.
+        let text = serde_yaml::to_string(&value).map_err(|e| ConfigError::doc(source, label, "", e.to_string()))?;
+        let de = serde_yaml::Deserializer::from_str(&text).next().ok_or_else(vanished)?;
+        return typed_from(source, label, de, false);
+    }
+    let de = serde_yaml::Deserializer::from_str(text).nth(index).ok_or_else(vanished)?;
+    typed_from(source, label, de, true)
+}
+
+/// kubeadm's decoder (JSON into Go structs) treats `field: null` as a field not given; so do we,
+/// by dropping null-valued mapping entries at any depth. True if any was dropped.
+fn strip_nulls(v: &mut serde_yaml::Value) -> bool {
+    match v {
+        serde_yaml::Value::Mapping(m) => {
+            let before = m.len();
+            m.retain(|_, v| !v.is_null());
+            let mut dropped = m.len() != before;
+            for (_, v) in m.iter_mut() {
+                dropped |= strip_nulls(v);
+            }
+            dropped
+        }
+        serde_yaml::Value::Sequence(s) => s.iter_mut().fold(false, |d, v| strip_nulls(v) | d),
+        serde_yaml::Value::Tagged(t) => strip_nulls(&mut t.value),
+        _ => false,
+    }
+}
+
+fn typed_from<T: DeserializeOwned>(
+    source: &str,
+    label: &str,
+    de: serde_yaml::Deserializer<'_>,
+    located: bool,
+) -> Result<T, ConfigError> {
     serde_path_to_error::deserialize(de).map_err(|e| {
         let path = e.path().to_string();
         let path = if path == "." { String::new() } else { path };
         // serde_yaml already prefixes nested errors with the path; say it once.
-        let msg = with_location(e.inner());
+        let msg = if located { with_location(e.inner()) } else { without_location(&e.inner().to_string()) };
         let msg = match msg.split_once(": ") {
             Some((p, rest))
                 if path == p || path.starts_with(&format!("{p}.")) || path.starts_with(&format!("{p}[")) =>
@@ -359,6 +426,14 @@ fn short(v: &serde_yaml::Value) -> String {
     let s = serde_yaml::to_string(v).unwrap_or_default();
     let s = s.trim();
     if s.len() > 60 { format!("{}…", &s[..s.floor_char_boundary(60)]) } else { s.to_string() }
+}
+
+/// serde_yaml's message without its " at line L column C" (which would point into a copy).
+fn without_location(m: &str) -> String {
+    match m.find(" at line ") {
+        Some(i) => m[..i].to_string(),
+        None => m.to_string(),
+    }
 }
 
 /// serde_yaml's message, with the line and column when it did not already say them.

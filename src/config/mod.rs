@@ -13,7 +13,9 @@ pub mod values;
 
 use std::fmt;
 
-pub use load::{Documents, cluster_from_configmap, parse_documents, parse_stored, prefix_cri_socket};
+pub use load::{
+    Documents, Reads, cluster_from_configmap, parse_documents, parse_documents_for, parse_stored, prefix_cri_socket,
+};
 pub use resolve::{Endpoint, HostFacts, InitConfig, KeyAlgorithm, resolve_init};
 
 /// A config problem: which file, which document, which field, what is wrong with the value.
@@ -67,7 +69,7 @@ pub fn load_init(path: Option<&std::path::Path>, host: &HostFacts) -> Result<Ini
             let text = String::from_utf8(bytes).map_err(|e| {
                 ConfigError::file(&source, format!("is not UTF-8 text (byte {})", e.utf8_error().valid_up_to()))
             })?;
-            let docs = parse_documents(&source, &text)?;
+            let docs = parse_documents_for(&source, &text, Reads::Init)?;
             docs.require_init(&source)?;
             docs
         }

@@ -104,13 +104,14 @@ fn discovery(f: &JoinFlags, jc: &JoinConfiguration) -> Result<Option<Discovery>>
                     CaPin::parse(h).map_err(|m| Error::usage(format!("--discovery-token-ca-cert-hash {h:?}: {m}")))
                 })
                 .collect::<Result<Vec<_>>>()?;
-            Some(Discovery::Token {
-                endpoint,
-                token: token("--token", &t)?,
-                pins,
-                unsafe_skip_ca: f.discovery_token_unsafe_skip_ca_verification || bt.unsafe_skip_ca_verification,
-                tls_bootstrap_token,
-            })
+            let unsafe_skip_ca = f.discovery_token_unsafe_skip_ca_verification || bt.unsafe_skip_ca_verification;
+            // kubeadm refuses this when it validates the configuration, before any phase writes.
+            if pins.is_empty() && !unsafe_skip_ca {
+                return Err(Error::usage(
+                    "token discovery needs --discovery-token-ca-cert-hash sha256:<hex> (from `kubestrap certs ca-hash` on a control-plane node), or --discovery-token-unsafe-skip-ca-verification",
+                ));
+            }
+            Some(Discovery::Token { endpoint, token: token("--token", &t)?, pins, unsafe_skip_ca, tls_bootstrap_token })
         }
     })
 }

@@ -118,11 +118,7 @@ pub(crate) fn discover(
     let retry = |what| Retry { what, tag: "discovery", timeout, backoff: &DISCOVERY_BACKOFF, clock };
     match d {
         Discovery::Token { endpoint, token, pins, unsafe_skip_ca, tls_bootstrap_token } => {
-            if pins.is_empty() && !unsafe_skip_ca {
-                return Err(Error::usage(
-                    "token discovery needs --discovery-token-ca-cert-hash sha256:<hex> (from `kubestrap certs ca-hash` on a control-plane node), or --discovery-token-unsafe-skip-ca-verification",
-                ));
-            }
+            // Pins or the explicit skip: checked by args::resolve before any phase ran.
             let base = format!("https://{endpoint}");
             info!(
                 "[discovery] Fetching cluster-info from {base} (token id {}), retrying until {timeout:?} have passed",

@@ -166,7 +166,7 @@ fn check_init(c: &Case, want: &str, pin: bool, failures: &mut Vec<String>) -> St
 
 fn check_join(c: &Case, want: &str, failures: &mut Vec<String>) -> String {
     let text = prepare(&c.text, false);
-    let result = kubestrap::config::parse_documents("config.yaml", &text)
+    let result = kubestrap::config::parse_documents_for("config.yaml", &text, kubestrap::config::Reads::Join)
         .map_err(|e| e.to_string())
         .and_then(|docs| docs.join.ok_or_else(|| "no JoinConfiguration".to_string()))
         .and_then(|jc| {

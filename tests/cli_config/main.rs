@@ -18,4 +18,6 @@ mod kubeadm_cmdlines;
 mod kubeadm_corpus;
 mod layers;
 mod malformed;
+mod nulls_and_reads;
+mod refusals;
 mod reset;

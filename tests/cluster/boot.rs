@@ -30,8 +30,20 @@ fn status(root: &Path) -> serde_json::Value {
 fn broken_user_data_fails_with_the_reason_and_writes_nothing() {
     let r0 = tempfile::tempdir().unwrap();
     seed(r0.path(), fixture!("boot-broken/user-data"), "cp-1");
+    // Outside boot's own reports (/run: status and failure files) and bookkeeping (the lock and
+    // the attempt counter, which must outlive a reboot) the root stays byte-identical.
+    let outside_run = |root: &Path| -> Vec<_> {
+        let own = root.join("var/lib/kubestrap");
+        tree(root)
+            .into_iter()
+            .filter(|(p, ..)| !p.starts_with(root.join("run")) && *p != own && p.parent() != Some(own.as_path()))
+            .collect()
+    };
+    let before = outside_run(r0.path());
     let r = boot(r0.path(), "pre-kubelet");
     assert_eq!(r.code(), 2, "{}", r.stderr());
+    let after = outside_run(r0.path());
+    assert_eq!(after, before, "a refused boot changed a file outside /run");
     let last = r.events().last().cloned().unwrap();
     assert_eq!(last["event"], "error");
     assert!(last["message"].as_str().unwrap().contains("localAPIEndpoint.bindPort"), "{last}");
@@ -70,4 +82,26 @@ fn no_datasource_is_reported_with_every_reason() {
     let r = boot(r0.path(), "pre-kubelet");
     assert_eq!(r.code(), 1, "{}", r.stderr());
     assert!(r.stderr().contains("no datasource found"), "{}", r.stderr());
+}
+
+#[test]
+fn a_join_refused_for_its_input_writes_nothing_not_even_its_write_files() {
+    let r0 = tempfile::tempdir().unwrap();
+    // Valid cloud-config whose kubeadm join lacks a CA pin (and the skip): kubeadm refuses that
+    // when it validates the configuration, so nothing of the user-data may have run either.
+    let ud = "#cloud-config\nwrite_files:\n- path: /etc/sysctl.d/k8s.conf\n  content: |\n    net.ipv4.ip_forward = 1\n\
+              runcmd:\n- kubeadm join 127.0.0.1:1 --token abcdef.0123456789abcdef\n";
+    seed(r0.path(), ud, "worker-1");
+    let before: Vec<_> = tree(r0.path());
+    let r = boot(r0.path(), "pre-kubelet");
+    assert_eq!(r.code(), 2, "{}", r.stderr());
+    assert!(r.stderr().contains("caCertHashes"), "{}", r.stderr());
+    assert!(!r0.path().join("etc/sysctl.d/k8s.conf").exists(), "write_files ran before the refusal");
+    assert!(!r0.path().join("var/lib/kubestrap/join-in-progress").exists());
+    let own = r0.path().join("var/lib/kubestrap");
+    let after: Vec<_> = tree(r0.path())
+        .into_iter()
+        .filter(|(p, ..)| !p.starts_with(r0.path().join("run")) && *p != own && p.parent() != Some(own.as_path()))
+        .collect();
+    assert_eq!(after, before);
 }

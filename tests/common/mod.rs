@@ -295,3 +295,23 @@ impl Lcg {
         self.0 >> 33
     }
 }
+
+/// Every entry under `dir` (directories and symlinks too) with its mode and, for files, bytes:
+/// to show a refused run left a root byte-identical.
+pub fn tree(dir: &Path) -> Vec<(PathBuf, u32, Option<Vec<u8>>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).expect("read_dir") {
+            let p = e.expect("entry").path();
+            let meta = std::fs::symlink_metadata(&p).expect("meta");
+            let bytes = if meta.is_file() { Some(std::fs::read(&p).expect("read")) } else { None };
+            if meta.is_dir() {
+                stack.push(p.clone());
+            }
+            out.push((p, meta.permissions().mode() & 0o7777, bytes));
+        }
+    }
+    out.sort();
+    out
+}

@@ -55,6 +55,7 @@ pub(super) fn init_plan(req: PlanRequest) -> Result<Noted<Documents>, ConfigErro
         kube_proxy: docs.kube_proxy,
         join: None,
         warnings: Vec::new(),
+        ignored_kinds: Vec::new(),
     };
     Ok(Noted { value: docs, notices })
 }

@@ -8,7 +8,7 @@ use super::write_files::WriteFile;
 use crate::cli::{self, Command};
 use crate::config::flags::{InitFlags, mixed_error, mixed_with_config};
 use crate::config::types::{BootstrapTokenDiscovery, FileDiscovery, InitConfiguration, JoinConfiguration};
-use crate::config::{ConfigError, Documents, parse_documents};
+use crate::config::{ConfigError, Documents, Reads, parse_documents_for};
 use crate::constants::KUBEADM_API_VERSION;
 
 /// The flags a user-data kubeadm line may carry, per subcommand: those kubestrap applies here.
@@ -90,13 +90,14 @@ pub(super) fn documents(
                 return Err(err("kubeadm init phase: run the whole `kubeadm init` in user-data".into()));
             }
             let mut docs = if i.config.is_some() {
-                config(src, origin, i.config.as_deref(), files)?
+                config(src, origin, i.config.as_deref(), files, Reads::Init)?
             } else {
                 // kubeadm's flags alone build the documents, as `kubestrap init` does.
                 InitFlags::from_cli(&i).documents_with_token().map_err(|e| err(format!("kubeadm init: {e}")))?
             };
+            let had_join = docs.ignored_kinds.iter().any(|k| k == "JoinConfiguration");
             if docs.init.is_none() && docs.cluster.is_none() {
-                if docs.join.is_some() {
+                if had_join {
                     return Err(err(format!(
                         "kubeadm init --config {}: the file holds only a JoinConfiguration, which kubeadm init refuses",
                         display(i.config.as_deref())
@@ -104,7 +105,7 @@ pub(super) fn documents(
                 }
                 docs.init = Some(default_init());
             }
-            if docs.join.take().is_some() {
+            if had_join {
                 notices
                     .push(format!("{src}: {origin}: kubeadm init ignores the JoinConfiguration in its --config file"));
             }
@@ -116,7 +117,7 @@ pub(super) fn documents(
             Ok((Role::ControlPlane { upload_certs: i.upload_certs }, docs))
         }
         Command::Join(j) => {
-            let mut docs = config(src, origin, j.config.as_deref(), files)?;
+            let mut docs = config(src, origin, j.config.as_deref(), files, Reads::Join)?;
             if j.config.is_some() && docs.join.is_none() {
                 return Err(err(format!(
                     "kubeadm join --config {}: the file holds no JoinConfiguration",
@@ -208,6 +209,7 @@ fn config(
     origin: &str,
     path: Option<&std::path::Path>,
     files: &[WriteFile],
+    reads: Reads,
 ) -> Result<Documents, ConfigError> {
     let Some(path) = path else { return Ok(Documents::default()) };
     let want = path.to_string_lossy();
@@ -231,7 +233,7 @@ fn config(
     };
     let text = String::from_utf8(bytes)
         .map_err(|_| ConfigError::file(&format!("{src}: write_files {want}"), "is not UTF-8 text".into()))?;
-    parse_documents(&format!("{src}: write_files {want}"), &text)
+    parse_documents_for(&format!("{src}: write_files {want}"), &text, reads)
 }
 
 fn display(p: Option<&std::path::Path>) -> String {

@@ -136,20 +136,99 @@ fn kubeadm_entry(origin: &str, words: &[String], before: Vec<Command>, after: Ve
     Ok(Entry::Kubeadm { origin: origin.to_string(), argv, before, after })
 }
 
-/// Index of `kubeadm` when the words are `[sudo [-x]...] kubeadm init|join ...`.
-fn kubeadm_at(words: &[String]) -> Option<usize> {
-    let i = words.iter().position(|w| w.rsplit('/').next() == Some("kubeadm"))?;
-    let sub = words.get(i + 1)?;
-    (sub == "init" || sub == "join").then_some(i)
+/// Commands that run the command after them (with their own arguments first): `sudo kubeadm
+/// join` executes kubeadm, `echo kubeadm join` does not. kubeadm_entry refuses all but sudo.
+const WRAPPERS: &[&str] = &["sudo", "env", "exec", "nohup", "time", "timeout", "command", "nice", "ionice", "stdbuf"];
+
+fn base(w: &str) -> &str {
+    w.rsplit('/').next().unwrap_or(w)
 }
 
-/// Whether the line runs `kubeadm init`/`kubeadm join` as unquoted words anywhere (even where
-/// kubestrap cannot take it apart, so that such a line is refused rather than run by a shell);
-/// `echo "kubeadm init done"` does not.
+/// `NAME=value` before a command.
+fn is_assignment(w: &str) -> bool {
+    w.split_once('=').is_some_and(|(n, _)| !n.is_empty() && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+}
+
+/// Index of `kubeadm` when this simple command executes `kubeadm init|join`: kubeadm is its
+/// command word, after assignments and wrappers (`sudo -E kubeadm join`, `timeout 600 kubeadm
+/// init`), not an argument of another command (`echo kubeadm join`).
+fn kubeadm_at<S: AsRef<str>>(words: &[S]) -> Option<usize> {
+    let mut wrapped = false;
+    for (i, w) in words.iter().map(AsRef::as_ref).enumerate() {
+        if base(w) == "kubeadm" {
+            let sub = words.get(i + 1).map(AsRef::as_ref);
+            return matches!(sub, Some("init" | "join")).then_some(i);
+        }
+        if WRAPPERS.contains(&base(w)) {
+            wrapped = true;
+        } else if !wrapped && !is_assignment(w) {
+            return None;
+        }
+    }
+    None
+}
+
+/// Whether the line executes `kubeadm init`/`kubeadm join` in any of its commands (even where
+/// kubestrap cannot take it apart, so that such a line is refused rather than run by a shell).
+/// Data does not count, as cloud-init's shell would not run it: quoted text (`echo "kubeadm init
+/// done"`), arguments of other commands (`echo kubeadm join ... >> /root/join.sh`) and heredoc
+/// bodies (a script written for later).
 fn mentions_kubeadm_step(line: &str) -> bool {
-    let bare = unquoted(line);
-    let words: Vec<&str> = bare.split(|c: char| c.is_whitespace() || ";&|()`".contains(c)).collect();
-    words.windows(2).any(|w| w[0].rsplit('/').next() == Some("kubeadm") && (w[1] == "init" || w[1] == "join"))
+    const KEYWORDS: &[&str] = &["if", "then", "else", "elif", "do", "while", "until", "!", "{", "}"];
+    let bare = unquoted(&without_heredoc_bodies(line));
+    bare.split(|c: char| ";&|()`\n".contains(c)).any(|cmd| {
+        let words: Vec<&str> = cmd.split_whitespace().skip_while(|w| KEYWORDS.contains(w)).collect();
+        kubeadm_at(&words).is_some()
+    })
+}
+
+/// The line without the bodies of its heredocs (`<<EOF` … `EOF`, `<<-'EOF'`): data, not commands.
+fn without_heredoc_bodies(line: &str) -> String {
+    let mut out = String::new();
+    let mut pending: Vec<(String, bool)> = Vec::new();
+    let mut lines = line.split('\n').peekable();
+    while let Some(l) = lines.next() {
+        if let Some((delim, strip_tabs)) = pending.first() {
+            let end = if *strip_tabs { l.trim_start_matches('\t') } else { l };
+            if end == delim {
+                pending.remove(0);
+            }
+            continue;
+        }
+        out.push_str(l);
+        if lines.peek().is_some() {
+            out.push('\n');
+        }
+        let bare = unquoted(l);
+        let mut rest = &bare[..];
+        let mut at = 0;
+        while let Some(i) = rest.find("<<") {
+            let after = &rest[i + 2..];
+            at += i + 2;
+            if after.starts_with('<') {
+                // `<<<` is a here-string: its data is on this line.
+                rest = &after[1..];
+                at += 1;
+                continue;
+            }
+            let strip_tabs = after.starts_with('-');
+            let skip = usize::from(strip_tabs);
+            // The delimiter from the original text (quotes say only "no expansion").
+            let orig = l.get(at + skip..).unwrap_or_default();
+            let word: String = orig
+                .trim_start()
+                .chars()
+                .take_while(|c| !c.is_whitespace() && !";&|<>()".contains(*c))
+                .filter(|c| !"'\"\\".contains(*c))
+                .collect();
+            if !word.is_empty() {
+                pending.push((word, strip_tabs));
+            }
+            rest = &after[skip..];
+            at += skip;
+        }
+    }
+    out
 }
 
 /// The line with quoted and escaped characters blanked out.
@@ -171,7 +250,8 @@ fn unquoted(line: &str) -> String {
             } else if c == '"' {
                 double = true;
             }
-            if quoted || c == '\'' || c == '"' { '_' } else { c }
+            // One `_` per byte, so offsets in the result are offsets in the line.
+            if quoted || c == '\'' || c == '"' { "_".repeat(c.len_utf8()) } else { c.to_string() }
         })
         .collect()
 }
@@ -377,6 +457,46 @@ mod tests {
         assert_eq!(e[0], Entry::Commands(vec![]));
         assert_eq!(e[1], Entry::Commands(vec![sh("runcmd[1]", "kubeadm token list")]));
         assert!(n[0].contains("skipped"), "{n:?}");
+    }
+
+    #[test]
+    fn runcmd_runs_entries_that_only_mention_kubeadm_as_the_shell_would() {
+        // Data, not commands: a heredoc writing a join script for later, echo's arguments, quoted
+        // text, and a kubeadm subcommand kubestrap does not perform.
+        let yaml = r#"
+- |
+  cat > /root/join-later.sh <<'EOF'
+  #!/bin/sh
+  kubeadm join 10.0.0.1:6443 --token abcdef.0123456789abcdef; echo joined
+  EOF
+- echo kubeadm join 10.0.0.1:6443 >> /root/notes.txt
+- ["echo", "kubeadm", "init"]
+- printf '%s\n' "kubeadm init; done" > /root/x
+- |
+  cat <<-EOT >> /etc/motd
+  	run: kubeadm join ... | tee
+  	EOT
+  chmod 0600 /etc/motd
+- cat <<< "kubeadm init"
+"#;
+        let got = entries(yaml).unwrap();
+        assert_eq!(got.len(), 6);
+        for (i, e) in got.iter().enumerate() {
+            let Entry::Commands(cmds) = e else { panic!("entry {i} taken for the kubeadm step: {e:?}") };
+            assert_eq!(cmds.len(), 1, "entry {i}");
+        }
+        // The heredoc entry runs whole through the shell, as cloud-init would run it.
+        let Entry::Commands(c) = &got[0] else { unreachable!() };
+        assert!(matches!(&c[0].action, Action::Shell(l) if l.contains("<<'EOF'") && l.contains("kubeadm join")));
+        // Executed, it is still the kubeadm step (or refused when it cannot be split).
+        let sudo = entries("- sudo -E kubeadm join 10.0.0.1:6443 --token t\n").unwrap();
+        assert!(matches!(sudo[0], Entry::Kubeadm { .. }));
+        let e = entries("- FOO=1 kubeadm init\n").unwrap_err().to_string();
+        assert!(e.contains("through \"FOO=1\""), "an environment kubestrap cannot honour: {e}");
+        let e = entries("- |\n  cat > /tmp/x <<EOF\n  data\n  EOF\n  kubeadm init\n").unwrap_err().to_string();
+        assert!(e.contains("line break"), "a kubeadm line after a heredoc still runs: {e}");
+        let e = entries("- if true; then kubeadm init; fi\n").unwrap_err().to_string();
+        assert!(e.contains("`;`"), "{e}");
     }
 
     #[test]
