@@ -205,9 +205,9 @@ fn without_heredoc_bodies(line: &str) -> String {
         while let Some(i) = rest.find("<<") {
             let after = &rest[i + 2..];
             at += i + 2;
-            if after.starts_with('<') {
+            if let Some(here_string) = after.strip_prefix('<') {
                 // `<<<` is a here-string: its data is on this line.
-                rest = &after[1..];
+                rest = here_string;
                 at += 1;
                 continue;
             }
