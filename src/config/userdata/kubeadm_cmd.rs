@@ -59,12 +59,13 @@ const JOIN_FLAGS: &[&str] = &[
 /// The role and documents of a kubeadm line. `origin` is `runcmd[i]`.
 pub(super) fn documents(
     src: &str,
+    document: &str,
     origin: &str,
     argv: &[String],
     files: &[WriteFile],
     notices: &mut Vec<String>,
 ) -> Result<(Role, Documents), ConfigError> {
-    let err = |m: String| ConfigError::doc(src, "#cloud-config", origin, m);
+    let err = |m: String| ConfigError::doc(src, document, origin, m);
     let argv = without_verbosity(argv, origin, notices);
     let sub = argv.get(1).cloned().unwrap_or_default();
     let flags = flag_names(&argv);
@@ -90,7 +91,7 @@ pub(super) fn documents(
                 return Err(err("kubeadm init phase: run the whole `kubeadm init` in user-data".into()));
             }
             let mut docs = if i.config.is_some() {
-                config(src, origin, i.config.as_deref(), files)?
+                config(src, document, origin, i.config.as_deref(), files)?
             } else {
                 // kubeadm's flags alone build the documents, as `kubestrap init` does.
                 InitFlags::from_cli(&i).documents_with_token().map_err(|e| err(format!("kubeadm init: {e}")))?
@@ -116,7 +117,7 @@ pub(super) fn documents(
             Ok((Role::ControlPlane { upload_certs: i.upload_certs }, docs))
         }
         Command::Join(j) => {
-            let mut docs = config(src, origin, j.config.as_deref(), files)?;
+            let mut docs = config(src, document, origin, j.config.as_deref(), files)?;
             if j.config.is_some() && docs.join.is_none() {
                 return Err(err(format!(
                     "kubeadm join --config {}: the file holds no JoinConfiguration",
@@ -205,6 +206,7 @@ fn apply_join_flags(
 /// The `--config` file's documents, from what write_files writes there (in order, with appends).
 fn config(
     src: &str,
+    document: &str,
     origin: &str,
     path: Option<&std::path::Path>,
     files: &[WriteFile],
@@ -218,20 +220,22 @@ fn config(
             _ => content = Some(f.content.clone()),
         }
     }
+    // Ignition's files are storage.files; cloud-config's are write_files.
+    let files_key = if document == super::ignition::DOC { "storage.files" } else { "write_files" };
     let Some(bytes) = content else {
         return Err(ConfigError::doc(
             src,
-            "#cloud-config",
+            document,
             origin,
             format!(
-                "kubeadm --config {want}: no write_files entry writes that file; kubestrap reads the kubeadm \
-                 config from write_files before anything runs"
+                "kubeadm --config {want}: no {files_key} entry writes that file; kubestrap reads the kubeadm \
+                 config from {files_key} before anything runs"
             ),
         ));
     };
     let text = String::from_utf8(bytes)
-        .map_err(|_| ConfigError::file(&format!("{src}: write_files {want}"), "is not UTF-8 text".into()))?;
-    parse_documents(&format!("{src}: write_files {want}"), &text)
+        .map_err(|_| ConfigError::file(&format!("{src}: {files_key} {want}"), "is not UTF-8 text".into()))?;
+    parse_documents(&format!("{src}: {files_key} {want}"), &text)
 }
 
 fn display(p: Option<&std::path::Path>) -> String {
@@ -299,7 +303,7 @@ mod tests {
     }
 
     fn run(line: &str, files: &[WriteFile]) -> Result<(Role, Documents), ConfigError> {
-        documents("u", "runcmd[0]", &argv(line), files, &mut Vec::new())
+        documents("u", "#cloud-config", "runcmd[0]", &argv(line), files, &mut Vec::new())
     }
 
     const INIT: &str = "apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\n---\napiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\nclusterName: c\n";
