@@ -7,7 +7,7 @@ use sha2::Digest;
 
 use super::super::test_support::*;
 use super::*;
-use crate::config::userdata::{NodePlan, Planned, plan_detailed};
+use crate::config::userdata::{BootPlan, NodePlan, Planned, plan_detailed};
 
 const CP: &str = include_str!("../../../../tests/fixtures/user-data/ignition-capi-control-plane/user-data");
 const WORKER: &str = include_str!("../../../../tests/fixtures/user-data/ignition-capi-worker/user-data");
@@ -125,6 +125,20 @@ fn ignition_cluster_api_worker_joins_and_merges_a_unit_given_twice() {
     }
     // No post block: nothing after the move.
     assert_eq!(s.after.len(), 3);
+    // meta-data's local-hostname names the node, as for cloud-config.
+    let mut g = gathered(WORKER);
+    g.meta.local_hostname = Some("node-1".into());
+    assert_eq!(join_of(plan_detailed(&g).unwrap()).node_registration.name, "node-1");
+}
+
+#[test]
+fn ignition_plan_file_keeps_only_the_post_kubelet_script() {
+    let p = plan_detailed(&gathered(CP)).unwrap();
+    let text = BootPlan { node: p.plan, script: p.script.clone() }.to_yaml().unwrap();
+    assert!(!text.contains("PRIVATE KEY") && !text.contains("modprobe"), "{text}");
+    let back = BootPlan::from_yaml(text.as_bytes()).unwrap().script.unwrap();
+    assert!(back.files.is_empty() && back.before.is_empty());
+    assert_eq!(back.after, p.script.unwrap().after);
 }
 
 #[test]
@@ -339,4 +353,10 @@ fn ignition_kubeadm_sh_shape() {
     let e = kubeadm_sh::split(&format!("set -e\necho kubeadm\n{}\n", kubeadm_sh::SENTINEL_LINE)).unwrap_err();
     assert!(e.contains("line 2") && e.contains("kubeadm init|join"), "{e}");
     assert_eq!(kubeadm_sh::quote("it's"), "'it'\\''s'");
+    // The Afterburn variables are exported ahead of the block, quoted.
+    let env = [("COREOS_EC2_HOSTNAME".to_string(), "ip-10-0-0-1.ec2.internal".to_string())];
+    assert_eq!(
+        kubeadm_sh::bash_block(&env, "envsubst < /a > /b\n"),
+        "exec bash -e -c 'export COREOS_EC2_HOSTNAME='\\''ip-10-0-0-1.ec2.internal'\\''\nenvsubst < /a > /b\n'"
+    );
 }
