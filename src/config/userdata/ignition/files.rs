@@ -87,7 +87,11 @@ fn entry(src: &str, spec: Spec, at: &str, item: &Value) -> Result<Vec<WriteFile>
     let mut out = Vec::new();
     if spec == Spec::V2 {
         let contents = m.get("contents").map(|c| read("contents", c)).transpose()?.unwrap_or_default();
-        let append = m.get("append").and_then(Value::as_bool).unwrap_or(false);
+        let append = match m.get("append") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(b)) => *b,
+            Some(_) => return Err(err("append", "must be true or false in spec 2.x".into())),
+        };
         out.push(WriteFile { content: contents, append, ..base });
         return Ok(out);
     }

@@ -25,8 +25,13 @@ pub(super) struct Layer {
 impl Layer {
     /// A field path inside this layer, for errors and notices.
     pub fn path(&self, field: &str) -> String {
-        if self.at.is_empty() { field.to_string() } else { format!("{} > {field}", self.at) }
+        path(&self.at, field)
     }
+}
+
+/// `field` inside the config found at `at`.
+fn path(at: &str, field: &str) -> String {
+    if at.is_empty() { field.to_string() } else { format!("{at} > {field}") }
 }
 
 /// The user-data config and every config it references, in the order their contents apply.
@@ -37,8 +42,7 @@ pub(super) fn layers(src: &str, config: Value) -> Result<Vec<Layer>, ConfigError
 }
 
 fn walk(src: &str, at: String, config: Value, depth: usize, out: &mut Vec<Layer>) -> Result<(), ConfigError> {
-    let layer = Layer { at, spec: Spec::V2, config: Value::Null };
-    let err = |field: &str, m: String| ConfigError::doc(src, "Ignition", &layer.path(field), m);
+    let err = |field: &str, m: String| ConfigError::doc(src, "Ignition", &path(&at, field), m);
     let spec = detect::spec(src, &config).map_err(|e| err("ignition.version", e.message))?;
     let refs = config.get("ignition").and_then(|i| i.get("config")).cloned().unwrap_or(Value::Null);
     let many = if spec == Spec::V2 { "append" } else { "merge" };
@@ -57,7 +61,7 @@ fn walk(src: &str, at: String, config: Value, depth: usize, out: &mut Vec<Layer>
     }
     // A replace stands for this config: its own storage and units are not read.
     if replace.is_none() {
-        out.push(Layer { spec, config, ..layer.clone() });
+        out.push(Layer { at: at.clone(), spec, config });
     }
     for (field, r) in children {
         let bytes = resource::read(&r).map_err(|(f, m)| {
@@ -66,7 +70,7 @@ fn walk(src: &str, at: String, config: Value, depth: usize, out: &mut Vec<Layer>
         })?;
         let child: Value = serde_json::from_slice(&bytes)
             .map_err(|e| err(&field, format!("the referenced config is not JSON: {e}")))?;
-        walk(src, layer.path(&field), child, depth + 1, out)?;
+        walk(src, path(&at, &field), child, depth + 1, out)?;
     }
     Ok(())
 }

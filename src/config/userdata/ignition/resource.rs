@@ -92,7 +92,8 @@ fn percent_decode(s: &str) -> Result<Vec<u8>, Refusal> {
     Ok(out)
 }
 
-/// `sha512-<hex>` or `sha256-<hex>` over the (decompressed) bytes.
+/// `sha512-<hex>` or `sha256-<hex>`; Ignition's hash describes the decompressed bytes when a
+/// compression is given.
 pub(super) fn verify(hash: &str, bytes: &[u8]) -> Result<(), Refusal> {
     let (algo, want) = hash.split_once('-').ok_or_else(|| format!("{hash:?} is not <algorithm>-<hex>"))?;
     let got = match algo {

@@ -178,6 +178,9 @@ fn ignition_data_urls_decode_as_rfc_2397() {
     v["storage"]["files"][1]["filesystem"] = json!("oem");
     assert!(err(&v).contains("storage.files[1].filesystem: \"oem\""), "{}", err(&v));
     v["storage"]["files"][1]["filesystem"] = json!("root");
+    v["storage"]["files"][1]["append"] = json!([]);
+    assert!(err(&v).contains("storage.files[1].append: must be true or false in spec 2.x"), "{}", err(&v));
+    v["storage"]["files"][1]["append"] = json!(false);
     v["storage"]["files"][1]["mode"] = json!(-1);
     assert!(err(&v).contains("storage.files[1].mode") && err(&v).contains("decimal"), "{}", err(&v));
 }
