@@ -66,6 +66,7 @@ pub(super) fn documents(
     notices: &mut Vec<String>,
 ) -> Result<(Role, Documents), ConfigError> {
     let err = |m: String| ConfigError::doc(src, document, origin, m);
+    let files_key = files_key(document);
     let argv = without_verbosity(argv, origin, notices);
     let sub = argv.get(1).cloned().unwrap_or_default();
     let flags = flag_names(&argv);
@@ -73,7 +74,7 @@ pub(super) fn documents(
     if let Some(f) = flags.iter().find(|f| !allowed.contains(&f.as_str())) {
         return Err(err(format!(
             "kubeadm {sub} --{f}: kubestrap does not take this flag from a user-data kubeadm line (it takes --{}); \
-             set the same field in the kubeadm config file given with --config (write_files)",
+             set the same field in the kubeadm config file given with --config ({files_key})",
             allowed.join(", --")
         )));
     }
@@ -220,8 +221,7 @@ fn config(
             _ => content = Some(f.content.clone()),
         }
     }
-    // Ignition's files are storage.files; cloud-config's are write_files.
-    let files_key = if document == super::ignition::DOC { "storage.files" } else { "write_files" };
+    let files_key = files_key(document);
     let Some(bytes) = content else {
         return Err(ConfigError::doc(
             src,
@@ -236,6 +236,11 @@ fn config(
     let text = String::from_utf8(bytes)
         .map_err(|_| ConfigError::file(&format!("{src}: {files_key} {want}"), "is not UTF-8 text".into()))?;
     parse_documents(&format!("{src}: {files_key} {want}"), &text)
+}
+
+/// Where the user-data lists its files: Ignition's storage.files, cloud-config's write_files.
+fn files_key(document: &str) -> &'static str {
+    if document == super::ignition::DOC { "storage.files" } else { "write_files" }
 }
 
 fn display(p: Option<&std::path::Path>) -> String {

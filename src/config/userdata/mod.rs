@@ -13,7 +13,8 @@
 //! One file per step, in the order [`plan_detailed`] runs them: `decode` (bytes → text, format,
 //! private keys), `jinja` (the template variables), `cloud_config` (the shorthand) or `cloud_init`
 //! (write_files, runcmd and the kubeadm line in it: `write_files`, `runcmd`, `kubeadm_cmd`,
-//! `script`), `overrides` (credentials, node name, shorthand-vs-document merging), then
+//! `script`) or `ignition` (an Ignition config into the same files, script and kubeadm line),
+//! `overrides` (credentials, node name, shorthand-vs-document merging), then
 //! `init_plan` or `join_plan`. This file picks the
 //! user-data, decides the role and owns the [`NodePlan`] value.
 

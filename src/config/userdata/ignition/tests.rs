@@ -125,6 +125,10 @@ fn ignition_cluster_api_worker_joins_and_merges_a_unit_given_twice() {
     }
     // No post block: nothing after the move.
     assert_eq!(s.after.len(), 3);
+    // Gzip-compressed user-data (EC2 allows it) is the same config.
+    let mut g = gathered("");
+    g.user_data = Some(gz(WORKER.as_bytes()));
+    assert!(plan_detailed(&g).unwrap().plan.is_join());
     // meta-data's local-hostname names the node, as for cloud-config.
     let mut g = gathered(WORKER);
     g.meta.local_hostname = Some("node-1".into());
@@ -210,6 +214,8 @@ fn ignition_versions_and_json_that_is_not_ignition() {
     // A kubeadm document written as JSON is still a kubeadm document.
     let kd = json!({"apiVersion": "kubeadm.k8s.io/v1beta4", "kind": "InitConfiguration"});
     assert!(matches!(plan_detailed(&gathered(&kd.to_string())).unwrap().plan, NodePlan::Init { .. }));
+    let e = err(&v2("", JOIN_YML).tap(|v| v["storage"]["files"][1]["path"] = json!("/etc/other.yml")));
+    assert!(e.contains("/etc/kubeadm.sh:4") && e.contains("no storage.files entry writes that file"), "{e}");
     let e = err(&json!({"ignition": {"version": "3.4.0"}}));
     assert!(e.contains("without Cluster API's /etc/kubeadm.sh"), "{e}");
     let e = err(&v2("", JOIN_YML)
