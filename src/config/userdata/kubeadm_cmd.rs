@@ -66,17 +66,11 @@ pub(super) fn documents(
     notices: &mut Vec<String>,
 ) -> Result<(Role, Documents), ConfigError> {
     let err = |m: String| ConfigError::doc(src, document, origin, m);
-    let files_key = files_key(document);
     let argv = without_verbosity(argv, origin, notices);
     let sub = argv.get(1).cloned().unwrap_or_default();
     let flags = flag_names(&argv);
-    let allowed = if sub == "init" { INIT_FLAGS } else { JOIN_FLAGS };
-    if let Some(f) = flags.iter().find(|f| !allowed.contains(&f.as_str())) {
-        return Err(err(format!(
-            "kubeadm {sub} --{f}: kubestrap does not take this flag from a user-data kubeadm line (it takes --{}); \
-             set the same field in the kubeadm config file given with --config ({files_key})",
-            allowed.join(", --")
-        )));
+    if let Some(m) = unknown_flag(&sub, &flags, document) {
+        return Err(err(m));
     }
     if flags.iter().any(|f| f == "config") {
         // In the order written, as this check has always reported them.
@@ -137,6 +131,18 @@ pub(super) fn documents(
         }
         _ => Err(err(format!("kubeadm {sub} is not init or join"))),
     }
+}
+
+/// The first flag kubestrap does not take from a user-data kubeadm line, as the refusal.
+fn unknown_flag(sub: &str, flags: &[String], document: &str) -> Option<String> {
+    let allowed = if sub == "init" { INIT_FLAGS } else { JOIN_FLAGS };
+    let f = flags.iter().find(|f| !allowed.contains(&f.as_str()))?;
+    Some(format!(
+        "kubeadm {sub} --{f}: kubestrap does not take this flag from a user-data kubeadm line (it takes --{}); \
+         set the same field in the kubeadm config file given with --config ({})",
+        allowed.join(", --"),
+        files_key(document)
+    ))
 }
 
 /// The join flags, bound to the JoinConfiguration fields kubeadm binds them to.
