@@ -12,6 +12,10 @@ use crate::config::userdata::WriteFile;
 /// Ignition's mode when none is given.
 const DEFAULT_MODE: u32 = 0o644;
 
+/// All files' contents together, decompressed: each entry is bounded by gzip's cap, this bounds
+/// a config of many small gzip bombs.
+const MAX_TOTAL_BYTES: usize = 32 << 20;
+
 /// Files Cluster API renders for things kubestrap does not manage (the ssh daemon, ntpd).
 const NOT_MANAGED: &[&str] = &["/etc/ssh/sshd_config", "/etc/ntp.conf"];
 
@@ -31,6 +35,7 @@ pub(super) fn files(
     notices: &mut Vec<String>,
 ) -> Result<Vec<Entry>, ConfigError> {
     let mut out = Vec::new();
+    let mut total = 0;
     for layer in layers {
         let Some(list) = layer.config.get("storage").and_then(|s| s.get("files")) else { continue };
         let Value::Array(list) = list else {
@@ -39,6 +44,17 @@ pub(super) fn files(
         for (i, item) in list.iter().enumerate() {
             let at = layer.path(&format!("storage.files[{i}]"));
             let written = entry(src, layer.spec, &at, item)?;
+            total += written.iter().map(|f| f.content.len()).sum::<usize>();
+            if total > MAX_TOTAL_BYTES {
+                return Err(ConfigError::doc(
+                    src,
+                    "Ignition",
+                    &at,
+                    format!(
+                        "brings the files' contents past {MAX_TOTAL_BYTES} bytes, kubestrap's limit; refusing them"
+                    ),
+                ));
+            }
             let path = written.first().map(|f| f.path.clone()).unwrap_or_default();
             let sudoers = path.strip_prefix("/etc/sudoers.d/").is_some_and(|u| ignored_users.iter().any(|n| n == u));
             if sudoers || NOT_MANAGED.contains(&path.as_str()) {

@@ -12,6 +12,9 @@ use crate::config::ConfigError;
 /// How deep references may nest: Ignition itself allows a chain, but a loop of data: URLs
 /// cannot exist and real configs use one level (CAPA's stub).
 const MAX_DEPTH: usize = 4;
+/// How many configs in all: with each reference inflating to at most 1 MiB, this bounds what a
+/// small user-data can make kubestrap hold.
+const MAX_LAYERS: usize = 16;
 
 /// One config whose storage and units are read, in merge order.
 #[derive(Debug, Clone)]
@@ -64,6 +67,9 @@ fn walk(src: &str, at: String, config: Value, depth: usize, out: &mut Vec<Layer>
         out.push(Layer { at: at.clone(), spec, config });
     }
     for (field, r) in children {
+        if out.len() >= MAX_LAYERS {
+            return Err(err(&field, format!("is one config reference too many: kubestrap reads at most {MAX_LAYERS}")));
+        }
         let bytes = resource::read(&r).map_err(|(f, m)| {
             let f = if f.is_empty() { field.clone() } else { format!("{field}.{f}") };
             err(&f, format!("{m} (the referenced config)"))

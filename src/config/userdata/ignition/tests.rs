@@ -190,6 +190,18 @@ fn ignition_data_urls_decode_as_rfc_2397() {
 }
 
 #[test]
+fn ignition_many_small_gzip_files_are_bounded_together() {
+    let zeros = format!("data:;base64,{}", b64(&gz(&vec![0u8; 1 << 20])));
+    let mut v = v2("", JOIN_YML);
+    let files = v["storage"]["files"].as_array_mut().unwrap();
+    files.extend(
+        (0..40).map(|i| json!({"path": format!("/z{i}"), "contents": {"source": zeros, "compression": "gzip"}})),
+    );
+    let e = err(&v);
+    assert!(e.contains("storage.files[33]: brings the files' contents past 33554432 bytes"), "{e}");
+}
+
+#[test]
 fn ignition_versions_and_json_that_is_not_ignition() {
     for (version, ok) in [
         ("2.3.0", true),
@@ -292,6 +304,11 @@ fn ignition_config_references_merge_replace_and_check_hashes() {
     assert!(e.contains("ignition.config.append[0].verification.hash: does not match"), "{e}");
     let e = err(&parent("md5-00", "append"));
     assert!(e.contains("\"md5\" is not a hash"), "{e}");
+    // A bounded number of references.
+    let many: Vec<Value> =
+        (0..20).map(|_| json!({"source": "data:,%7B%22ignition%22%3A%7B%22version%22%3A%222.3.0%22%7D%7D"})).collect();
+    let e = err(&json!({"ignition": {"version": "2.3.0", "config": {"append": many}}}));
+    assert!(e.contains("ignition.config.append[15]: is one config reference too many"), "{e}");
     // Errors inside a referenced config name the reference.
     let bad_child = child.clone().tap(|v| v["storage"]["files"][1]["mode"] = json!("0644")).to_string();
     let v = json!({"ignition": {"version": "2.3.0", "config": {"append": [{"source": pct(&bad_child)}]}}});
