@@ -6,9 +6,9 @@
 //! runs `kubeadm init|join` from runcmd (Cluster API's bootstrap data, hand-written user-data),
 //! whose write_files and commands kubestrap performs around its own init or join; any of them
 //! gzip-compressed, and cloud-config may be a `## template: jinja` (Cluster API's header); an
-//! Ignition config (Cluster API's `format: ignition`) is read into the same files and script. The `kubestrap.*` credentials override the same fields, and meta-data's
-//! local-hostname names the node unless the user-data does. Token values never appear in errors
-//! or notices.
+//! Ignition config (Cluster API's `format: ignition`) is read into the same files and script.
+//! The `kubestrap.*` credentials override the same fields, and meta-data's local-hostname names
+//! the node unless the user-data does. Token values never appear in errors or notices.
 //!
 //! One file per step, in the order [`plan_detailed`] runs them: `decode` (bytes → text, format,
 //! private keys), `jinja` (the template variables), `cloud_config` (the shorthand) or `cloud_init`
