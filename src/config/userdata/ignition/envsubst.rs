@@ -73,6 +73,16 @@ fn words(line: &str) -> Vec<String> {
     out
 }
 
+/// The pre block's plain assignment lines (no command substitution, so re-running them does
+/// nothing else), to run again ahead of the post block: in /etc/kubeadm.sh both blocks ran in one
+/// shell, so the post-commands saw what the pre-commands set.
+pub(super) fn carried_assignments(pre: &str) -> String {
+    pre.lines()
+        .filter(|l| assignment(l).is_some_and(|(_, v)| !v.contains("$(") && !v.contains('`')))
+        .map(|l| format!("{}\n", l.trim()))
+        .collect()
+}
+
 /// `[export ]NAME=VALUE` on a line of its own.
 fn assignment(line: &str) -> Option<(&str, &str)> {
     let l = line.trim();

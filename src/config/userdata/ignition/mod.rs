@@ -99,7 +99,9 @@ pub(super) fn plan(
         script.after.push(at(Action::Shell(kubeadm_sh::MOVE_LINE.into())));
     }
     if !parts.post.trim().is_empty() {
-        script.after.push(shell("postKubeadmCommands", &parts.post, &[]));
+        // kubeadm.service gave both blocks the Afterburn environment, and one shell ran them.
+        let post = format!("{}{}", envsubst::carried_assignments(&parts.pre), parts.post);
+        script.after.push(shell("postKubeadmCommands", &post, &vars.afterburn()));
     }
     Ok((role, docs, script))
 }

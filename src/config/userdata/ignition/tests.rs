@@ -362,6 +362,8 @@ fn ignition_envsubst_forms() {
     let pre = "export H=${COREOS_OPENSTACK_HOSTNAME%.*}\nL=${COREOS_OPENSTACK_HOSTNAME%%.*}\nD=${COREOS_OPENSTACK_HOSTNAME#*.}\nQ=\"$A\"\nenvsubst < /etc/kubeadm.yml > /tmp/k\nmv /tmp/k /etc/kubeadm.yml\n";
     let (kept, assigned) = envsubst::take_idiom(pre, &env).unwrap();
     assert!(!kept.contains("envsubst"), "{kept}");
+    let carried = envsubst::carried_assignments("export A=1\nB=\"$A\"\nC=$(hostname)\nD=`x`\necho E=1\n");
+    assert_eq!(carried, "export A=1\nB=\"$A\"\n");
     let get = |n: &str| envsubst::lookup(&assigned, &env, n);
     assert_eq!(
         (get("H").unwrap(), get("L").unwrap(), get("D").unwrap(), get("Q").unwrap()),
