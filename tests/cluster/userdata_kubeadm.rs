@@ -75,6 +75,9 @@ fn user_data_corpus_accepted_and_refused_as_kubeadm_does() {
         ("capi-control-plane-join", Ok("join")),
         ("capi-worker", Ok("join")),
         // `kubeadm init` by flags alone: the flags build the documents, as `kubestrap init` does.
+        // Cluster API's `format: ignition` (Ignition 2.3.0): the same files and script.
+        ("ignition-capi-control-plane", Ok("init")),
+        ("ignition-capi-worker", Ok("join")),
         ("homelab-crio-master", Ok("init")),
         ("homelab-crio-worker", Ok("join")),
         ("homelab-oci-flannel", Ok("init")),

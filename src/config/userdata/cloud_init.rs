@@ -66,7 +66,7 @@ pub(super) fn plan(
                 script.after.extend(after);
                 script.kubeadm =
                     format!("{origin}: {}", crate::token::replace_tokens(&argv.join(" "), "<token hidden>"));
-                role_docs = Some(kubeadm_cmd::documents(src, &origin, &argv, &files, notices)?);
+                role_docs = Some(kubeadm_cmd::documents(src, "#cloud-config", &origin, &argv, &files, notices)?);
             }
         }
     }

@@ -59,22 +59,18 @@ const JOIN_FLAGS: &[&str] = &[
 /// The role and documents of a kubeadm line. `origin` is `runcmd[i]`.
 pub(super) fn documents(
     src: &str,
+    document: &str,
     origin: &str,
     argv: &[String],
     files: &[WriteFile],
     notices: &mut Vec<String>,
 ) -> Result<(Role, Documents), ConfigError> {
-    let err = |m: String| ConfigError::doc(src, "#cloud-config", origin, m);
+    let err = |m: String| ConfigError::doc(src, document, origin, m);
     let argv = without_verbosity(argv, origin, notices);
     let sub = argv.get(1).cloned().unwrap_or_default();
     let flags = flag_names(&argv);
-    let allowed = if sub == "init" { INIT_FLAGS } else { JOIN_FLAGS };
-    if let Some(f) = flags.iter().find(|f| !allowed.contains(&f.as_str())) {
-        return Err(err(format!(
-            "kubeadm {sub} --{f}: kubestrap does not take this flag from a user-data kubeadm line (it takes --{}); \
-             set the same field in the kubeadm config file given with --config (write_files)",
-            allowed.join(", --")
-        )));
+    if let Some(m) = unknown_flag(&sub, &flags, document) {
+        return Err(err(m));
     }
     if flags.iter().any(|f| f == "config") {
         // In the order written, as this check has always reported them.
@@ -90,7 +86,7 @@ pub(super) fn documents(
                 return Err(err("kubeadm init phase: run the whole `kubeadm init` in user-data".into()));
             }
             let mut docs = if i.config.is_some() {
-                config(src, origin, i.config.as_deref(), files, Reads::Init)?
+                config(src, document, origin, i.config.as_deref(), files, Reads::Init)?
             } else {
                 // kubeadm's flags alone build the documents, as `kubestrap init` does.
                 InitFlags::from_cli(&i).documents_with_token().map_err(|e| err(format!("kubeadm init: {e}")))?
@@ -117,7 +113,7 @@ pub(super) fn documents(
             Ok((Role::ControlPlane { upload_certs: i.upload_certs }, docs))
         }
         Command::Join(j) => {
-            let mut docs = config(src, origin, j.config.as_deref(), files, Reads::Join)?;
+            let mut docs = config(src, document, origin, j.config.as_deref(), files, Reads::Join)?;
             if j.config.is_some() && docs.join.is_none() {
                 return Err(err(format!(
                     "kubeadm join --config {}: the file holds no JoinConfiguration",
@@ -136,6 +132,18 @@ pub(super) fn documents(
         }
         _ => Err(err(format!("kubeadm {sub} is not init or join"))),
     }
+}
+
+/// The first flag kubestrap does not take from a user-data kubeadm line, as the refusal.
+fn unknown_flag(sub: &str, flags: &[String], document: &str) -> Option<String> {
+    let allowed = if sub == "init" { INIT_FLAGS } else { JOIN_FLAGS };
+    let f = flags.iter().find(|f| !allowed.contains(&f.as_str()))?;
+    Some(format!(
+        "kubeadm {sub} --{f}: kubestrap does not take this flag from a user-data kubeadm line (it takes --{}); \
+         set the same field in the kubeadm config file given with --config ({})",
+        allowed.join(", --"),
+        files_key(document)
+    ))
 }
 
 /// The join flags, bound to the JoinConfiguration fields kubeadm binds them to.
@@ -206,6 +214,7 @@ fn apply_join_flags(
 /// The `--config` file's documents, from what write_files writes there (in order, with appends).
 fn config(
     src: &str,
+    document: &str,
     origin: &str,
     path: Option<&std::path::Path>,
     files: &[WriteFile],
@@ -220,20 +229,26 @@ fn config(
             _ => content = Some(f.content.clone()),
         }
     }
+    let files_key = files_key(document);
     let Some(bytes) = content else {
         return Err(ConfigError::doc(
             src,
-            "#cloud-config",
+            document,
             origin,
             format!(
-                "kubeadm --config {want}: no write_files entry writes that file; kubestrap reads the kubeadm \
-                 config from write_files before anything runs"
+                "kubeadm --config {want}: no {files_key} entry writes that file; kubestrap reads the kubeadm \
+                 config from {files_key} before anything runs"
             ),
         ));
     };
     let text = String::from_utf8(bytes)
-        .map_err(|_| ConfigError::file(&format!("{src}: write_files {want}"), "is not UTF-8 text".into()))?;
-    parse_documents_for(&format!("{src}: write_files {want}"), &text, reads)
+        .map_err(|_| ConfigError::file(&format!("{src}: {files_key} {want}"), "is not UTF-8 text".into()))?;
+    parse_documents_for(&format!("{src}: {files_key} {want}"), &text, reads)
+}
+
+/// Where the user-data lists its files: Ignition's storage.files, cloud-config's write_files.
+fn files_key(document: &str) -> &'static str {
+    if document == super::ignition::DOC { "storage.files" } else { "write_files" }
 }
 
 fn display(p: Option<&std::path::Path>) -> String {
@@ -301,7 +316,7 @@ mod tests {
     }
 
     fn run(line: &str, files: &[WriteFile]) -> Result<(Role, Documents), ConfigError> {
-        documents("u", "runcmd[0]", &argv(line), files, &mut Vec::new())
+        documents("u", "#cloud-config", "runcmd[0]", &argv(line), files, &mut Vec::new())
     }
 
     const INIT: &str = "apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\n---\napiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\nclusterName: c\n";

@@ -5,14 +5,16 @@
 //! shorthand, optionally with embedded kubeadm documents under `kubeadm:`); `#cloud-config` that
 //! runs `kubeadm init|join` from runcmd (Cluster API's bootstrap data, hand-written user-data),
 //! whose write_files and commands kubestrap performs around its own init or join; any of them
-//! gzip-compressed, and cloud-config may be a `## template: jinja` (Cluster API's header). The `kubestrap.*` credentials override the same fields, and meta-data's
-//! local-hostname names the node unless the user-data does. Token values never appear in errors
-//! or notices.
+//! gzip-compressed, and cloud-config may be a `## template: jinja` (Cluster API's header); an
+//! Ignition config (Cluster API's `format: ignition`) is read into the same files and script.
+//! The `kubestrap.*` credentials override the same fields, and meta-data's local-hostname names
+//! the node unless the user-data does. Token values never appear in errors or notices.
 //!
 //! One file per step, in the order [`plan_detailed`] runs them: `decode` (bytes → text, format,
 //! private keys), `jinja` (the template variables), `cloud_config` (the shorthand) or `cloud_init`
 //! (write_files, runcmd and the kubeadm line in it: `write_files`, `runcmd`, `kubeadm_cmd`,
-//! `script`), `overrides` (credentials, node name, shorthand-vs-document merging), then
+//! `script`) or `ignition` (an Ignition config into the same files, script and kubeadm line),
+//! `overrides` (credentials, node name, shorthand-vs-document merging), then
 //! `init_plan` or `join_plan`. This file picks the
 //! user-data, decides the role and owns the [`NodePlan`] value.
 
@@ -20,6 +22,7 @@ mod cloud_config;
 mod cloud_init;
 mod control_plane;
 mod decode;
+mod ignition;
 mod init_plan;
 mod jinja;
 mod join_plan;
@@ -225,7 +228,12 @@ pub fn plan_detailed(g: &Gathered) -> Result<Planned, ConfigError> {
     }
 
     let is_cloud_config = decode::is_cloud_config(&text);
-    let (mut docs, sh, kubeadm) = if is_cloud_config {
+    let ignition = if is_cloud_config { None } else { ignition::detect(&src, &text)? };
+    let (mut docs, sh, kubeadm) = if let Some(config) = ignition {
+        let vars = crate::datasource::vars::Vars::new(g);
+        let (role, docs, script) = ignition::plan(&src, config, &vars, from_credential, &mut notices)?;
+        (docs, None, Some((role, script)))
+    } else if is_cloud_config {
         match cloud_config::cloud_config(&src, &text, from_credential, &mut notices)? {
             CloudConfig::Shorthand(docs, sh) => (docs, Some(sh), None),
             CloudConfig::Kubeadm(role, docs, script) => (docs, None, Some((role, script))),

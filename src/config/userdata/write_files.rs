@@ -118,7 +118,7 @@ fn decode(raw: &str, encoding: Option<&str>) -> Result<Vec<u8>, String> {
 }
 
 /// Bounded, like the user-data itself, so a small entry cannot inflate into a huge file.
-fn gunzip(bytes: &[u8]) -> Result<Vec<u8>, String> {
+pub(super) fn gunzip(bytes: &[u8]) -> Result<Vec<u8>, String> {
     let mut out = Vec::new();
     flate2::read::GzDecoder::new(bytes)
         .take(MAX_USER_DATA_BYTES as u64 + 1)
