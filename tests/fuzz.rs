@@ -289,7 +289,7 @@ fn fuzz_user_data() {
         let g = kubestrap::datasource::Gathered {
             source: "fuzz".into(),
             user_data: Some(b.to_vec()),
-            meta: kubestrap::datasource::MetaData { instance_id: None, local_hostname: Some("node-1".into()) },
+            meta: kubestrap::datasource::MetaData { local_hostname: Some("node-1".into()), ..Default::default() },
             credentials: Default::default(),
             notices: Vec::new(),
             hostname: String::new(),
