@@ -12,6 +12,7 @@ pub mod every_boot;
 mod every_boot_leaves;
 pub mod existing;
 pub mod failure;
+pub mod metadata;
 pub mod script;
 
 use std::path::{Path, PathBuf};
@@ -238,6 +239,9 @@ fn pre_kubelet_plan(
     let text = p.to_yaml().map_err(|e| Error::runtime(format!("rendering {PLAN_FILE}: {e}")))?;
     fs.write(&PLAN_FILE, text.as_bytes())?;
     fs.commit()?;
+    // Before any user command runs, as Afterburn's unit would be: bootcmd may source them.
+    let n = metadata::write_metadata_files(fs, &crate::datasource::vars::Vars::new(&g))?;
+    info!("[metadata] Wrote {n} variables to /run/metadata/flatcar and /run/metadata/afterburn ({})", g.source);
     if let Some(s) = &p.script {
         let mut progress = script::Progress::new(fs, args.stage.name())?;
         script::commands(fs, &s.bootcmd, runner, &mut progress, report)?;
