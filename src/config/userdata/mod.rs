@@ -29,6 +29,8 @@ mod runcmd;
 mod script;
 #[cfg(test)]
 mod test_support;
+#[cfg(test)]
+mod vars_tests;
 mod write_files;
 
 use serde::{Deserialize, Serialize};
