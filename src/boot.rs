@@ -63,6 +63,13 @@ pub(crate) fn run_with(args: BootArgs, runner: &dyn script::Runner) -> Result<()
     let done = paths::boot_done(args.stage.name());
     if fs.exists(&done) {
         if args.stage == Stage::PreKubelet {
+            // /run is empty again: Afterburn's files as the first boot wrote them. A failure
+            // costs units that read them, not the node, so it is said and not fatal.
+            match metadata::restore_metadata_files(&fs) {
+                Ok(0) => {}
+                Ok(n) => info!("[metadata] Put back {n} files in /run/metadata from the first boot"),
+                Err(e) => log::warn!("[metadata] putting back /run/metadata from the first boot: {e}"),
+            }
             // Every later boot, before the kubelet: keep the node's credentials alive.
             let env = every_boot::Env {
                 clock: &SystemClock,
@@ -240,8 +247,8 @@ fn pre_kubelet_plan(
     fs.write(&PLAN_FILE, text.as_bytes())?;
     fs.commit()?;
     // Before any user command runs, as Afterburn's unit would be: bootcmd may source them.
-    let n = metadata::write_metadata_files(fs, &crate::datasource::vars::Vars::new(&g))?;
-    info!("[metadata] Wrote {n} variables to /run/metadata/flatcar and /run/metadata/afterburn ({})", g.source);
+    let line = metadata::write_metadata_files(fs, &crate::datasource::vars::Vars::new(&g))?;
+    info!("[metadata] {line}");
     if let Some(s) = &p.script {
         let mut progress = script::Progress::new(fs, args.stage.name())?;
         script::commands(fs, &s.bootcmd, runner, &mut progress, report)?;

@@ -201,6 +201,9 @@ pub(crate) const BOOT_FAILURE: File = File::fixed("/run/cluster-api/bootstrap-fa
 pub(crate) const METADATA_FLATCAR: File = File::fixed("/run/metadata/flatcar", READABLE);
 pub(crate) const METADATA_AFTERBURN: File = File::fixed("/run/metadata/afterburn", READABLE);
 pub(crate) const METADATA_DIR: &str = "/run/metadata";
+/// Their first-boot contents, kept so that every later boot can put them back in `/run`.
+pub(crate) const METADATA_FLATCAR_SAVED: File = File::fixed("/var/lib/kubestrap/metadata-flatcar", READABLE);
+pub(crate) const METADATA_AFTERBURN_SAVED: File = File::fixed("/var/lib/kubestrap/metadata-afterburn", READABLE);
 
 /// Every directory kubestrap writes into besides the certificates dir: where a killed run may
 /// have left temp files.

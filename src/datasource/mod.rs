@@ -182,8 +182,9 @@ fn mount_hint(errno: &nix::errno::Errno, fstype: &str) -> String {
 }
 
 /// Instance meta-data: the two values planning reads, and the whole tree for the variable table
-/// (`vars`). Not secret: user-data, which may carry a token, is kept apart.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// (`vars`). User-data, which may carry a token, is kept apart; `Debug` still shows only the
+/// tree's top-level keys, since some clouds put a secret there (OpenStack's `admin_pass`).
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct MetaData {
     pub instance_id: Option<String>,
     /// The node name unless the user-data gives one; also `v1.local_hostname`.
@@ -209,6 +210,17 @@ pub struct Gathered {
     /// This machine's hostname at gather time: the node name's last fallback, as data so that
     /// planning stays pure.
     pub hostname: String,
+}
+
+impl fmt::Debug for MetaData {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let keys: Vec<&str> = self.tree.as_object().map(|m| m.keys().map(String::as_str).collect()).unwrap_or_default();
+        f.debug_struct("MetaData")
+            .field("instance_id", &self.instance_id)
+            .field("local_hostname", &self.local_hostname)
+            .field("tree_keys", &keys)
+            .finish()
+    }
 }
 
 impl fmt::Debug for Gathered {
@@ -347,6 +359,9 @@ mod tests {
         let d = format!("{g:?}");
         assert!(!d.contains("0123456789abcdef"), "{d}");
         assert!(d.contains("kubestrap.token") && d.contains("redacted"), "{d}");
+        g.meta.tree = serde_json::json!({"uuid": "u-1", "admin_pass": "s3cret-pass"});
+        let d = format!("{g:?}");
+        assert!(d.contains("admin_pass") && !d.contains("s3cret-pass"), "{d}");
     }
 
     #[test]

@@ -70,8 +70,9 @@ impl Kind {
     }
 }
 
-/// The variables of one boot, built from what the datasource gathered.
-#[derive(Debug, Clone, Default)]
+/// The variables of one boot, built from what the datasource gathered. `Debug` shows the
+/// meta-data's keys, not its values (see [`super::MetaData`]).
+#[derive(Clone, Default)]
 pub struct Vars {
     source: String,
     kind: Kind,
@@ -79,6 +80,18 @@ pub struct Vars {
     meta: Value,
     /// The `v1` keys this datasource supplies, by their underscore names.
     v1: BTreeMap<&'static str, String>,
+}
+
+impl std::fmt::Debug for Vars {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let keys: Vec<&str> = self.meta.as_object().map(|m| m.keys().map(String::as_str).collect()).unwrap_or_default();
+        f.debug_struct("Vars")
+            .field("source", &self.source)
+            .field("kind", &self.kind)
+            .field("meta_data_keys", &keys)
+            .field("v1", &self.v1)
+            .finish()
+    }
 }
 
 /// A string, number or boolean leaf as Jinja prints it; None for anything else.
