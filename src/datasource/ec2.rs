@@ -1,6 +1,7 @@
 //! EC2-style IMDSv2: `PUT /latest/api/token` (with `X-aws-ec2-metadata-token-ttl-seconds`), then
 //! `GET /latest/user-data` and the meta-data keys in [`META_KEYS`] with the session token in
-//! `X-aws-ec2-metadata-token`. A 404 means the key (or the user-data) was not given. The keys
+//! `X-aws-ec2-metadata-token`. A 404 means the key (or the user-data) was not given (any HTTP
+//! error, for the keys other than instance-id and local-hostname). The keys
 //! form the meta-data tree as cloud-init's EC2 source shows it (`placement/region` nests under
 //! `placement`). The session token is never logged.
 
@@ -24,6 +25,8 @@ pub(crate) const META_KEYS: [&str; 7] = [
     "placement/availability-zone",
     "placement/region",
 ];
+/// The keys read before the variable table existed: their errors still fail the probe.
+const REQUIRED: [&str; 2] = ["instance-id", "local-hostname"];
 
 pub(crate) struct Ec2 {
     base: String,
@@ -54,7 +57,19 @@ impl Ec2 {
     fn meta_data(&self, token: &str) -> Result<MetaData, SourceError> {
         let mut tree = serde_json::Map::new();
         for key in META_KEYS {
-            let Some(value) = self.text(token, &format!("/latest/meta-data/{key}"))? else { continue };
+            let path = format!("/latest/meta-data/{key}");
+            let value = match self.text(token, &path) {
+                // Only the two keys kubestrap always read may fail the probe: a cloud that copies
+                // IMDS without, say, placement/region answers 403 or 500 for it.
+                Err(SourceError::Imds(e))
+                    if !REQUIRED.contains(&key) && matches!(*e, SourceError::HttpStatus { .. }) =>
+                {
+                    log::debug!("ec2: IMDS {e}: {key} left out of the meta-data");
+                    None
+                }
+                other => other?,
+            };
+            let Some(value) = value else { continue };
             let mut at = &mut tree;
             let mut parts = key.split('/').peekable();
             while let Some(part) = parts.next() {
@@ -122,6 +137,7 @@ mod tests {
                 }
                 let path = first.split(' ').nth(1).unwrap_or_default();
                 let (code, body) = match answers.iter().find(|(p, _)| *p == path) {
+                    Some((_, "!500")) => (500, ""),
                     Some((_, b)) => (200, *b),
                     None if path == "/latest/api/token" => (200, "tok"),
                     None => (404, ""),
@@ -144,6 +160,7 @@ mod tests {
                 ("/latest/meta-data/local-ipv4", "10.0.0.7"),
                 ("/latest/meta-data/placement/availability-zone", "us-east-1a"),
                 ("/latest/meta-data/placement/region", "us-east-1"),
+                ("/latest/meta-data/public-ipv4", "!500"),
             ],
             9,
         );
