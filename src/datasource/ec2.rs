@@ -1,9 +1,9 @@
 //! EC2-style IMDSv2: `PUT /latest/api/token` (with `X-aws-ec2-metadata-token-ttl-seconds`), then
 //! `GET /latest/user-data` and the meta-data keys in [`META_KEYS`] with the session token in
-//! `X-aws-ec2-metadata-token`. A 404 means the key (or the user-data) was not given (any HTTP
-//! error, for the keys other than instance-id and local-hostname). The keys
-//! form the meta-data tree as cloud-init's EC2 source shows it (`placement/region` nests under
-//! `placement`). The session token is never logged.
+//! `X-aws-ec2-metadata-token`. A 404 means the key (or the user-data) was not given; so does any
+//! HTTP error on a key other than instance-id and local-hostname. The keys form the meta-data
+//! tree as cloud-init's EC2 source shows it (`placement/region` nests under `placement`). The
+//! session token is never logged.
 
 use std::time::Duration;
 
