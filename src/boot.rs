@@ -63,13 +63,8 @@ pub(crate) fn run_with(args: BootArgs, runner: &dyn script::Runner) -> Result<()
     let done = paths::boot_done(args.stage.name());
     if fs.exists(&done) {
         if args.stage == Stage::PreKubelet {
-            // /run is empty again: Afterburn's files as the first boot wrote them. A failure
-            // costs units that read them, not the node, so it is said and not fatal.
-            match metadata::restore_metadata_files(&fs) {
-                Ok(0) => {}
-                Ok(n) => info!("[metadata] Put back {n} files in /run/metadata from the first boot"),
-                Err(e) => log::warn!("[metadata] putting back /run/metadata from the first boot: {e}"),
-            }
+            // /run is empty again: Afterburn's files as the first boot wrote them.
+            metadata::put_back(&fs);
             // Every later boot, before the kubelet: keep the node's credentials alive.
             let env = every_boot::Env {
                 clock: &SystemClock,

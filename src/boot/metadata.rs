@@ -65,6 +65,16 @@ pub fn restore_metadata_files(fs: &NodeFs) -> Result<usize> {
     Ok(n)
 }
 
+/// [`restore_metadata_files`], logged. A failure costs the units that read the files, not the
+/// node, so it is said and not fatal.
+pub(crate) fn put_back(fs: &NodeFs) {
+    match restore_metadata_files(fs) {
+        Ok(0) => {}
+        Ok(n) => log::info!("[metadata] Put back {n} files in /run/metadata from the first boot"),
+        Err(e) => log::warn!("[metadata] putting back /run/metadata from the first boot: {e}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
