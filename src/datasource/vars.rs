@@ -127,8 +127,10 @@ impl Vars {
         let kind = Kind::of(&source);
         let mut meta = if g.meta.tree.is_null() { Value::Object(Default::default()) } else { g.meta.tree.clone() };
         // The two values planning reads win, so that a name means one value everywhere (the
-        // kernel command line's `h=` overrides the seed's meta-data, for instance).
-        if matches!(kind, Kind::NoCloud | Kind::Ec2) {
+        // kernel command line's `h=` overrides the seed's meta-data, for instance). OpenStack's
+        // tree gets them under these names too (from `uuid` and `hostname`), as cloud-init
+        // copies them, so Cluster API's `ds.meta_data.local_hostname` works on a config drive.
+        if kind != Kind::None {
             for (key, v) in [("instance-id", &g.meta.instance_id), ("local-hostname", &g.meta.local_hostname)] {
                 if let Some(v) = v {
                     super::metadata::set_key(&mut meta, key, v);

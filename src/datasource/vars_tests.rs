@@ -79,6 +79,8 @@ fn per_datasource_names() {
     let o = openstack();
     assert_eq!(o.jinja("ds.meta_data.hostname").unwrap(), "cp-0.novalocal");
     assert_eq!(o.jinja("ds.meta_data.uuid").unwrap(), "u-1");
+    assert_eq!(o.jinja("ds.meta_data.local_hostname").unwrap(), "cp-0.novalocal");
+    assert_eq!(o.jinja("ds.meta_data['instance-id']").unwrap(), "u-1");
     assert_eq!(o.jinja("v1.instance_id").unwrap(), "u-1");
     assert_eq!(o.jinja("v1.local_hostname").unwrap(), "cp-0.novalocal");
     assert_eq!(o.jinja("v1.availability_zone").unwrap(), "nova");
