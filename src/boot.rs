@@ -12,6 +12,7 @@ pub mod every_boot;
 mod every_boot_leaves;
 pub mod existing;
 pub mod failure;
+pub mod metadata;
 pub mod script;
 
 use std::path::{Path, PathBuf};
@@ -62,6 +63,8 @@ pub(crate) fn run_with(args: BootArgs, runner: &dyn script::Runner) -> Result<()
     let done = paths::boot_done(args.stage.name());
     if fs.exists(&done) {
         if args.stage == Stage::PreKubelet {
+            // /run is empty again: Afterburn's files as the first boot wrote them.
+            metadata::put_back(&fs);
             // Every later boot, before the kubelet: keep the node's credentials alive.
             let env = every_boot::Env {
                 clock: &SystemClock,
@@ -238,6 +241,9 @@ fn pre_kubelet_plan(
     let text = p.to_yaml().map_err(|e| Error::runtime(format!("rendering {PLAN_FILE}: {e}")))?;
     fs.write(&PLAN_FILE, text.as_bytes())?;
     fs.commit()?;
+    // Before any user command runs, as Afterburn's unit would be: bootcmd may source them.
+    let line = metadata::write_metadata_files(fs, &crate::datasource::vars::Vars::new(&g))?;
+    info!("[metadata] {line}");
     if let Some(s) = &p.script {
         let mut progress = script::Progress::new(fs, args.stage.name())?;
         script::commands(fs, &s.bootcmd, runner, &mut progress, report)?;

@@ -196,10 +196,19 @@ pub(crate) const STATUS: File = File::fixed("/run/kubestrap/status.json", READAB
 /// written when a stage fails, removed when one succeeds. Holds no secrets.
 pub(crate) const BOOT_FAILURE: File = File::fixed("/run/cluster-api/bootstrap-failure.json", READABLE);
 
+/// Afterburn's attribute files, as units read them with `EnvironmentFile=`: Flatcar's
+/// `COREOS_<PLATFORM>_*` names and upstream's `AFTERBURN_<PLATFORM>_*`. Meta-data, not secret.
+pub(crate) const METADATA_FLATCAR: File = File::fixed("/run/metadata/flatcar", READABLE);
+pub(crate) const METADATA_AFTERBURN: File = File::fixed("/run/metadata/afterburn", READABLE);
+pub(crate) const METADATA_DIR: &str = "/run/metadata";
+/// Their first-boot contents, kept so that every later boot can put them back in `/run`.
+pub(crate) const METADATA_FLATCAR_SAVED: File = File::fixed("/var/lib/kubestrap/metadata-flatcar", READABLE);
+pub(crate) const METADATA_AFTERBURN_SAVED: File = File::fixed("/var/lib/kubestrap/metadata-afterburn", READABLE);
+
 /// Every directory kubestrap writes into besides the certificates dir: where a killed run may
 /// have left temp files.
 pub(crate) const WRITTEN_DIRS: &[&str] =
-    &[KUBERNETES_DIR, MANIFESTS_DIR, KUBELET_DIR, KUBELET_PKI_DIR, STATE_DIR, RUN_DIR];
+    &[KUBERNETES_DIR, MANIFESTS_DIR, KUBELET_DIR, KUBELET_PKI_DIR, STATE_DIR, RUN_DIR, METADATA_DIR];
 
 #[cfg(test)]
 mod tests {

@@ -289,13 +289,43 @@ fn fuzz_user_data() {
         let g = kubestrap::datasource::Gathered {
             source: "fuzz".into(),
             user_data: Some(b.to_vec()),
-            meta: kubestrap::datasource::MetaData { instance_id: None, local_hostname: Some("node-1".into()) },
+            meta: kubestrap::datasource::MetaData {
+                local_hostname: Some("node-1".into()),
+                // Something for Jinja's ds.meta_data names to walk.
+                tree: serde_json::json!({"local-hostname": "node-1", "placement": {"availability-zone": "az-1a"}}),
+                ..Default::default()
+            },
             credentials: Default::default(),
             notices: Vec::new(),
             hostname: String::new(),
         };
         if let Ok(kubestrap::config::userdata::NodePlan::Init { docs, .. }) = kubestrap::config::userdata::plan(&g) {
             let _ = kubestrap::config::resolve_init("fuzz", docs, &kubestrap::config::HostFacts::default());
+        }
+    });
+}
+
+/// The variable table: a name (first line) looked up in a meta-data tree (the rest, JSON) by
+/// every datasource's rules, and Afterburn's values from it.
+#[test]
+fn fuzz_metadata_vars() {
+    fuzz("metadata-vars", |b| {
+        let Some(t) = text(b) else { return };
+        let (name, tree) = t.split_once('\n').unwrap_or((t, "{}"));
+        let tree: serde_json::Value = serde_json::from_str(tree).unwrap_or_default();
+        for source in ["nocloud", "configdrive", "ec2", "credentials"] {
+            let str_of = |k: &str| tree.get(k).and_then(|v| v.as_str()).map(str::to_string);
+            let meta = kubestrap::datasource::MetaData {
+                instance_id: str_of("instance-id"),
+                local_hostname: str_of("local-hostname"),
+                tree: tree.clone(),
+            };
+            let g = kubestrap::datasource::Gathered { source: source.into(), meta, ..Default::default() };
+            let v = kubestrap::datasource::vars::Vars::new(&g);
+            let _ = v.jinja(name);
+            for (k, val) in v.afterburn() {
+                assert!(!val.contains('\n') && !k.contains('='), "{k}={val}");
+            }
         }
     });
 }

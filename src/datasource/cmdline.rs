@@ -197,11 +197,13 @@ impl Datasource for NoCloudNet {
             None => MetaData::default(),
         };
         // Values on the command line win, as in cloud-init.
-        if self.seed.meta.instance_id.is_some() {
-            meta.instance_id.clone_from(&self.seed.meta.instance_id);
+        if let Some(id) = &self.seed.meta.instance_id {
+            meta.instance_id = Some(id.clone());
+            super::metadata::set_key(&mut meta.tree, "instance-id", id);
         }
-        if self.seed.meta.local_hostname.is_some() {
-            meta.local_hostname.clone_from(&self.seed.meta.local_hostname);
+        if let Some(h) = &self.seed.meta.local_hostname {
+            meta.local_hostname = Some(h.clone());
+            super::metadata::set_key(&mut meta.tree, "local-hostname", h);
         }
         if user_data.is_none() {
             let url = format!("{}user-data", self.seed.url);
@@ -230,7 +232,7 @@ mod tests {
             parse("console=ttyS0 ds=nocloud;s=http://10.0.2.2:8000/seed/;h=node-1").unwrap(),
             Some(Override::NoCloudNet(NetSeed {
                 url: "http://10.0.2.2:8000/seed/".into(),
-                meta: MetaData { instance_id: None, local_hostname: Some("node-1".into()) }
+                meta: MetaData { local_hostname: Some("node-1".into()), ..Default::default() }
             }))
         );
         // kubestrap.ds wins over ds, wherever it stands.

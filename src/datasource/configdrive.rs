@@ -15,7 +15,7 @@ pub(crate) fn read_drive(dir: &std::path::Path) -> Result<Gathered, SourceError>
     let v: serde_json::Value = serde_json::from_slice(&meta_bytes)
         .map_err(|e| SourceError::NotJson { path: meta_path.clone(), detail: e.to_string() })?;
     let field = |k: &str| v.get(k).and_then(|x| x.as_str()).map(str::to_string);
-    let meta = MetaData { instance_id: field("uuid"), local_hostname: field("hostname") };
+    let meta = MetaData { instance_id: field("uuid"), local_hostname: field("hostname"), tree: v.clone() };
     let user_data = super::read_capped(&latest.join("user_data"))?;
     let mut notices = Vec::new();
     for ignored in ["network_data.json", "vendor_data.json", "vendor_data2.json"] {
@@ -76,7 +76,9 @@ mod tests {
         std::fs::write(latest.join("user_data"), "#cloud-config\n").unwrap();
         std::fs::write(latest.join("network_data.json"), "{}").unwrap();
         let g = read_drive(d.path()).unwrap();
-        assert_eq!(g.meta, MetaData { instance_id: Some("u-1".into()), local_hostname: Some("cp-0.novalocal".into()) });
+        assert_eq!(g.meta.instance_id.as_deref(), Some("u-1"));
+        assert_eq!(g.meta.local_hostname.as_deref(), Some("cp-0.novalocal"));
+        assert_eq!(g.meta.tree["name"], "cp-0");
         assert_eq!(g.user_data.as_deref(), Some(&b"#cloud-config\n"[..]));
         assert!(g.notices[0].contains("network_data.json ignored"));
     }

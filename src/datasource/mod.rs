@@ -26,6 +26,7 @@ pub mod ec2;
 pub mod file;
 pub mod http;
 pub mod iso9660;
+mod metadata;
 pub mod nocloud;
 pub mod seed_images;
 pub mod vars;
@@ -36,6 +37,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::clock::Clock;
+
+pub(crate) use metadata::parse_nocloud_meta;
 
 /// Default IMDS address (EC2 and the many clouds that copy it).
 pub(crate) const DEFAULT_IMDS_BASE: &str = "http://169.254.169.254";
@@ -178,11 +181,17 @@ fn mount_hint(errno: &nix::errno::Errno, fstype: &str) -> String {
     }
 }
 
-/// Instance meta-data kubestrap uses.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// Instance meta-data: the two values planning reads, and the whole tree for the variable table
+/// (`vars`). User-data, which may carry a token, is kept apart; `Debug` still shows only the
+/// tree's top-level keys, since some clouds put a secret there (OpenStack's `admin_pass`).
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct MetaData {
     pub instance_id: Option<String>,
+    /// The node name unless the user-data gives one; also `v1.local_hostname`.
     pub local_hostname: Option<String>,
+    /// The datasource's meta-data as it gave it (cloud-init's `ds.meta_data`): NoCloud's YAML,
+    /// OpenStack's meta_data.json, the EC2 keys kubestrap fetches. Null when there is none.
+    pub tree: serde_json::Value,
 }
 
 /// What a datasource found. `Debug` never prints credential values or user-data (both may carry
@@ -201,6 +210,17 @@ pub struct Gathered {
     /// This machine's hostname at gather time: the node name's last fallback, as data so that
     /// planning stays pure.
     pub hostname: String,
+}
+
+impl fmt::Debug for MetaData {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let keys: Vec<&str> = self.tree.as_object().map(|m| m.keys().map(String::as_str).collect()).unwrap_or_default();
+        f.debug_struct("MetaData")
+            .field("instance_id", &self.instance_id)
+            .field("local_hostname", &self.local_hostname)
+            .field("tree_keys", &keys)
+            .finish()
+    }
 }
 
 impl fmt::Debug for Gathered {
@@ -324,27 +344,6 @@ pub(crate) fn read_capped(path: &Path) -> Result<Option<Vec<u8>>, SourceError> {
     Ok(Some(buf))
 }
 
-/// NoCloud meta-data: YAML (or JSON) with `instance-id` and `local-hostname`. `origin` (the
-/// file or URL it came from) is named in errors.
-pub(crate) fn parse_nocloud_meta(origin: &str, bytes: &[u8]) -> Result<MetaData, SourceError> {
-    let bad = |problem: String| SourceError::MetaData { origin: origin.to_string(), problem };
-    let text = std::str::from_utf8(bytes).map_err(|_| bad("is not UTF-8 text".into()))?;
-    if text.trim().is_empty() {
-        return Ok(MetaData::default());
-    }
-    let v: serde_yaml::Value = serde_yaml::from_str(text).map_err(|e| bad(format!("is not YAML: {e}")))?;
-    let map = v.as_mapping().ok_or_else(|| bad("is not a YAML mapping".into()))?;
-    let get = |k: &str| -> Result<Option<String>, SourceError> {
-        match map.get(k) {
-            None | Some(serde_yaml::Value::Null) => Ok(None),
-            Some(serde_yaml::Value::String(s)) => Ok(Some(s.clone())),
-            Some(serde_yaml::Value::Number(n)) => Ok(Some(n.to_string())),
-            Some(_) => Err(bad(format!("{k} must be a string"))),
-        }
-    };
-    Ok(MetaData { instance_id: get("instance-id")?, local_hostname: get("local-hostname")? })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -360,20 +359,9 @@ mod tests {
         let d = format!("{g:?}");
         assert!(!d.contains("0123456789abcdef"), "{d}");
         assert!(d.contains("kubestrap.token") && d.contains("redacted"), "{d}");
-    }
-
-    #[test]
-    fn nocloud_meta_parses_yaml_and_json() {
-        let m = parse_nocloud_meta("m", b"instance-id: i-1\nlocal-hostname: Node-A\n").unwrap();
-        assert_eq!(m.instance_id.as_deref(), Some("i-1"));
-        assert_eq!(m.local_hostname.as_deref(), Some("Node-A"));
-        let m = parse_nocloud_meta("m", br#"{"instance-id": "i-2"}"#).unwrap();
-        assert_eq!(m, MetaData { instance_id: Some("i-2".into()), local_hostname: None });
-        assert_eq!(parse_nocloud_meta("m", b"").unwrap(), MetaData::default());
-        let e = parse_nocloud_meta("/seed/meta-data", b"- a\n").unwrap_err();
-        assert_eq!(e.to_string(), "/seed/meta-data: meta-data is not a YAML mapping");
-        let e = parse_nocloud_meta("http://10.0.2.2/meta-data", b"local-hostname: [a]\n").unwrap_err();
-        assert_eq!(e.to_string(), "http://10.0.2.2/meta-data: meta-data local-hostname must be a string");
+        g.meta.tree = serde_json::json!({"uuid": "u-1", "admin_pass": "s3cret-pass"});
+        let d = format!("{g:?}");
+        assert!(d.contains("admin_pass") && !d.contains("s3cret-pass"), "{d}");
     }
 
     #[test]

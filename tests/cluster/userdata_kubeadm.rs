@@ -101,7 +101,11 @@ fn user_data_corpus_accepted_and_refused_as_kubeadm_does() {
         let g = Gathered {
             source: "nocloud".into(),
             user_data: Some(ud),
-            meta: MetaData { instance_id: Some("i-1".into()), local_hostname: Some("node-1".into()) },
+            meta: MetaData {
+                instance_id: Some("i-1".into()),
+                local_hostname: Some("node-1".into()),
+                ..Default::default()
+            },
             ..Default::default()
         };
         match (plan_detailed(&g), want) {

@@ -199,7 +199,8 @@ fn ec2_imdsv2_token_then_user_data_and_meta_data() {
     assert_eq!((log[0].method.as_str(), log[0].path.as_str()), ("PUT", "/latest/api/token"));
     assert!(log[0].header("X-aws-ec2-metadata-token-ttl-seconds").is_some());
     let gets: Vec<&Req> = log.iter().filter(|r| r.method == "GET").collect();
-    assert_eq!(gets.len(), 3, "{log:?}");
+    // The user-data and the seven meta-data keys the variable table names.
+    assert_eq!(gets.len(), 8, "{log:?}");
     assert!(gets.iter().all(|r| r.header("X-aws-ec2-metadata-token") == Some("session-token-xyz")), "{log:?}");
 }
 

@@ -32,6 +32,8 @@ mod runcmd;
 mod script;
 #[cfg(test)]
 mod test_support;
+#[cfg(test)]
+mod vars_tests;
 mod write_files;
 
 use serde::{Deserialize, Serialize};
@@ -217,7 +219,7 @@ pub fn plan_detailed(g: &Gathered) -> Result<Planned, ConfigError> {
     };
     let mut text = decode::to_text(&src, raw)?;
     if jinja::is_template(&text) {
-        text = jinja::render(&src, &text, &g.meta)?;
+        text = jinja::render(&src, &text, &crate::datasource::vars::Vars::new(g))?;
         if !decode::is_cloud_config(&text) {
             return Err(ConfigError::file(
                 &src,
