@@ -15,6 +15,7 @@ mod e2e;
 mod ha;
 mod ha_checks;
 mod host;
+mod ignition;
 mod join_parity;
 mod kills;
 mod local_api;

@@ -63,8 +63,8 @@ pub(super) fn plan(
             "{src}: {KUBEADM_SH}: the envsubst of {KUBEADM_YML} is done by kubestrap before it reads the kubeadm config"
         ));
     }
-    let mut written: Vec<WriteFile> = metadata_files(vars);
-    written.extend(entries.into_iter().map(|e| e.file));
+    // Afterburn's /run/metadata files come from boot itself, for every user-data format.
+    let mut written: Vec<WriteFile> = entries.into_iter().map(|e| e.file).collect();
     if !from_credential
         && written.iter().any(|f| decode::private_key_line(&String::from_utf8_lossy(&f.content)).is_some())
     {
@@ -142,26 +142,6 @@ fn substitute(
         e.file.content = done.into_bytes();
     }
     Ok(())
-}
-
-/// Afterburn's files (`/run/metadata/flatcar`, `/run/metadata/afterburn`), so units written
-/// from the config that read them as an EnvironmentFile find them.
-fn metadata_files(vars: &Vars) -> Vec<WriteFile> {
-    let all = vars.afterburn();
-    [("/run/metadata/flatcar", "COREOS_"), ("/run/metadata/afterburn", "AFTERBURN_")]
-        .into_iter()
-        .filter_map(|(path, prefix)| {
-            let text: String =
-                all.iter().filter(|(k, _)| k.starts_with(prefix)).map(|(k, v)| format!("{k}={v}\n")).collect();
-            (!text.is_empty()).then(|| WriteFile {
-                path: path.into(),
-                content: text.into_bytes(),
-                mode: 0o644,
-                owner: "root:root".into(),
-                append: false,
-            })
-        })
-        .collect()
 }
 
 /// Notices for what kubestrap does not do (users, disks, filesystems, networkd); the names of
