@@ -23,6 +23,7 @@ mod net;
 mod node;
 mod peers;
 mod proc;
+mod providers;
 mod renewal;
 mod rotation;
 mod static_pods;
