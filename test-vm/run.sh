@@ -14,7 +14,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$HERE/lib.sh"
 
 SCENARIOS=(cp-init no-images worker-join token-credential broken-user-data reboot-noop power-cut
-    power-cut-after-certs power-cut-post capi-cp-init)
+    power-cut-after-certs power-cut-post capi-cp-init ignition-cp-init)
 # Not in `all`: on the real components under TCG on a 2-core host, a joining control plane's API
 # server did not get healthy within kubeadm's 240 s while the first one ran (session 9); run it
 # by name (`run.sh ha-control-plane`) on a machine with more cores or KVM.
@@ -337,6 +337,39 @@ scenario_capi-cp-init() {
     note_timing "$log" capi-cp-init
 }
 
+# Cluster API's Ignition output (CABPK `format: ignition`, Flatcar) for a first control plane:
+# JSON user-data with percent-encoded data: URLs, /etc/kubeadm.sh and /etc/kubeadm.yml (#22).
+scenario_ignition-cp-init() {
+    mkdir -p "$WORK/seed"
+    # Unchanged but for the version: the image carries v1.37.2's images (the fixture says v1.36.2).
+    sed 's/kubernetesVersion%3A%20v1\.36\.2/kubernetesVersion%3A%20v1.37.2/' \
+        "$CAPI_FIXTURES/ignition-capi-control-plane/user-data" >"$WORK/seed/user-data"
+    grep -q 'kubernetesVersion%3A%20v1.37.2' "$WORK/seed/user-data" || { fail "the fixture's version was not rewritten"; return 0; }
+    cp_meta_data >"$WORK/seed/meta-data"
+    seed_iso
+    local disk rc=0 log="$WORK/boot1.serial.log"
+    disk=$(fresh_disk ignition-cp)
+    # --cloud-provider=external: the Node stays tainted (no cloud controller), so no Pods wait.
+    boot_vm boot1 "$disk" --seed "$WORK/seed.iso" --append kubestrap.test.pods=0 || rc=$?
+    expect_rc "$rc" 1 "the report unit saw both kubestrap units succeed"
+    expect_event "$log" "done" pre-kubelet
+    expect_event "$log" "done" post-kubelet
+    reject_line "$log" "$(event_re error)" "no error event"
+    expect_line "$log" '\[runcmd\] preKubeadmCommands' "the preKubeadmCommands block ran (swapoff, the heredoc, modprobe)"
+    expect_line "$log" '\[runcmd\] /etc/kubeadm.sh:[0-9]+: kubeadm init --config /etc/kubeadm.yml.*: performed by kubestrap' \
+        "kubeadm.sh's kubeadm line was performed by kubestrap"
+    expect_line "$log" 'KUBESTRAP-TEST sentinel present content=success' "/run/cluster-api/bootstrap-success.complete says success"
+    disk_cat "$disk" /etc/modules-load.d/k8s.conf | grep -qx br_netfilter \
+        && say "ok: the pre block's heredoc wrote /etc/modules-load.d/k8s.conf" || fail "no modules-load.d/k8s.conf from the heredoc"
+    disk_cat "$disk" /var/log/capi-post.log | grep -q 'control plane up' \
+        && say "ok: the postKubeadmCommands ran" || fail "no /var/log/capi-post.log from the post block"
+    disk_exists "$disk" /etc/kubeadm.sh && fail "/etc/kubeadm.sh was written (kubestrap reads it)"
+    disk_cat "$disk" /etc/kubernetes/manifests/kube-controller-manager.yaml | grep -q -- '--cluster-name=ign-test' \
+        && say "ok: kubeadm.yml's ClusterConfiguration reached the manifests (cluster-name ign-test)" \
+        || fail "no --cluster-name=ign-test in the controller-manager manifest"
+    note_timing "$log" ignition-cp-init
+}
+
 
 # ---- workers join a real control plane on a private LAN -----------------------------------
 # One private network namespace holding only a bridge (10.10.0.1/24) and a tap per VM: cp-1
@@ -438,7 +471,7 @@ scenario_worker-join() {
     LAN_NAMES=() LAN_PIDS=()
     lan_up
     lan_ca
-    mkdir -p "$WORK/seed-cp-1" "$WORK/seed-worker-1" "$WORK/seed-worker-2"
+    mkdir -p "$WORK/seed-cp-1" "$WORK/seed-worker-1" "$WORK/seed-worker-2" "$WORK/seed-worker-3"
     lan_cp_user_data >"$WORK/seed-cp-1/user-data"
     printf 'instance-id: iid-lan-cp-1\nlocal-hostname: cp-1\n' >"$WORK/seed-cp-1/meta-data"
     lan_join_docs worker-1 >"$WORK/seed-worker-1/user-data"
@@ -448,9 +481,14 @@ scenario_worker-join() {
     sed -e "s|127.0.0.1:6443|10.10.0.11:6443|" -e "s|sha256:0\{64\}|$LAN_CA_HASH|" \
         "$CAPI_FIXTURES/capi-worker/user-data" >"$WORK/seed-worker-2/user-data"
     printf 'instance-id: iid-lan-worker-2\nlocal-hostname: worker-2\n' >"$WORK/seed-worker-2/meta-data"
+    # Cluster API's Ignition worker (#22): the same two changes, inside its percent-encoded kubeadm.yml.
+    sed -e "s|127.0.0.1%3A6443|10.10.0.11%3A6443|" -e "s|sha256%3A0\{64\}|${LAN_CA_HASH/:/%3A}|" \
+        "$CAPI_FIXTURES/ignition-capi-worker/user-data" >"$WORK/seed-worker-3/user-data"
+    grep -q '10.10.0.11%3A6443' "$WORK/seed-worker-3/user-data" || fail "worker-3: the Ignition endpoint was not rewritten"
+    printf 'instance-id: iid-lan-worker-3\nlocal-hostname: worker-3\n' >"$WORK/seed-worker-3/meta-data"
     lan_boot cp-1 11 "$IMAGE_ROOTFS" --cred-file "kubestrap.ca-crt=$WORK/ca/etc/kubernetes/pki/ca.crt" \
         --cred-file "kubestrap.ca-key=$WORK/ca/etc/kubernetes/pki/ca.key"
-    for n in worker-1 worker-2; do
+    for n in worker-1 worker-2 worker-3; do
         lan_boot "$n" $((20 + ${n#worker-})) "$(fresh_disk "$n")"
     done
     lan_wait
@@ -480,13 +518,16 @@ scenario_worker-join() {
         disk_exists "$disk" /etc/kubernetes/bootstrap-kubelet.conf && fail "$n: bootstrap-kubelet.conf left behind"
         note_timing "$log" "$n"
     done
-    for n in cp-1 worker-1 worker-2; do
+    for n in cp-1 worker-1 worker-2 worker-3; do
         expect_line "$WORK/cp-1.serial.log" "KUBESTRAP-TEST cluster-node $n Ready=True" "the cluster lists $n as Ready"
     done
+    expect_line "$WORK/worker-3.serial.log" '\[runcmd\] /etc/kubeadm.sh:[0-9]+: kubeadm join --config /etc/kubeadm.yml.*: performed by kubestrap' \
+        "worker-3: the Ignition kubeadm.sh's join was performed by kubestrap"
+    expect_line "$WORK/worker-3.serial.log" 'KUBESTRAP-TEST sentinel present content=success' "worker-3: the sentinel says success"
     check_capi "$WORK/worker-2.serial.log"
     disk_cat "$WORK/worker-2.ext4" /var/lib/kubelet/kubeadm-flags.env | grep -q 'cloud-provider=external' \
         && say "ok: worker-2: kubeletExtraArgs reached the kubelet flags" || fail "worker-2: no --cloud-provider=external in kubeadm-flags.env"
-    SCENARIO_NOTE="cp-1 + worker-1 (JoinConfiguration) + worker-2 (Cluster API)"
+    SCENARIO_NOTE="cp-1 + worker-1 (JoinConfiguration) + worker-2 (Cluster API) + worker-3 (Cluster API's Ignition)"
 }
 
 # ---- HA: control planes from one user-data, and a worker -----------------------------------
