@@ -78,6 +78,8 @@ fn user_data_corpus_accepted_and_refused_as_kubeadm_does() {
         // Cluster API's `format: ignition` (Ignition 2.3.0): the same files and script.
         ("ignition-capi-control-plane", Ok("init")),
         ("ignition-capi-worker", Ok("join")),
+        // Cluster API's own expected render: `kubeadm join` with no discovery is no join.
+        ("ignition-cabpk-render-test", Err("discovery: is missing")),
         ("homelab-crio-master", Ok("init")),
         ("homelab-crio-worker", Ok("join")),
         ("homelab-oci-flannel", Ok("init")),

@@ -388,3 +388,35 @@ fn ignition_kubeadm_sh_shape() {
         "exec bash -e -c 'export COREOS_EC2_HOSTNAME='\\''ip-10-0-0-1.ec2.internal'\\''\nenvsubst < /a > /b\n'"
     );
 }
+
+/// Cluster API's own expected render (clc_test.go's TestRender), read part by part: its values
+/// are not a bootable node, but every part must be understood as CABPK meant it.
+#[test]
+fn ignition_cabpk_render_test_output_is_read_part_by_part() {
+    let cfg: Value =
+        serde_json::from_str(include_str!("../../../../tests/fixtures/user-data/ignition-cabpk-render-test/user-data"))
+            .unwrap();
+    let mut notices = Vec::new();
+    let layers = references::layers("u", cfg).unwrap();
+    let users = ignored_sections("u", &layers, &mut notices);
+    assert_eq!(users, ["foo"]);
+    let entries = files::files("u", &layers, &users, &mut notices).unwrap();
+    let paths: Vec<&str> = entries.iter().map(|e| e.file.path.as_str()).collect();
+    // foo's sudoers file goes with the ignored user; ntp.conf is not kubestrap's to manage.
+    assert_eq!(paths, ["/etc/testfile.yaml", "/etc/kubeadm.sh", "/etc/kubeadm.yml"]);
+    assert_eq!((entries[0].file.content.as_slice(), entries[0].file.mode), (&b"foo\n"[..], 0o600));
+    let (_, sh) = whole_file(&entries, KUBEADM_SH).unwrap();
+    let parts = kubeadm_sh::split(&sh).unwrap();
+    let heredoc = "cat <<EOF > /etc/modules-load.d/containerd.conf\noverlay\nbr_netfilter\nEOF\n";
+    assert_eq!(parts.pre, format!("pre-command\nanother-pre-command\n{heredoc}"));
+    assert_eq!(parts.argv, ["kubeadm", "join"]);
+    assert!(parts.moves_config);
+    assert_eq!(parts.post, format!("post-kubeadm-command\nanother-post-kubeamd-command\n{heredoc}"));
+    let units = units::merged("u", &layers).unwrap();
+    let installed = units::install("u", &units, &mut notices);
+    assert!(installed.files.is_empty(), "kubeadm.service, ntpd and the mount unit are not installed");
+    let all = notices.join("\n");
+    for what in ["passwd", "disks", "filesystems", "ntp", "var-lib-testdir.mount", "kubeadm.service"] {
+        assert!(all.contains(what), "no notice about {what}:\n{all}");
+    }
+}
