@@ -6,7 +6,7 @@ fuzz_target!(|data: &[u8]| {
     let g = kubestrap::datasource::Gathered {
         source: "fuzz".into(),
         user_data: Some(data.to_vec()),
-        meta: kubestrap::datasource::MetaData { instance_id: None, local_hostname: Some("node-1".into()) },
+        meta: kubestrap::datasource::MetaData { local_hostname: Some("node-1".into()), ..Default::default() },
         credentials: Default::default(),
         notices: Vec::new(),
         hostname: "node-1".into(),
