@@ -101,8 +101,9 @@ boot_worker() {   # boot_worker TOOL I: joins the LAN's control plane
         cloud_init_user_data "$d/docs.yaml" join >"$d/user-data"
         mask=$KA_MASK
         # cloud-init's fallback network config (DHCP on the NIC) outranks the image's static LAN
-        # .network file, and the LAN has no DHCP: tell it the same static address.
-        printf 'version: 2\nethernets:\n  lan:\n    match: {macaddress: "52:54:00:0a:0a:%02x"}\n    addresses: [10.10.0.%d/24]\n    routes: [{to: default, via: 10.10.0.1}]\n' \
+        # .network file, and the LAN has no DHCP: tell it the same static address (Debian 12's
+        # cloud-init 22.4 refuses `to: default` in a route: "Address default is not a valid ip").
+        printf 'version: 2\nethernets:\n  lan:\n    match: {macaddress: "52:54:00:0a:0a:%02x"}\n    addresses: [10.10.0.%d/24]\n    routes: [{to: 0.0.0.0/0, via: 10.10.0.1}]\n' \
             "$octet" "$octet" >"$d/network-config"
     fi
     printf 'instance-id: iid-bench-%s\nlocal-hostname: %s\n' "$n" "$n" >"$d/meta-data"
