@@ -308,6 +308,19 @@ check_capi() {
     expect_line "$log" 'KUBESTRAP-TEST verify clean systemd 25[0-9]' "systemd-analyze verify is clean on the image's systemd"
 }
 
+# boot_external_cp DISK: boots a Cluster API control plane (boot1) from $WORK/seed.iso and checks
+# both units finished without an error. --cloud-provider=external taints the Node until a cloud
+# controller manager initialises it (none here), so CoreDNS stays Pending as in any such cluster:
+# the report waits for the Node only.
+boot_external_cp() {
+    local rc=0 log="$WORK/boot1.serial.log"
+    boot_vm boot1 "$1" --seed "$WORK/seed.iso" --append kubestrap.test.pods=0 || rc=$?
+    expect_rc "$rc" 1 "the report unit saw both kubestrap units succeed"
+    expect_event "$log" "done" pre-kubelet
+    expect_event "$log" "done" post-kubelet
+    reject_line "$log" "$(event_re error)" "no error event"
+}
+
 scenario_capi-cp-init() {
     mkdir -p "$WORK/seed"
     # Unchanged but for the version: the image carries v1.37.2's images (the fixture says v1.37.0).
@@ -315,15 +328,9 @@ scenario_capi-cp-init() {
         "$CAPI_FIXTURES/capi-control-plane-init/user-data" >"$WORK/seed/user-data"
     cp_meta_data >"$WORK/seed/meta-data"
     seed_iso
-    local disk rc=0 log="$WORK/boot1.serial.log" want got
+    local disk log="$WORK/boot1.serial.log" want got
     disk=$(fresh_disk capi-cp)
-    # --cloud-provider=external taints the Node until a cloud controller manager initialises it
-    # (none here), so CoreDNS stays Pending as in any such cluster: the report waits for the Node only.
-    boot_vm boot1 "$disk" --seed "$WORK/seed.iso" --append kubestrap.test.pods=0 || rc=$?
-    expect_rc "$rc" 1 "the report unit saw both kubestrap units succeed"
-    expect_event "$log" "done" pre-kubelet
-    expect_event "$log" "done" post-kubelet
-    reject_line "$log" "$(event_re error)" "no error event"
+    boot_external_cp "$disk"
     check_capi "$log"
     # kubeadm init kept Cluster API's CA (the one in write_files) with its mode.
     want=$(sed -n '/path: \/etc\/kubernetes\/pki\/ca.crt/,/END CERTIFICATE/p' "$WORK/seed/user-data" \
@@ -347,14 +354,9 @@ scenario_ignition-cp-init() {
     grep -q 'kubernetesVersion%3A%20v1.37.2' "$WORK/seed/user-data" || { fail "the fixture's version was not rewritten"; return 0; }
     cp_meta_data >"$WORK/seed/meta-data"
     seed_iso
-    local disk rc=0 log="$WORK/boot1.serial.log"
+    local disk log="$WORK/boot1.serial.log"
     disk=$(fresh_disk ignition-cp)
-    # --cloud-provider=external: the Node stays tainted (no cloud controller), so no Pods wait.
-    boot_vm boot1 "$disk" --seed "$WORK/seed.iso" --append kubestrap.test.pods=0 || rc=$?
-    expect_rc "$rc" 1 "the report unit saw both kubestrap units succeed"
-    expect_event "$log" "done" pre-kubelet
-    expect_event "$log" "done" post-kubelet
-    reject_line "$log" "$(event_re error)" "no error event"
+    boot_external_cp "$disk"
     expect_line "$log" '\[runcmd\] preKubeadmCommands' "the preKubeadmCommands block ran (swapoff, the heredoc, modprobe)"
     expect_line "$log" '\[runcmd\] /etc/kubeadm.sh:[0-9]+: kubeadm init --config /etc/kubeadm.yml.*: performed by kubestrap' \
         "kubeadm.sh's kubeadm line was performed by kubestrap"

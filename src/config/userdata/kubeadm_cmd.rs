@@ -91,6 +91,7 @@ pub(super) fn documents(
                 // kubeadm's flags alone build the documents, as `kubestrap init` does.
                 InitFlags::from_cli(&i).documents_with_token().map_err(|e| err(format!("kubeadm init: {e}")))?
             };
+            // Ignored documents are reported by the planner, from docs.warnings (kubeadm's words).
             let had_join = docs.ignored_kinds.iter().any(|k| k == "JoinConfiguration");
             if docs.init.is_none() && docs.cluster.is_none() {
                 if had_join {
@@ -100,10 +101,6 @@ pub(super) fn documents(
                     )));
                 }
                 docs.init = Some(default_init());
-            }
-            if had_join {
-                notices
-                    .push(format!("{src}: {origin}: kubeadm init ignores the JoinConfiguration in its --config file"));
             }
             let init = docs.init.get_or_insert_with(default_init);
             init.node_registration.ignore_preflight_errors.extend(cli::split_all(&i.ignore_preflight_errors));
@@ -119,11 +116,6 @@ pub(super) fn documents(
                     "kubeadm join --config {}: the file holds no JoinConfiguration",
                     display(j.config.as_deref())
                 )));
-            }
-            if docs.init.take().is_some() | docs.cluster.take().is_some() {
-                notices.push(format!(
-                    "{src}: {origin}: kubeadm join ignores the Init/ClusterConfiguration in its --config file"
-                ));
             }
             let mut join = docs.join.take().unwrap_or_else(default_join);
             apply_join_flags(&mut join, j, origin, notices, src).map_err(err)?;
