@@ -9,12 +9,14 @@
 #     private LAN for the whole bench;
 # plus each tool's own unit time (kubestrap.service + kubestrap-post.service; cloud-init's four
 # stages). Then min/median/max per figure. The other tool's units are masked in each boot.
-#   test-vm/bench-cloud-init.sh [--no-build]     (as root; env BENCH_BOOTS=3, VM_TIMEOUT=900)
+#   test-vm/bench-cloud-init.sh [--no-build]     (as root; env BENCH_BOOTS=3, VM_TIMEOUT=900,
+#   BENCH_KINDS="control-plane worker": which rounds to run)
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=run.sh disable=SC1091  # followed only with shellcheck -x
 . "$HERE/run.sh"   # lib.sh, the user-data, the LAN helpers (main does not run when sourced)
 BOOTS=${BENCH_BOOTS:-3}
+KINDS=${BENCH_KINDS:-control-plane worker}
 CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/kubestrap/vm
 build=(--preloaded)
 [ "${1:-}" = --no-build ] && build+=(--no-cargo)
@@ -116,12 +118,15 @@ boot_worker() {   # boot_worker TOOL I: joins the LAN's control plane
     record worker "$1" "$2" "$WORK/$n.serial.log"
 }
 
+run_kind() { [[ " $KINDS " == *" $1 "* ]]; }
 for ((i = 1; i <= BOOTS; i++)); do
+    run_kind control-plane || break
     boot_cp kubestrap "$i"
     boot_cp kubeadm "$i"
 done
 
 # The control plane the workers join: kubestrap on the LAN, held until the workers are done.
+run_kind worker && {
 LAN_NAMES=() LAN_PIDS=()
 LAN_TIMEOUT=$((900 + BOOTS * 1200))
 lan_up
@@ -139,7 +144,12 @@ for ((i = 1; i <= BOOTS; i++)); do
     boot_worker kubestrap "$i"
     boot_worker kubeadm "$i"
 done
+# Every worker's CertificateSigningRequest as the control plane saw it (a worker that did not
+# get Ready shows here whether its kubelet asked and what became of it).
+ha_release cp-1 csr
+sleep 20
 ha_release cp-1 exit
+}
 LOAD_END=$(load)
 mkdir -p "$ARTIFACTS/bench"
 cp "$WORK"/*.serial.log "$ARTIFACTS/bench/"
@@ -155,7 +165,7 @@ echo "load average at start: $LOAD_START"
 printf '%-14s %-10s %2s  %-14s %10s %10s %8s\n' node tool '#' 'load (1/5/15)' 'API s' 'Ready s' 'units s'
 printf '%s\n' "${ROWS[@]}"
 echo "---- medians (min-max), seconds since power-on (QEMU start) ----"
-for kind in control-plane worker; do
+for kind in $KINDS; do
     for tool in kubestrap kubeadm; do
         printf '%-14s %-10s API serving %-18s Node Ready %-18s own units %s\n' "$kind" "$tool" \
             "$(stats "${VALS[$kind.$tool.api]:-}")" "$(stats "${VALS[$kind.$tool.ready]:-}")" "$(stats "${VALS[$kind.$tool.units]:-}")"
@@ -164,7 +174,7 @@ done
 echo "load average at end: $LOAD_END"
 echo "serial logs: $ARTIFACTS/bench/"
 missing=0
-for kind in control-plane worker; do
+for kind in $KINDS; do
     for tool in kubestrap kubeadm; do
         [ "$(wc -w <<<"${VALS[$kind.$tool.ready]:-}")" = "$BOOTS" ] || { echo "bench: $kind/$tool: a boot has no Node Ready time" >&2; missing=1; }
     done

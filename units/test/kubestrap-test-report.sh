@@ -122,8 +122,12 @@ fi
 if [ "$verdict" = fail ]; then
     journalctl -b -u kubestrap.service -u kubestrap-post.service --no-pager -o short-monotonic \
         | grep -v 'waiting for the API server: attempt' | tail -n 40 | sed 's/^/KUBESTRAP-TEST journal /'
-    # The kubelet's and containerd's own errors, without the kubelet's per-loop noise about an
-    # API server that is not up yet.
+    # The kubelet's and containerd's own errors: the first ones (what went wrong, e.g. during the
+    # kubelet's TLS bootstrap) and the last ones without the per-loop noise about an API server
+    # that is not up yet.
+    journalctl -b -u kubelet.service -u containerd.service --no-pager -o short-monotonic \
+        | grep -E ' [EW][0-9]{4} |level=(error|warning)' | grep -v -e 'mirror pod' \
+        | head -n 30 | cut -c1-600 | sed 's/^/KUBESTRAP-TEST runtime-first /'
     journalctl -b -u kubelet.service -u containerd.service --no-pager -o short-monotonic \
         | grep -E ' [EW][0-9]{4} |level=(error|warning)' \
         | grep -v -e 'mirror pod' -e 'not found" node=' -e 'connection refused' \
@@ -138,7 +142,8 @@ grep -qw 'kubestrap.test.hold=1' /proc/cmdline && exit 0
 # kubestrap.test.release=1 (multi-VM scenarios): keep the VM (and its etcd) running until the
 # harness says so on the virtio serial port kubestrap.release, one command per line:
 # "etcd-members" prints this node's view of the etcd cluster, "nodes" the cluster's Nodes and
-# their Ready condition (a control plane), "exit" ends the VM as below.
+# their Ready condition (a control plane), "csr" the cluster's CertificateSigningRequests, "exit"
+# ends the VM as below.
 if grep -qw 'kubestrap.test.release=1' /proc/cmdline; then
     port=/dev/virtio-ports/kubestrap.release
     i=0
@@ -168,6 +173,10 @@ if grep -qw 'kubestrap.test.release=1' /proc/cmdline; then
                     -o 'jsonpath={range .items[*]}{.metadata.name} Ready={.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' 2>&1 \
                     | sed 's/^/KUBESTRAP-TEST cluster-node /'
                 echo "KUBESTRAP-TEST nodes end" ;;
+            csr)
+                kubectl --kubeconfig /etc/kubernetes/admin.conf get csr -o wide --request-timeout=20s 2>&1 \
+                    | sed 's/^/KUBESTRAP-TEST csr /'
+                echo "KUBESTRAP-TEST csr end" ;;
             exit) break ;;
             *) echo "KUBESTRAP-TEST unknown harness command: $cmd" ;;
         esac
