@@ -79,6 +79,14 @@ pub(crate) fn run_with(args: BootArgs, runner: &dyn script::Runner) -> Result<()
                 }
             }
         }
+        // What the first boot decided, so a later boot's status says what this node is.
+        if let Ok(p) = read_plan(&fs) {
+            let role = if p.node.is_worker() { "worker" } else { "control-plane" };
+            report.set(|s| {
+                s.role = role.into();
+                s.datasource = format!("{PLAN_FILE} (gathered by the first boot)");
+            });
+        }
         failure::clear(&fs);
         report.skipped("this node was bootstrapped by an earlier boot");
         return Ok(());

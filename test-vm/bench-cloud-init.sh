@@ -28,7 +28,9 @@ load() { cut -d' ' -f1-3 /proc/loadavg; }
 SCENARIO=bench FAILURES=() CLEANUPS=()
 LOAD_START=$(load)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/kubestrap-bench.XXXXXX")
-trap 'for c in "${CLEANUPS[@]}"; do eval "$c" || true; done; rm -rf "$WORK"' EXIT
+# The serial logs are kept (in artifacts/bench) even when the bench is stopped part-way.
+trap 'for c in "${CLEANUPS[@]}"; do eval "$c" || true; done; mkdir -p "$ARTIFACTS/bench"
+    cp "$WORK"/*.serial.log "$ARTIFACTS/bench/" 2>/dev/null; rm -rf "$WORK"' EXIT
 
 # The preloaded test image with Debian's cloud-init (cached on its own: the package set is in the key).
 "$REPO/image/build.sh" "${build[@]}" >/dev/null
@@ -147,12 +149,11 @@ done
 # Every worker's CertificateSigningRequest as the control plane saw it (a worker that did not
 # get Ready shows here whether its kubelet asked and what became of it).
 ha_release cp-1 csr
-sleep 20
+ha_release cp-1 diag
+sleep 30
 ha_release cp-1 exit
 }
 LOAD_END=$(load)
-mkdir -p "$ARTIFACTS/bench"
-cp "$WORK"/*.serial.log "$ARTIFACTS/bench/"
 
 stats() {   # stats "v1 v2 ...": "min median max"
     tr ' ' '\n' <<<"$1" | grep -v '^$' | sort -n | awk '{ v[NR] = $1 } END {

@@ -22,6 +22,10 @@ fn control_plane_then_worker_from_user_data_alone() {
     // A second boot is a no-op.
     let again = run_in(&c.netns, &boot_args("pre-kubelet", &c.scratch.root_str()));
     assert_eq!(again.events().last().unwrap()["event"], "skipped", "{}", again.stdout());
+    // It still says what the node is and where that was decided.
+    let st = status(&root);
+    assert_eq!((st["state"].as_str(), st["role"].as_str()), (Some("skipped"), Some("control-plane")), "{st}");
+    assert_eq!(st["datasource"], "/var/lib/kubestrap/plan.yaml (gathered by the first boot)", "{st}");
 
     c.wait_cluster_info_signed();
     let runs = c.boot_node("worker-1", 21, fixture!("real/boot-worker.user-data"), TOKEN);

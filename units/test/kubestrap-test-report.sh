@@ -142,8 +142,8 @@ grep -qw 'kubestrap.test.hold=1' /proc/cmdline && exit 0
 # kubestrap.test.release=1 (multi-VM scenarios): keep the VM (and its etcd) running until the
 # harness says so on the virtio serial port kubestrap.release, one command per line:
 # "etcd-members" prints this node's view of the etcd cluster, "nodes" the cluster's Nodes and
-# their Ready condition (a control plane), "csr" the cluster's CertificateSigningRequests, "exit"
-# ends the VM as below.
+# their Ready condition (a control plane), "csr" the cluster's CertificateSigningRequests, "diag"
+# its Pods and the controller manager's and scheduler's last log lines, "exit" ends the VM as below.
 if grep -qw 'kubestrap.test.release=1' /proc/cmdline; then
     port=/dev/virtio-ports/kubestrap.release
     i=0
@@ -177,6 +177,14 @@ if grep -qw 'kubestrap.test.release=1' /proc/cmdline; then
                 kubectl --kubeconfig /etc/kubernetes/admin.conf get csr -o wide --request-timeout=20s 2>&1 \
                     | sed 's/^/KUBESTRAP-TEST csr /'
                 echo "KUBESTRAP-TEST csr end" ;;
+            diag)
+                kubectl --kubeconfig /etc/kubernetes/admin.conf get pods -A -o wide --request-timeout=20s 2>&1 \
+                    | sed 's/^/KUBESTRAP-TEST diag pods /'
+                for c in kube-controller-manager kube-scheduler; do
+                    kubectl --kubeconfig /etc/kubernetes/admin.conf -n kube-system logs -l "component=$c" --tail=40 \
+                        --request-timeout=20s 2>&1 | cut -c1-400 | sed "s/^/KUBESTRAP-TEST diag $c /"
+                done
+                echo "KUBESTRAP-TEST diag end" ;;
             exit) break ;;
             *) echo "KUBESTRAP-TEST unknown harness command: $cmd" ;;
         esac
