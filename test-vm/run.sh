@@ -451,7 +451,23 @@ kubernetesVersion: v1.37.2
 controlPlaneEndpoint: 10.10.0.11:6443
 networking:
   podSubnet: 10.244.0.0/16
+$(leader_election_args "")
 EOF
+}
+
+# leader_election_args INDENT: ClusterConfiguration fields that give the controller manager and
+# the scheduler longer leader-election leases (a test-host setting, like the kubelet's eviction
+# thresholds in tests/real). Under TCG, with other VMs on the two cores, a lease renewal's 5 s
+# request (half the 10 s renew deadline) times out, the component exits ("leaderelection lost")
+# and the kubelet backs off restarting it for minutes: no CSR is approved meanwhile, so a
+# joining kubelet's TLS bootstrap waits (kubeadm's worker in the bench failed so, twice).
+leader_election_args() {
+    local c
+    for c in controllerManager scheduler; do
+        printf '%s%s:\n%s  extraArgs:\n' "$1" "$c" "$1"
+        printf '%s  - {name: %s, value: %s}\n' "$1" leader-elect-lease-duration 60s "$1" leader-elect-renew-deadline 40s \
+            "$1" leader-elect-retry-period 4s
+    done
 }
 
 lan_join_docs() {   # lan_join_docs NAME: a worker's JoinConfiguration for cp-1
@@ -557,6 +573,20 @@ kubestrap:
   certificateKey: '$HA_KEY'
   kubernetesVersion: v1.37.2
   podSubnet: 10.244.0.0/16
+  # kubeadm's timeouts for a slow machine (the test host: three real control planes under TCG on
+  # two cores): a second API server's first start there can outlast the 4-minute defaults.
+  kubeadm: |
+    apiVersion: kubeadm.k8s.io/v1beta4
+    kind: InitConfiguration
+    timeouts: {controlPlaneComponentHealthCheck: 10m0s, kubernetesAPICall: 5m0s, etcdAPICall: 5m0s}
+    ---
+    apiVersion: kubeadm.k8s.io/v1beta4
+    kind: ClusterConfiguration
+$(leader_election_args "    ")
+    ---
+    apiVersion: kubeadm.k8s.io/v1beta4
+    kind: JoinConfiguration
+    timeouts: {controlPlaneComponentHealthCheck: 10m0s, kubernetesAPICall: 5m0s, etcdAPICall: 5m0s, tlsBootstrap: 10m0s}
 EOF
 }
 

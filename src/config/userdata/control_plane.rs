@@ -262,6 +262,26 @@ mod tests {
         assert_eq!(cp.local_api_endpoint.advertise_address, "");
     }
 
+    /// A slow fleet's timeouts, given once for each role in the shared user-data (the VM suite's
+    /// ha-control-plane does this under TCG), reach the init node and the joining ones.
+    #[test]
+    fn timeouts_embedded_for_both_roles_reach_the_init_and_the_joins() {
+        let t = "{controlPlaneComponentHealthCheck: 10m0s, kubernetesAPICall: 5m0s}";
+        let ud = shared(&format!(
+            "  kubeadm: |\n    apiVersion: kubeadm.k8s.io/v1beta4\n    kind: InitConfiguration\n    timeouts: {t}\n    \
+             ---\n    apiVersion: kubeadm.k8s.io/v1beta4\n    kind: JoinConfiguration\n    timeouts: {t}\n"
+        ));
+        let NodePlan::Init { docs, .. } = on("cp-1", &ud).plan else { panic!("cp-1 inits") };
+        let ti = docs.init.unwrap().timeouts.unwrap();
+        assert_eq!(ti.control_plane_component_health_check.as_deref(), Some("10m0s"));
+        let NodePlan::Join { join } = on("cp-2", &ud).plan else { panic!("cp-2 joins") };
+        let tj = join.timeouts.unwrap();
+        assert_eq!(
+            (tj.control_plane_component_health_check.as_deref(), tj.kubernetes_api_call.as_deref()),
+            (Some("10m0s"), Some("5m0s"))
+        );
+    }
+
     #[test]
     fn without_init_node_every_machine_inits_and_knows_how_to_join_instead() {
         let ud = shared("").replace("  initNode: cp-1\n", "");
