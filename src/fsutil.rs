@@ -126,6 +126,15 @@ impl NodeFs {
         }
     }
 
+    /// Reads `host_path`, following a symlink whose absolute target is a node path (the kubelet's
+    /// `kubelet-client-current.pem` names `/var/lib/kubelet/pki/...`, not `<root>/var/...`).
+    pub(crate) fn read_following_link(&self, host_path: &str) -> Result<Option<Vec<u8>>> {
+        match fs::read_link(self.real(host_path)) {
+            Ok(target) => self.read(target.to_string_lossy()),
+            Err(_) => self.read(host_path),
+        }
+    }
+
     pub fn exists(&self, host_path: impl AsRef<str>) -> bool {
         let host_path = host_path.as_ref();
         if self.overlay.borrow().contains_key(host_path) {

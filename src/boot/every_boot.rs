@@ -151,7 +151,7 @@ fn ca_rows(fs: &NodeFs, ca_path: &str, now: OffsetDateTime) -> Result<Vec<CertRo
 fn kubelet_client(fs: &NodeFs, ca_path: &str, now: OffsetDateTime, env: &Env) -> Result<Vec<CertRow>> {
     let current = KUBELET_CLIENT_CURRENT;
     let path = current.as_str();
-    let Some(bytes) = read_through_link(fs, path)? else { return Ok(Vec::new()) };
+    let Some(bytes) = fs.read_following_link(path)? else { return Ok(Vec::new()) };
     let cert = CertFile::parse(&bytes).map_err(bad_cert(path))?;
     let end = not_after(&cert, path)?;
     if end - now > KUBELET_MARGIN {
@@ -231,7 +231,7 @@ fn embedded_kubelet_identity(fs: &NodeFs, ca_path: &str, now: OffsetDateTime) ->
         return Ok(vec![row("kubelet.conf", path, end, now, "ok")]);
     }
     let current = KUBELET_CLIENT_CURRENT;
-    let usable = match read_through_link(fs, current.as_str())? {
+    let usable = match fs.read_following_link(current.as_str())? {
         Some(b) => CertFile::parse(&b)
             .ok()
             .map(|c| not_after(&c, current.as_str()))
@@ -258,15 +258,6 @@ fn embedded_kubelet_identity(fs: &NodeFs, ca_path: &str, now: OffsetDateTime) ->
         rfc3339(end)
     );
     Ok(vec![row("kubelet.conf", path, end, now, "now uses kubelet-client-current.pem (as kubeadm's kubelet-finalize)")])
-}
-
-/// Reads `path`, following a symlink whose absolute target is a node path (the kubelet's
-/// `kubelet-client-current.pem` names `/var/lib/kubelet/pki/...`, not `<root>/var/...`).
-fn read_through_link(fs: &NodeFs, path: &str) -> Result<Option<Vec<u8>>> {
-    match std::fs::read_link(fs.real(path)) {
-        Ok(target) => Ok(fs.read(target.to_string_lossy())?),
-        Err(_) => Ok(fs.read(path)?),
-    }
 }
 
 fn read_token_credential(env: &Env) -> Result<Option<crate::token::Token>> {

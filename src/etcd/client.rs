@@ -49,6 +49,8 @@ pub struct Status {
     pub leader: u64,
     pub raft_index: u64,
     pub is_learner: bool,
+    /// What the member reports wrong with itself (an alarm such as NOSPACE).
+    pub errors: Vec<String>,
 }
 
 /// The etcd CA and a client certificate and key, as PEM; paths name them in errors. No Debug:
@@ -208,6 +210,10 @@ impl Client {
             leader: u64_of(&v["leader"]).unwrap_or(0),
             raft_index: u64_of(&v["raftIndex"]).unwrap_or(0),
             is_learner: v["isLearner"].as_bool().unwrap_or(false),
+            errors: v["errors"]
+                .as_array()
+                .map(|a| a.iter().filter_map(|e| e.as_str().map(String::from)).collect())
+                .unwrap_or_default(),
         })
     }
 

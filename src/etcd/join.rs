@@ -222,23 +222,34 @@ pub fn promote(client: &Client, peer_url: &str, clock: &dyn Clock) -> Result<boo
     Ok(promoted)
 }
 
-/// kubeadm's WaitForClusterAvailable(8, 5s): every endpoint (ours included) answers `Status`.
+/// kubeadm's WaitForClusterAvailable(8, 5s): a quorum of the endpoints (ours included) answers
+/// `Status` (kubeadm 1.37, k/k#138403; before, every endpoint had to, and one slow or stopped
+/// member held up every join).
 pub fn wait_available(client: &Client, clock: &dyn Clock) -> Result<(), EtcdError> {
     info!("[etcd] Waiting for the new etcd member to join the cluster. This can take up to 40s");
     let retry = Retry {
-        what: "waiting for every etcd member to be available",
+        what: "waiting for a quorum of the etcd members to be available",
         tag: "etcd",
         timeout: ETCD_WAIT_AVAILABLE,
         backoff: &ETCD_WAIT_AVAILABLE_RETRY,
         clock,
     };
     retry.run(|| {
-        for ep in client.endpoints() {
-            if let Err(e) = client.status(&ep) {
-                return wait_or_fail(e);
+        let endpoints = client.endpoints();
+        let (mut healthy, mut last, mut unwell) = (0, None, Vec::new());
+        for ep in &endpoints {
+            match client.status(ep) {
+                Ok(s) if s.errors.is_empty() => healthy += 1,
+                Ok(s) => unwell.push(format!("member {ep} is not healthy: {}", s.errors.join(","))),
+                Err(e) => last = Some(e),
             }
         }
-        Attempt::Done(())
+        match last {
+            _ if healthy > endpoints.len() / 2 => Attempt::Done(()),
+            Some(e) => wait_or_fail(e),
+            None if unwell.is_empty() => Attempt::Wait("no etcd endpoint to ask".into()),
+            None => Attempt::Wait(unwell.join("; ")),
+        }
     })
 }
 

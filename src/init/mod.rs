@@ -7,6 +7,7 @@ pub mod certs;
 pub mod control_plane;
 pub mod etcd;
 pub mod kubeconfig;
+pub mod kubelet_finalize;
 pub mod kubelet_start;
 pub mod preflight;
 pub mod upload_certs;

@@ -5,7 +5,9 @@
 //! phase that makes it), commits its own writes, and reports itself in the boot status.
 
 use crate::error::{Error, Result};
-use crate::init::{addons, api, certs, control_plane, etcd, kubeconfig, kubelet_start, preflight, upload_certs};
+use crate::init::{
+    addons, api, certs, control_plane, etcd, kubeconfig, kubelet_finalize, kubelet_start, preflight, upload_certs,
+};
 use crate::join::JoinContext;
 use crate::node::Node;
 
@@ -54,8 +56,7 @@ use Stage::{PostKubelet as Post, PreKubelet as Pre};
 pub(crate) type InitFn = fn(&InitContext) -> Result<()>;
 pub(crate) type JoinFn = fn(&JoinContext) -> Result<()>;
 
-/// `kubeadm init`'s phases, in kubeadm's order (kubelet-finalize is not ours: kubelet.conf
-/// already uses an embedded certificate).
+/// `kubeadm init`'s phases, in kubeadm's order.
 ///
 /// `commit: false` saves one syncfs pair per phase in a whole run (on a first-boot VM a commit
 /// costs 10-400 ms): etcd and control-plane write only derived state (static Pod manifests,
@@ -75,6 +76,7 @@ pub const INIT_PHASES: &[Phase<InitFn>] = &[
     Phase { name: "upload-certs", stage: Post, commit: true, about: "With --upload-certs: the shared CAs and keys, encrypted, in the kubeadm-certs Secret", run: upload_certs::run },
     Phase { name: "mark-control-plane", stage: Post, commit: true, about: "Wait for the Node, then label and taint it as control-plane", run: api::mark_control_plane },
     Phase { name: "bootstrap-token", stage: Post, commit: true, about: "Create bootstrap tokens, their RBAC, and the signed cluster-info ConfigMap", run: api::bootstrap_token },
+    Phase { name: "kubelet-finalize/enable-client-cert-rotation", stage: Post, commit: true, about: "Point kubelet.conf at the kubelet's rotating client certificate and restart the kubelet", run: kubelet_finalize::enable_client_cert_rotation },
     Phase { name: "addon/coredns", stage: Post, commit: true, about: "Install the CoreDNS addon (Deployment, Service, ConfigMap, RBAC)", run: addons::coredns },
     Phase { name: "addon/kube-proxy", stage: Post, commit: true, about: "Install the kube-proxy addon (DaemonSet, ConfigMap, RBAC)", run: addons::kube_proxy },
     Phase { name: "show-join-command", stage: Post, commit: true, about: "Print how to use admin.conf and the join command", run: api::show_join_command },

@@ -17,6 +17,20 @@ fn control_plane_then_worker_from_user_data_alone() {
     assert_eq!(c.init.events().last().unwrap()["event"], "done");
     let st = status(&root);
     assert_eq!((st["state"].as_str(), st["role"].as_str()), (Some("done"), Some("control-plane")), "{st}");
+    // kubelet-finalize, as kubeadm 1.37: kubelet.conf names the kubelet's rotating pair, which
+    // the real kubelet stored (a link to a node path) from the certificate init embedded.
+    let finalize = "[kubelet-finalize] Updating \"/etc/kubernetes/kubelet.conf\" to point to a rotatable kubelet client certificate and key";
+    assert!(c.init.stderr().contains(finalize), "{}", c.init.stderr());
+    let kc = std::fs::read_to_string(root.join("etc/kubernetes/kubelet.conf")).unwrap();
+    let pem = "/var/lib/kubelet/pki/kubelet-client-current.pem";
+    assert!(
+        kc.contains(&format!("client-certificate: {pem}\n")) && kc.contains(&format!("client-key: {pem}\n")),
+        "{kc}"
+    );
+    assert!(!kc.contains("client-certificate-data") && !kc.contains("client-key-data"), "{kc}");
+    assert!(kc.contains("name: system:node:cp-1"), "kubeadm's names stay: {kc}");
+    let target = std::fs::read_link(root.join(&pem[1..])).expect("kubelet-client-current.pem is the kubelet's link");
+    assert!(root.join(target.strip_prefix("/").unwrap()).is_file(), "{}", target.display());
     let plan = std::fs::read_to_string(root.join("var/lib/kubestrap/plan.yaml")).unwrap();
     assert!(!plan.contains(TOKEN), "the token is scrubbed once the node is bootstrapped:\n{plan}");
     // A second boot is a no-op.

@@ -82,7 +82,7 @@ fn a_control_plane_re_issues_an_expired_kubelet_client_certificate_from_its_ca()
     let target = std::fs::read_link(n.fs.real(KUBELET_CLIENT_CURRENT.as_str())).unwrap();
     assert!(target.is_absolute() && !target.ends_with("kubelet-client-2020-01-01-00-00-00.pem"), "{target:?}");
     assert!(n.fs.exists("/var/lib/kubelet/pki/kubelet-client-2020-01-01-00-00-00.pem"), "the old bundle is kept");
-    let bundle = read_through_link(&n.fs, KUBELET_CLIENT_CURRENT.as_str()).unwrap().unwrap();
+    let bundle = n.fs.read_following_link(KUBELET_CLIENT_CURRENT.as_str()).unwrap().unwrap();
     let c = CertFile::parse(&bundle).unwrap();
     let x = c.x509().unwrap();
     assert_eq!(x.subject().to_string(), "O=system:nodes, CN=system:node:n1");
@@ -228,7 +228,7 @@ fn an_expired_embedded_kubelet_identity_is_replaced_by_the_rotating_pair() {
     let user = user.unwrap();
     assert!(user.client_certificate_data.is_empty() && user.client_key_data.is_empty());
     assert_eq!(user.client_certificate, KUBELET_CLIENT_CURRENT.as_str());
-    let bundle = read_through_link(&n.fs, KUBELET_CLIENT_CURRENT.as_str()).unwrap().expect("a new pair");
+    let bundle = n.fs.read_following_link(KUBELET_CLIENT_CURRENT.as_str()).unwrap().expect("a new pair");
     let c = CertFile::parse(&bundle).unwrap();
     assert_eq!(c.x509().unwrap().subject().to_string(), "O=system:nodes, CN=system:node:n1");
     assert!(c.x509().unwrap().validity().not_after.to_datetime() > OffsetDateTime::now_utc() + 360 * DAY);
