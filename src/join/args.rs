@@ -59,6 +59,7 @@ pub fn resolve(f: &JoinFlags, jc: &JoinConfiguration) -> Result<JoinArgs> {
             &timeouts.control_plane_component_health_check,
             crate::timeouts::CONTROL_PLANE_COMPONENT_HEALTH_CHECK,
         )?,
+        timeouts: jc.timeouts.clone(),
         ignore_preflight: ignore,
     })
 }

@@ -6,7 +6,7 @@
 use base64::Engine;
 use log::info;
 
-use super::{Found, JoinContext};
+use super::{Found, JoinArgs, JoinContext};
 use crate::config::InitConfig;
 use crate::config::types::{ApiEndpoint, InitConfiguration, NodeRegistrationOptions};
 use crate::error::{Error, Result};
@@ -81,9 +81,14 @@ fn fetch_node_config(ctx: &JoinContext, cp: &ControlPlaneJoin) -> Result<InitCon
     let text = cm["data"]["ClusterConfiguration"]
         .as_str()
         .ok_or_else(|| Error::runtime("ConfigMap kube-system/kubeadm-config has no data.ClusterConfiguration"))?;
+    node_config_from(text, ctx.args, cp)
+}
+
+/// The cluster's stored ClusterConfiguration with this node's own InitConfiguration: its name,
+/// runtime, kubelet flags, API endpoint and the JoinConfiguration's timeouts.
+fn node_config_from(text: &str, a: &JoinArgs, cp: &ControlPlaneJoin) -> Result<InitConfig> {
     let source = "ConfigMap kube-system/kubeadm-config";
     let mut docs = crate::config::parse_stored(source, text)?;
-    let a = ctx.args;
     docs.init = Some(InitConfiguration {
         api_version: crate::constants::KUBEADM_API_VERSION.into(),
         kind: "InitConfiguration".into(),
@@ -95,6 +100,7 @@ fn fetch_node_config(ctx: &JoinContext, cp: &ControlPlaneJoin) -> Result<InitCon
             ..Default::default()
         },
         local_api_endpoint: ApiEndpoint { advertise_address: cp.advertise_address.clone(), bind_port: cp.bind_port },
+        timeouts: a.timeouts.clone(),
         ..Default::default()
     });
     if docs.cluster.as_ref().is_none_or(|c| c.control_plane_endpoint.is_empty()) {
@@ -260,7 +266,25 @@ pub(crate) fn done_message(etcd_member_added: bool) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::done_message;
+    use super::*;
+
+    #[test]
+    fn a_joining_control_plane_runs_its_init_phases_under_the_join_timeouts() {
+        let mut a = crate::join::resolve(&crate::join::JoinFlags::default(), &Default::default()).unwrap();
+        a.timeouts = Some(crate::config::types::Timeouts {
+            control_plane_component_health_check: Some("10m0s".into()),
+            ..Default::default()
+        });
+        let cp =
+            ControlPlaneJoin { advertise_address: "10.0.0.12".into(), bind_port: Some(6443), certificate_key: None };
+        let stored = "apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\nkubernetesVersion: v1.37.2\n\
+                      controlPlaneEndpoint: 10.0.0.11:6443\n";
+        let cfg = node_config_from(stored, &a, &cp).unwrap();
+        assert_eq!(cfg.control_plane_health_timeout, std::time::Duration::from_secs(600));
+        a.timeouts = None;
+        let cfg = node_config_from(stored, &a, &cp).unwrap();
+        assert_eq!(cfg.control_plane_health_timeout, crate::timeouts::CONTROL_PLANE_COMPONENT_HEALTH_CHECK);
+    }
 
     #[test]
     fn the_etcd_line_only_when_a_member_was_added() {

@@ -50,6 +50,9 @@ pub struct JoinArgs {
     /// Control-plane joins: wait-control-plane's waits (JoinConfiguration `timeouts`).
     pub kubelet_health_timeout: Duration,
     pub control_plane_health_timeout: Duration,
+    /// The JoinConfiguration's `timeouts` as given: a control-plane join's init phases
+    /// (mark-control-plane, the etcd and API calls) run under them, as kubeadm join's do.
+    pub timeouts: Option<crate::config::types::Timeouts>,
     pub ignore_preflight: Vec<String>,
 }
 

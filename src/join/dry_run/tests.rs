@@ -73,6 +73,7 @@ fn files_are_described_by_the_phase_that_wrote_them() {
         tls_bootstrap_timeout: std::time::Duration::ZERO,
         kubelet_health_timeout: std::time::Duration::ZERO,
         control_plane_health_timeout: std::time::Duration::ZERO,
+        timeouts: None,
         ignore_preflight: Vec::new(),
     };
     let bundle = paths::kubelet_client_bundle("2026-01-02-03-04-05");
