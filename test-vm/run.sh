@@ -582,6 +582,14 @@ kubestrap:
     ---
     apiVersion: kubeadm.k8s.io/v1beta4
     kind: ClusterConfiguration
+    # etcd's raft timing for starved guests (test host): with the defaults (100 ms heartbeats,
+    # 1 s elections) two members under TCG kept electing, lost quorum, and cp-1's API server
+    # went down while cp-2 joined.
+    etcd:
+      local:
+        extraArgs:
+        - {name: heartbeat-interval, value: "500"}
+        - {name: election-timeout, value: "5000"}
 $(leader_election_args "    ")
     ---
     apiVersion: kubeadm.k8s.io/v1beta4
