@@ -6,11 +6,12 @@ use log::{info, warn};
 
 use super::{Found, JoinContext, tls_bootstrap};
 use crate::error::{Error, Result};
-use crate::kube::{Auth, Client, Trust};
+use crate::kube::{ApiError, Auth, Client, Trust};
 use crate::objects::kubelet;
 use crate::paths::{
     BOOTSTRAP_KUBELET_CONF, KUBELET_CLIENT_KEY_TMP, KUBELET_CONFIG, KUBELET_FLAGS_ENV, KUBELET_INSTANCE_CONFIG,
 };
+use crate::retry::{Attempt, Retry};
 
 pub fn kubelet_start(ctx: &JoinContext) -> Result<()> {
     let Some(found) = Found::load(ctx.node.fs)? else {
@@ -45,12 +46,13 @@ fn start(ctx: &JoinContext, found: &Found) -> Result<()> {
     // of a join killed after kubelet-start); otherwise another machine uses the name.
     match tls_bootstrap::existing_identity(fs, &found.ca_pem, &a.node_name) {
         Some(why) => info!("[kubelet-start] {why}: the Node {:?} is this node's own", a.node_name),
-        None => refuse_ready_node(&client, &a.node_name)?,
+        None => refuse_ready_node(ctx, &client, &a.node_name)?,
     }
 
-    let cm = client
-        .get("/api/v1/namespaces/kube-system/configmaps/kubelet-config")?
-        .ok_or_else(|| Error::runtime("the ConfigMap kube-system/kubelet-config does not exist: the control plane has not finished its upload-config phase"))?;
+    let cm = call(ctx, "reading the kubelet-config ConfigMap", || {
+        client.get("/api/v1/namespaces/kube-system/configmaps/kubelet-config")
+    })?
+    .ok_or_else(|| Error::runtime("the ConfigMap kube-system/kubelet-config does not exist: the control plane has not finished its upload-config phase"))?;
     let kubelet_yaml = cm["data"]["kubelet"]
         .as_str()
         .ok_or_else(|| Error::runtime("ConfigMap kube-system/kubelet-config has no data.kubelet"))?;
@@ -82,24 +84,44 @@ fn start(ctx: &JoinContext, found: &Found) -> Result<()> {
 }
 
 /// kubeadm refuses to join a name that a Ready Node already has: two kubelets would fight.
-fn refuse_ready_node(client: &Client, name: &str) -> Result<()> {
-    match client.get(&format!("/api/v1/nodes/{name}")) {
-        Ok(Some(node)) => {
-            let ready = node["status"]["conditions"]
-                .as_array()
-                .is_some_and(|cs| cs.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"));
-            if ready {
-                return Err(Error::state(format!(
-                    "a Node named {name:?} already exists in the cluster and is Ready; join with another --node-name, or delete that Node first"
-                )));
-            }
-            Ok(())
-        }
-        Ok(None) => Ok(()),
+fn refuse_ready_node(ctx: &JoinContext, client: &Client, name: &str) -> Result<()> {
+    let node = call(ctx, "checking for an existing Node", || match client.get(&format!("/api/v1/nodes/{name}")) {
         Err(e) if e.code() == Some(403) => {
             warn!("[preflight] cannot check for an existing Node {name:?}: {e}");
-            Ok(())
+            Ok(None)
         }
-        Err(e) => Err(e.into()),
+        r => r,
+    })?;
+    let ready = node
+        .as_ref()
+        .and_then(|n| n["status"]["conditions"].as_array())
+        .is_some_and(|cs| cs.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"));
+    if ready {
+        return Err(Error::state(format!(
+            "a Node named {name:?} already exists in the cluster and is Ready; join with another --node-name, or delete that Node first"
+        )));
     }
+    Ok(())
+}
+
+/// One API call of kubelet-start, retried while the control plane is briefly unreachable (an
+/// API server restarting or overloaded; the kubelet's own TLS bootstrap retries too), for up to
+/// the JoinConfiguration's `timeouts.tlsBootstrap`. Other errors end the phase at once.
+pub(super) fn call<T>(
+    ctx: &JoinContext,
+    what: &str,
+    mut f: impl FnMut() -> std::result::Result<T, ApiError>,
+) -> Result<T> {
+    let retry = Retry {
+        what,
+        tag: "kubelet-start",
+        timeout: ctx.args.tls_bootstrap_timeout,
+        backoff: &crate::timeouts::API_BACKOFF,
+        clock: ctx.node.clock,
+    };
+    retry.run(|| match f() {
+        Ok(t) => Attempt::Done(t),
+        Err(e) if e.is_transient() => Attempt::Wait(e.to_string()),
+        Err(e) => Attempt::Fail(Error::from(e)),
+    })
 }

@@ -39,7 +39,7 @@ pub fn run(ctx: &JoinContext, client: &Client, found: &Found) -> Result<()> {
     };
     let (pem, name) = crate::csr::node_csr(node_name, &key)?;
     let csr = crate::csr::csr_object(&name, &pem, crate::csr::kubelet_client_usages(&key));
-    match client.create(&csr)? {
+    match super::kubelet_start::call(ctx, "sending the certificate signing request", || client.create(&csr))? {
         Created::New(_) => info!("[kubelet-start] Sent certificate signing request {name} for system:node:{node_name}"),
         Created::Exists => info!("[kubelet-start] Certificate signing request {name} already exists; waiting for it"),
     }
@@ -118,11 +118,17 @@ fn wait_for_certificate(client: &Client, name: &str, timeout: Duration, clock: &
         }
     };
     loop {
-        // A GET first: the certificate may already be there (rerun, fast approver).
-        if let Some(obj) = client.get(&path)?
-            && let Some(r) = check(&obj)
-        {
-            return r.map_err(Error::from);
+        // A GET first: the certificate may already be there (rerun, fast approver). A control
+        // plane briefly unreachable is waited out within the deadline, as the kubelet would.
+        match client.get(&path) {
+            Ok(Some(obj)) => {
+                if let Some(r) = check(&obj) {
+                    return r.map_err(Error::from);
+                }
+            }
+            Ok(None) => {}
+            Err(e) if e.is_transient() => info!("[kubelet-start] reading {name}: {e}; retrying"),
+            Err(e) => return Err(e.into()),
         }
         let left = deadline.saturating_duration_since(clock.now());
         if left.is_zero() {
