@@ -219,7 +219,16 @@ pub fn mark_control_plane(ctx: &InitContext) -> Result<()> {
         }
         Err(e) => Attempt::Wait(e.to_string()),
     })?;
-    client.merge_patch(&path, &objects::node::control_plane_patch_for_node(&ctx.cfg, &node))?;
+    // kubeadm ≥ 1.35.1 retries the patch too (PatchNodeOnce within the API call timeout): an API
+    // server that is slow or restarting is waited out, not taken for a failed node.
+    let patch = objects::node::control_plane_patch_for_node(&ctx.cfg, &node);
+    ctx.retry("labelling and tainting the Node", "mark-control-plane", KUBERNETES_API_CALL).run(|| {
+        match client.merge_patch(&path, &patch) {
+            Ok(_) => Attempt::Done(()),
+            Err(e) if e.is_transient() => Attempt::Wait(e.to_string()),
+            Err(e) => Attempt::Fail(Error::from(e)),
+        }
+    })?;
     info!("[mark-control-plane] Marked the node {} as control-plane (labels and taints)", ctx.cfg.node_name);
     Ok(())
 }

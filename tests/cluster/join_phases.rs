@@ -2,7 +2,7 @@
 //! real components, tests/real/workers.rs): "server down for 20 s" and a 5-minute deadline take
 //! milliseconds and are judged by attempts and reasons, not by wall-clock windows.
 
-use crate::cluster_e2e::{assert_no_credentials, check_joined_node, init_cluster, pipe};
+use crate::cluster_e2e::{assert_no_credentials, check_joined_node, init_cluster, init_cluster_with, pipe};
 use crate::common::*;
 
 use std::net::{TcpListener, TcpStream};
@@ -77,6 +77,67 @@ fn join_stops_at_the_deadline_when_the_server_never_comes() {
     assert!(waits.len() >= 48, "{}", waits.len());
     assert_eq!(clock.elapsed(), Duration::from_secs(300));
     assert_no_credentials(w.path());
+}
+
+/// kubelet-start meets a control plane that drops every connection for 20 s (an API server
+/// restarting or overloaded, as under TCG in the VM suite's HA scenario): it waits, as the
+/// kubelet's own TLS bootstrap would, and then joins.
+#[test]
+fn kubelet_start_waits_out_a_control_plane_that_drops_connections() {
+    let front = free_port();
+    let c = init_cluster_with(
+        move |t| {
+            t.replace(
+                "kind: ClusterConfiguration\n",
+                &format!("kind: ClusterConfiguration\ncontrolPlaneEndpoint: 127.0.0.1:{front}\n"),
+            )
+        },
+        |_| {},
+    );
+    let back = c.port;
+    // The endpoint: forwards to the server while `up`, otherwise accepts and hangs up.
+    let up = Arc::new(AtomicBool::new(true));
+    let listener = TcpListener::bind(("127.0.0.1", front)).unwrap();
+    let state = up.clone();
+    std::thread::spawn(move || {
+        for conn in listener.incoming().flatten() {
+            if !state.load(Ordering::SeqCst) {
+                drop(conn);
+            } else if let Ok(b) = TcpStream::connect(("127.0.0.1", back)) {
+                pipe(conn.try_clone().unwrap(), b.try_clone().unwrap());
+                pipe(b, conn);
+            }
+        }
+    });
+    let w = tempfile::tempdir().unwrap();
+    let flags = JoinFlags {
+        endpoint: Some(format!("127.0.0.1:{front}")),
+        token: Some(TOKEN.into()),
+        discovery_token_ca_cert_hash: vec![c.ca_hash()],
+        node_name: Some("worker-1".into()),
+        root: w.path().to_path_buf(),
+        ..JoinFlags::default()
+    };
+    let args = kubestrap::join::resolve(&flags, &Default::default()).unwrap();
+    let fs = NodeFs::new(w.path());
+    let run = |clock: &FakeClock, skip: &[&str]| {
+        let skip: Vec<String> = skip.iter().map(|s| s.to_string()).collect();
+        kubestrap::phases::run_join(&JoinContext::new(&args, &fs, clock, None), &skip)
+    };
+    run(&FakeClock::new(), &["kubelet-start"]).unwrap();
+    up.store(false, Ordering::SeqCst);
+    let flag = up.clone();
+    let clock = FakeClock::new().on_advance(move |t| {
+        if t >= Duration::from_secs(20) {
+            flag.store(true, Ordering::SeqCst);
+        }
+    });
+    run(&clock, &["preflight", "discovery"]).unwrap();
+    let waits = clock.waits();
+    let endpoint = format!("https://127.0.0.1:{front}/");
+    assert!(!waits.is_empty() && waits.iter().all(|w| w.why.contains(&endpoint)), "{waits:?}");
+    assert!(clock.elapsed() >= Duration::from_secs(20), "{:?}", clock.elapsed());
+    check_joined_node(w.path(), &c);
 }
 
 #[test]
