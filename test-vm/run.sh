@@ -666,10 +666,11 @@ scenario_ha-control-plane() {
     for i in "${!names[@]}"; do
         n=${names[$i]}
         extra=()
-        # Staggered: cp-2 boots once cp-1 holds (its verdict given), cp-3 once cp-2 does. Four
-        # real nodes starting at once on two host cores under TCG starve etcd past kubeadm's
-        # etcd API timeouts; a fleet's machines do not all come up in the same second either.
-        if [[ $n == cp-* ]] && [ "$i" -gt 0 ]; then
+        # Staggered: each VM boots once the one before holds (its verdict given): cp-2 after
+        # cp-1, cp-3 after cp-2, the worker after cp-3. Real nodes starting together on two host
+        # cores under TCG starve etcd until it loses quorum (cp-3 and the worker at once did);
+        # a fleet's machines do not all come up in the same second either.
+        if [ "$i" -gt 0 ]; then
             ha_wait_hold "${names[$((i - 1))]}" "${pids[$((i - 1))]}" "$t0"
         fi
         # The CA as binary credentials (PEM has newlines) to every control plane: one launch
