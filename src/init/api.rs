@@ -9,7 +9,7 @@ use super::InitContext;
 use crate::config::types::BootstrapToken;
 use crate::constants::{ADMIN_CONF, KUBERNETES_DIR, SUPER_ADMIN_CONF};
 use crate::error::{Error, Result};
-use crate::kube::Client;
+use crate::kube::{ApiError, Client};
 use crate::kubeconfig::Kubeconfig;
 use crate::objects;
 use crate::paths::GENERATED_TOKEN;
@@ -222,13 +222,8 @@ pub fn mark_control_plane(ctx: &InitContext) -> Result<()> {
     // kubeadm ≥ 1.35.1 retries the patch too (PatchNodeOnce within the API call timeout): an API
     // server that is slow or restarting is waited out, not taken for a failed node.
     let patch = objects::node::control_plane_patch_for_node(&ctx.cfg, &node);
-    ctx.retry("labelling and tainting the Node", "mark-control-plane", KUBERNETES_API_CALL).run(|| {
-        match client.merge_patch(&path, &patch) {
-            Ok(_) => Attempt::Done(()),
-            Err(e) if e.is_transient() => Attempt::Wait(e.to_string()),
-            Err(e) => Attempt::Fail(Error::from(e)),
-        }
-    })?;
+    ctx.retry("labelling and tainting the Node", "mark-control-plane", KUBERNETES_API_CALL)
+        .run(|| ApiError::attempt::<_, Error>(client.merge_patch(&path, &patch)))?;
     info!("[mark-control-plane] Marked the node {} as control-plane (labels and taints)", ctx.cfg.node_name);
     Ok(())
 }
@@ -299,11 +294,8 @@ pub fn bootstrap_token(ctx: &InitContext) -> Result<()> {
 
 /// kubeadm retries token writes (up to 5 times) within the API call timeout.
 fn apply_with_retry(ctx: &InitContext, client: &Client, obj: &Value) -> Result<()> {
-    ctx.retry("storing a bootstrap token", "bootstrap-token", KUBERNETES_API_CALL).run(|| match client.apply(obj) {
-        Ok(()) => Attempt::Done(()),
-        Err(e) if e.is_transient() => Attempt::Wait(e.to_string()),
-        Err(e) => Attempt::Fail(e.into()),
-    })
+    ctx.retry("storing a bootstrap token", "bootstrap-token", KUBERNETES_API_CALL)
+        .run(|| ApiError::attempt(client.apply(obj)))
 }
 
 /// What kubeadm prints at the end: how to use admin.conf and the exact join command. The token

@@ -11,7 +11,7 @@ use crate::objects::kubelet;
 use crate::paths::{
     BOOTSTRAP_KUBELET_CONF, KUBELET_CLIENT_KEY_TMP, KUBELET_CONFIG, KUBELET_FLAGS_ENV, KUBELET_INSTANCE_CONFIG,
 };
-use crate::retry::{Attempt, Retry};
+use crate::retry::Retry;
 
 pub fn kubelet_start(ctx: &JoinContext) -> Result<()> {
     let Some(found) = Found::load(ctx.node.fs)? else {
@@ -119,9 +119,5 @@ pub(super) fn call<T>(
         backoff: &crate::timeouts::API_BACKOFF,
         clock: ctx.node.clock,
     };
-    retry.run(|| match f() {
-        Ok(t) => Attempt::Done(t),
-        Err(e) if e.is_transient() => Attempt::Wait(e.to_string()),
-        Err(e) => Attempt::Fail(Error::from(e)),
-    })
+    retry.run(|| ApiError::attempt::<_, Error>(f()))
 }

@@ -41,6 +41,16 @@ impl ApiError {
         }
     }
 
+    /// A call's result as one retry attempt: transient errors are waited out, others end it.
+    pub(crate) fn attempt<T, E: From<ApiError>>(r: Result<T, ApiError>) -> crate::retry::Attempt<T, E> {
+        use crate::retry::Attempt;
+        match r {
+            Ok(t) => Attempt::Done(t),
+            Err(e) if e.is_transient() => Attempt::Wait(e.to_string()),
+            Err(e) => Attempt::Fail(e.into()),
+        }
+    }
+
     /// Worth retrying: the server may come up, or become ready, later.
     pub(crate) fn is_transient(&self) -> bool {
         match self {
