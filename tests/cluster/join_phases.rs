@@ -149,3 +149,71 @@ fn the_phase_list_names_join_and_init_phases() {
         assert!(listed.contains(p), "{listed}");
     }
 }
+
+/// An API server that restarted after discovery answers 401 for the bootstrap token until its
+/// Secret cache syncs (seen under TCG in the VM suite's HA scenario): kubelet-start waits it
+/// out within `timeouts.tlsBootstrap`, and a token that stays unknown still ends the join.
+#[test]
+fn kubelet_start_waits_out_a_401_for_the_token_discovery_just_proved() {
+    let c = init_cluster(|_| {});
+    let secret_path = format!("/api/v1/namespaces/kube-system/secrets/bootstrap-token-{}", &TOKEN[..6]);
+    let mut secret = c.double.object(&secret_path).expect("init created the token's Secret");
+    let meta = secret["metadata"].as_object_mut().unwrap();
+    for k in ["resourceVersion", "uid", "creationTimestamp"] {
+        meta.remove(k);
+    }
+    for (back_after, joins) in [(Some(Duration::from_secs(30)), true), (None, false)] {
+        let w = tempfile::tempdir().unwrap();
+        let flags = JoinFlags {
+            endpoint: Some(format!("127.0.0.1:{}", c.port)),
+            token: Some(TOKEN.into()),
+            discovery_token_ca_cert_hash: vec![c.ca_hash()],
+            node_name: Some(format!("worker-{}", u8::from(joins))),
+            root: w.path().to_path_buf(),
+            ..JoinFlags::default()
+        };
+        let args = kubestrap::join::resolve(&flags, &Default::default()).unwrap();
+        let fs = NodeFs::new(w.path());
+        let run = |clock: &FakeClock, skip: &[&str]| {
+            let skip: Vec<String> = skip.iter().map(|s| s.to_string()).collect();
+            kubestrap::phases::run_join(&JoinContext::new(&args, &fs, clock, None), &skip)
+        };
+        run(&FakeClock::new(), &["kubelet-start"]).unwrap();
+        c.double.delete_object(&secret_path).unwrap();
+        // The hook runs on the retry's thread; the Secret comes back through this thread.
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let hook = std::sync::Mutex::new((tx, done_rx, false));
+        let clock = FakeClock::new().on_advance(move |t| {
+            let mut h = hook.lock().unwrap();
+            if back_after.is_some_and(|b| t >= b) && !h.2 {
+                h.2 = true;
+                h.0.send(()).unwrap();
+                h.1.recv().unwrap();
+            }
+        });
+        let (result, waits) = std::thread::scope(|s| {
+            let (double, secret) = (&c.double, secret.clone());
+            s.spawn(move || {
+                if rx.recv().is_ok() {
+                    double.put_object(secret).unwrap();
+                    done_tx.send(()).unwrap();
+                }
+            });
+            let r = run(&clock, &["preflight", "discovery"]);
+            let waits = clock.waits();
+            drop(clock); // ends the helper thread when the Secret never came back
+            (r, waits)
+        });
+        assert!(!waits.is_empty() && waits.iter().all(|w| w.why.contains("401")), "{waits:?}");
+        if joins {
+            result.unwrap_or_else(|e| panic!("the join gave up: {e}"));
+            check_joined_node(w.path(), &c);
+        } else {
+            let e = result.expect_err("a token that stays unknown ends the join").to_string();
+            assert!(e.contains("401") && e.contains("gave up after 300s"), "{e}");
+            assert!(!w.path().join("etc/kubernetes/bootstrap-kubelet.conf").exists());
+            c.double.put_object(secret.clone()).unwrap();
+        }
+    }
+}
