@@ -92,6 +92,8 @@ impl Credentials {
 pub struct Client {
     http: kube::Client,
     endpoints: Mutex<Vec<String>>,
+    /// How long each member call is retried (kubeadm's `timeouts.etcdAPICall`).
+    call_timeout: std::time::Duration,
 }
 
 /// The answer of a member call: etcd's member list after it.
@@ -144,12 +146,22 @@ impl Client {
             }
             other => EtcdError::BadCredentials { path: creds.cert.0.clone(), detail: other.to_string() },
         })?;
-        Ok(Client { http, endpoints: Mutex::new(endpoints.to_vec()) })
+        let call_timeout = crate::timeouts::ETCD_API_CALL;
+        Ok(Client { http, endpoints: Mutex::new(endpoints.to_vec()), call_timeout })
     }
 
     /// The same client in dry-run mode: calls go to `recorder`, never to etcd.
     pub fn recording(self, recorder: kube::Recorder) -> Client {
-        Client { http: self.http.recording(recorder), endpoints: self.endpoints }
+        Client { http: self.http.recording(recorder), ..self }
+    }
+
+    /// The same client with member calls retried for `timeout` (`timeouts.etcdAPICall`).
+    pub fn with_call_timeout(self, timeout: std::time::Duration) -> Client {
+        Client { call_timeout: timeout, ..self }
+    }
+
+    pub(crate) fn call_timeout(&self) -> std::time::Duration {
+        self.call_timeout
     }
 
     pub fn endpoints(&self) -> Vec<String> {

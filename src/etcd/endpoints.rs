@@ -10,7 +10,7 @@ use super::error::EtcdError;
 use crate::clock::Clock;
 use crate::kube;
 use crate::retry::{Attempt, Retry};
-use crate::timeouts::{KUBERNETES_API_CALL, KUBERNETES_API_CALL_RETRY};
+use crate::timeouts::KUBERNETES_API_CALL_RETRY;
 
 /// The annotation on etcd's static Pod: its `--advertise-client-urls`.
 pub const ADVERTISE_CLIENT_URLS_ANNOTATION: &str = "kubeadm.kubernetes.io/etcd.advertise-client-urls";
@@ -59,12 +59,16 @@ pub fn endpoints_from_pods(pod_list: &Value) -> Result<Vec<String>, EtcdError> {
 }
 
 /// Lists the etcd Pods through the API until every one carries its endpoint (kubeadm: every
-/// 500 ms for up to the 1 m API call timeout).
-pub fn endpoints_from_cluster(api: &kube::Client, clock: &dyn Clock) -> Result<Vec<String>, EtcdError> {
+/// 500 ms for up to `timeouts.kubernetesAPICall`, 1 m by default).
+pub fn endpoints_from_cluster(
+    api: &kube::Client,
+    timeout: std::time::Duration,
+    clock: &dyn Clock,
+) -> Result<Vec<String>, EtcdError> {
     let retry = Retry {
         what: "reading the etcd endpoints from the etcd Pods",
         tag: "etcd",
-        timeout: KUBERNETES_API_CALL,
+        timeout,
         backoff: &KUBERNETES_API_CALL_RETRY,
         clock,
     };

@@ -104,8 +104,8 @@ pub struct Announced {
     pub reused: bool,
 }
 
-fn etcd_retry<'a>(what: &'a str, clock: &'a dyn Clock) -> Retry<'a> {
-    Retry { what, tag: "etcd", timeout: ETCD_API_CALL, backoff: &ETCD_API_CALL_RETRY, clock }
+fn etcd_retry<'a>(what: &'a str, client: &Client, clock: &'a dyn Clock) -> Retry<'a> {
+    Retry { what, tag: "etcd", timeout: client.call_timeout(), backoff: &ETCD_API_CALL_RETRY, clock }
 }
 
 /// Wait on what time can fix, stop on what it cannot.
@@ -115,9 +115,9 @@ fn wait_or_fail<T>(e: EtcdError) -> Attempt<T, EtcdError> {
 
 /// kubeadm's NewFromCluster after the endpoints are known: a client for `endpoints` (from the
 /// etcd Pods' annotations), then the endpoints replaced by the member list's client URLs,
-/// retried every 500 ms for up to 2 m.
+/// retried every 500 ms for up to kubeadm's default `etcdAPICall` (2 m).
 pub fn connect(endpoints: &[String], creds: &Credentials, clock: &dyn Clock) -> Result<Client, EtcdError> {
-    connect_recording(endpoints, creds, None, clock)
+    connect_recording(endpoints, creds, None, ETCD_API_CALL, clock)
 }
 
 /// [`connect`]; with a recorder (a dry run), every call goes to it instead of etcd.
@@ -125,32 +125,34 @@ pub fn connect_recording(
     endpoints: &[String],
     creds: &Credentials,
     record: Option<crate::kube::Recorder>,
+    call_timeout: std::time::Duration,
     clock: &dyn Clock,
 ) -> Result<Client, EtcdError> {
     if endpoints.is_empty() {
         return Err(EtcdError::NoEndpoints { why: "the etcd Pods gave none".into() });
     }
-    let client = Client::new(endpoints, creds)?;
+    let client = Client::new(endpoints, creds)?.with_call_timeout(call_timeout);
     let client = match record {
         Some(r) => client.recording(r),
         None => client,
     };
-    let synced = etcd_retry("syncing the etcd endpoints with the member list", clock).run(|| match client.sync() {
-        Ok(eps) => Attempt::Done(eps),
-        Err(e) => wait_or_fail(e),
-    })?;
+    let synced =
+        etcd_retry("syncing the etcd endpoints with the member list", &client, clock).run(|| match client.sync() {
+            Ok(eps) => Attempt::Done(eps),
+            Err(e) => wait_or_fail(e),
+        })?;
     info!("[etcd] etcd endpoints from the member list: {}", synced.join(","));
     Ok(client)
 }
 
 /// Adds this node as a learner, or finds it already added (by its peer URL; a started member
 /// there must carry our name, else another node's member holds the address). Retried every
-/// 500 ms for up to 2 m: while another node's learner is in the cluster etcd refuses a second
+/// 500 ms for up to the client's `etcdAPICall` (2 m by default): while another node's learner is in the cluster etcd refuses a second
 /// one ("too many learner members"), and a leader election or a member down is waited out.
 /// Our client URL joins the client's endpoints, as kubeadm does.
 pub fn add_as_learner(client: &Client, me: &NewMember, clock: &dyn Clock) -> Result<Announced, EtcdError> {
     me.check()?;
-    let (member, members, reused) = etcd_retry("adding this node as an etcd learner", clock).run(|| {
+    let (member, members, reused) = etcd_retry("adding this node as an etcd learner", client, clock).run(|| {
         // Listing first makes a rerun find the member an interrupted run added.
         let members = match client.member_list() {
             Ok(m) => m,
@@ -188,11 +190,11 @@ pub fn add_as_learner(client: &Client, me: &NewMember, clock: &dyn Clock) -> Res
 }
 
 /// Promotes our learner to a voting member once it is in sync with the leader; does nothing
-/// for a voter. Retried every 500 ms for up to 2 m (etcd refuses to promote a learner that has
+/// for a voter. Retried every 500 ms for up to the client's `etcdAPICall` (etcd refuses to promote a learner that has
 /// not caught up). Returns whether this call promoted it.
 pub fn promote(client: &Client, peer_url: &str, clock: &dyn Clock) -> Result<bool, EtcdError> {
     let mut promoted = false;
-    etcd_retry("promoting this node's etcd learner to a voting member", clock).run(|| {
+    etcd_retry("promoting this node's etcd learner to a voting member", client, clock).run(|| {
         let members = match client.member_list() {
             Ok(m) => m,
             Err(e) => return wait_or_fail(e),

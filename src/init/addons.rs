@@ -11,7 +11,7 @@ use crate::objects;
 fn apply_all(ctx: &InitContext, objs: &[Value]) -> Result<()> {
     let client = ctx.admin()?;
     for o in objs {
-        client.apply(o)?;
+        ctx.apply(client, "addon", o)?;
         info!("[addon] Applied {}", crate::kube::paths::describe(o));
     }
     Ok(())

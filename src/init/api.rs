@@ -14,7 +14,7 @@ use crate::kubeconfig::Kubeconfig;
 use crate::objects;
 use crate::paths::GENERATED_TOKEN;
 use crate::retry::{Attempt, GaveUp};
-use crate::timeouts::{KUBERNETES_API_CALL, REQUEST};
+use crate::timeouts::REQUEST;
 
 fn client_for(ctx: &InitContext, file: &str) -> Result<Client> {
     let path = format!("{KUBERNETES_DIR}/{file}");
@@ -80,9 +80,9 @@ pub(super) fn admin<'c>(ctx: &'c InitContext) -> Result<&'c Client> {
     Ok(admin)
 }
 
-fn apply_all(client: &Client, tag: &str, objs: &[Value]) -> Result<()> {
+fn apply_all(ctx: &InitContext, client: &Client, tag: &str, objs: &[Value]) -> Result<()> {
     for o in objs {
-        client.apply(o)?;
+        ctx.apply(client, tag, o)?;
         info!("[{tag}] Applied {}", crate::kube::paths::describe(o));
     }
     Ok(())
@@ -203,7 +203,7 @@ pub(crate) fn upload_config(ctx: &InitContext) -> Result<()> {
     let mut objs = vec![objects::configmaps::kubeadm_config(&ctx.cfg)?];
     objs.extend(objects::rbac::upload_config_rbac());
     objs.push(objects::configmaps::kubelet_config_map(&ctx.cfg)?);
-    apply_all(client, "upload-config", &objs)
+    apply_all(ctx, client, "upload-config", &objs)
 }
 
 pub fn mark_control_plane(ctx: &InitContext) -> Result<()> {
@@ -222,7 +222,7 @@ pub fn mark_control_plane(ctx: &InitContext) -> Result<()> {
     // kubeadm ≥ 1.35.1 retries the patch too (PatchNodeOnce within the API call timeout): an API
     // server that is slow or restarting is waited out, not taken for a failed node.
     let patch = objects::node::control_plane_patch_for_node(&ctx.cfg, &node);
-    ctx.retry("labelling and tainting the Node", "mark-control-plane", KUBERNETES_API_CALL)
+    ctx.retry("labelling and tainting the Node", "mark-control-plane", ctx.cfg.api_call_timeout)
         .run(|| ApiError::attempt::<_, Error>(client.merge_patch(&path, &patch)))?;
     info!("[mark-control-plane] Marked the node {} as control-plane (labels and taints)", ctx.cfg.node_name);
     Ok(())
@@ -274,13 +274,13 @@ pub fn bootstrap_token(ctx: &InitContext) -> Result<()> {
     let now = time::OffsetDateTime::now_utc();
     for t in tokens(ctx)? {
         let secret = objects::tokens::token_secret(&t, now)?;
-        apply_with_retry(ctx, client, &secret)?;
+        ctx.apply(client, "bootstrap-token", &secret)?;
         info!(
             "[bootstrap-token] Stored bootstrap token {} (secret not shown)",
             t.token.split('.').next().unwrap_or_default()
         );
     }
-    apply_all(client, "bootstrap-token", &objects::rbac::bootstrap_token_rbac())?;
+    apply_all(ctx, client, "bootstrap-token", &objects::rbac::bootstrap_token_rbac())?;
     let ca = ctx
         .node
         .fs
@@ -288,14 +288,8 @@ pub fn bootstrap_token(ctx: &InitContext) -> Result<()> {
         .ok_or_else(|| Error::state("ca.crt is missing"))?;
     let (cluster_info, _) = objects::configmaps::cluster_info(&ctx.cfg, &ca);
     info!("[bootstrap-token] Creating the \"cluster-info\" ConfigMap in the \"kube-public\" namespace");
-    apply_all(client, "bootstrap-token", &[cluster_info])?;
-    apply_all(client, "bootstrap-token", &objects::rbac::cluster_info_rbac())
-}
-
-/// kubeadm retries token writes (up to 5 times) within the API call timeout.
-fn apply_with_retry(ctx: &InitContext, client: &Client, obj: &Value) -> Result<()> {
-    ctx.retry("storing a bootstrap token", "bootstrap-token", KUBERNETES_API_CALL)
-        .run(|| ApiError::attempt(client.apply(obj)))
+    apply_all(ctx, client, "bootstrap-token", &[cluster_info])?;
+    apply_all(ctx, client, "bootstrap-token", &objects::rbac::cluster_info_rbac())
 }
 
 /// What kubeadm prints at the end: how to use admin.conf and the exact join command. The token

@@ -72,6 +72,12 @@ impl InitContext<'_> {
     pub fn retry<'b>(&'b self, what: &'b str, tag: &'b str, timeout: std::time::Duration) -> Retry<'b> {
         Retry { what, tag, timeout, backoff: &crate::timeouts::API_BACKOFF, clock: self.node.clock }
     }
+    /// One API write, its transient errors (a restarting or overloaded API server) waited out
+    /// for `timeouts.kubernetesAPICall`, as kubeadm's CreateOrUpdate helpers poll.
+    pub(crate) fn apply(&self, client: &crate::kube::Client, tag: &str, obj: &serde_json::Value) -> Result<()> {
+        let what = format!("applying {}", crate::kube::paths::describe(obj));
+        self.retry(&what, tag, self.cfg.api_call_timeout).run(|| crate::kube::ApiError::attempt(client.apply(obj)))
+    }
     /// Waiting for the local kubelet and API server (kubeadm's poll; see `CONTROL_PLANE_CHECK_RETRY`).
     pub(crate) fn poll<'b>(&'b self, what: &'b str, tag: &'b str, timeout: std::time::Duration) -> Retry<'b> {
         Retry { what, tag, timeout, backoff: &crate::timeouts::CONTROL_PLANE_CHECK_RETRY, clock: self.node.clock }

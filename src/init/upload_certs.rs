@@ -70,9 +70,9 @@ pub fn run(ctx: &InitContext) -> Result<()> {
     }
     .ok_or_else(|| Error::runtime(format!("the API server returned no uid for Secret kube-system/{owner}")))?;
     info!("[upload-certs] Storing the certificates in Secret \"kubeadm-certs\" in the \"kube-system\" Namespace");
-    client.apply(&objects::kubeadm_certs::secret(&entries, &owner, &uid))?;
+    ctx.apply(client, "upload-certs", &objects::kubeadm_certs::secret(&entries, &owner, &uid))?;
     for o in objects::rbac::kubeadm_certs_rbac() {
-        client.apply(&o)?;
+        ctx.apply(client, "upload-certs", &o)?;
     }
     if ctx.dry_run_api.is_some() {
         // stdout carries the JSON plan; the key itself is never logged.

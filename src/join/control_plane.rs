@@ -229,9 +229,15 @@ pub fn etcd_join(ctx: &JoinContext) -> Result<()> {
         return Ok(());
     };
     let api = client(ctx)?;
-    let endpoints = crate::etcd::endpoints_from_cluster(&api, ctx.node.clock)?;
+    let endpoints = crate::etcd::endpoints_from_cluster(&api, cfg.api_call_timeout, ctx.node.clock)?;
     let creds = crate::etcd::Credentials::load(ctx.node.fs, cfg.certs_dir(), crate::etcd::HEALTHCHECK_CLIENT)?;
-    let etcd = crate::etcd::connect_recording(&endpoints, &creds, ctx.dry_run_api.clone(), ctx.node.clock)?;
+    let etcd = crate::etcd::connect_recording(
+        &endpoints,
+        &creds,
+        ctx.dry_run_api.clone(),
+        cfg.etcd_api_call_timeout,
+        ctx.node.clock,
+    )?;
     let me = crate::etcd::NewMember::for_node(&cfg.node_name, cfg.advertise_address);
     // add_as_learner and wait_available print kubeadm's lines themselves.
     let announced = crate::etcd::add_as_learner(&etcd, &me, ctx.node.clock)?;
@@ -280,6 +286,8 @@ mod tests {
         let mut a = crate::join::resolve(&crate::join::JoinFlags::default(), &Default::default()).unwrap();
         a.timeouts = Some(crate::config::types::Timeouts {
             control_plane_component_health_check: Some("10m0s".into()),
+            kubernetes_api_call: Some("5m0s".into()),
+            etcd_api_call: Some("4m30s".into()),
             ..Default::default()
         });
         let cp =
@@ -288,9 +296,14 @@ mod tests {
                       controlPlaneEndpoint: 10.0.0.11:6443\n";
         let cfg = node_config_from(stored, &a, &cp).unwrap();
         assert_eq!(cfg.control_plane_health_timeout, std::time::Duration::from_secs(600));
+        // mark-control-plane's patch, upload-config's writes and etcd-join's member calls.
+        assert_eq!(cfg.api_call_timeout, std::time::Duration::from_secs(300));
+        assert_eq!(cfg.etcd_api_call_timeout, std::time::Duration::from_secs(270));
         a.timeouts = None;
         let cfg = node_config_from(stored, &a, &cp).unwrap();
         assert_eq!(cfg.control_plane_health_timeout, crate::timeouts::CONTROL_PLANE_COMPONENT_HEALTH_CHECK);
+        assert_eq!(cfg.api_call_timeout, crate::timeouts::KUBERNETES_API_CALL);
+        assert_eq!(cfg.etcd_api_call_timeout, crate::timeouts::ETCD_API_CALL);
     }
 
     #[test]

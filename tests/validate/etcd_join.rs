@@ -227,7 +227,7 @@ fn three_members_form_by_learner_add_and_promote() {
     let mut running = Vec::new();
     for (node, before) in [(&n2, vec![&n1]), (&n3, vec![&n1, &n2])] {
         let fake = FakeClock::new();
-        let eps = etcd::endpoints_from_cluster(&api, &fake).unwrap();
+        let eps = etcd::endpoints_from_cluster(&api, std::time::Duration::from_secs(60), &fake).unwrap();
         assert_eq!(eps, before.iter().map(|n| n.client_url()).collect::<Vec<_>>());
         let client = etcd::connect(&eps, &node.creds(), &fake).unwrap();
         assert!(fake.waits().is_empty(), "{:?}", fake.waits());
@@ -520,4 +520,9 @@ fn retry_figures_and_failures_on_a_fake_clock_against_real_etcd() {
         etcd::connect(&["https://127.0.0.9:1".to_string()], &n2.creds(), &fake).err().unwrap(),
     );
     assert!(e.message.contains("connection refused (is etcd up?)") && e.message.contains("gave up after 120s"), "{e}");
+    // JoinConfiguration's timeouts.etcdAPICall bounds it instead when set.
+    let fake = FakeClock::new();
+    let eps = ["https://127.0.0.9:1".to_string()];
+    let e = etcd::connect_recording(&eps, &n2.creds(), None, Duration::from_secs(300), &fake).err().unwrap();
+    assert!(e.to_string().contains("gave up after 300s"), "{e}");
 }

@@ -161,20 +161,34 @@ pub(super) fn validate_api_endpoint(c: &Ctx, ep: &ApiEndpoint) -> Result<(IpAddr
     Ok((address, bind_port))
 }
 
-/// The waits `timeouts` sets: (API server health, kubelet health).
-pub(super) fn timeouts(c: &Ctx, t: Option<&Timeouts>) -> Result<(Duration, Duration), ConfigError> {
-    let mut health = crate::timeouts::CONTROL_PLANE_COMPONENT_HEALTH_CHECK;
-    let mut kubelet = crate::timeouts::KUBELET_HEALTH_CHECK;
+/// The waits `timeouts` sets for init (and a control-plane join's init phases).
+pub(super) struct Waits {
+    pub health: Duration,
+    pub kubelet: Duration,
+    pub api_call: Duration,
+    pub etcd_api_call: Duration,
+}
+
+pub(super) fn timeouts(c: &Ctx, t: Option<&Timeouts>) -> Result<Waits, ConfigError> {
+    use crate::timeouts as d;
+    let mut w = Waits {
+        health: d::CONTROL_PLANE_COMPONENT_HEALTH_CHECK,
+        kubelet: d::KUBELET_HEALTH_CHECK,
+        api_call: d::KUBERNETES_API_CALL,
+        etcd_api_call: d::ETCD_API_CALL,
+    };
     for (name, v) in t.map(Timeouts::fields).into_iter().flatten() {
         let Some(v) = v else { continue };
         let d = parse_duration(v).map_err(|m| c.err(&format!("timeouts.{name}"), m.to_string()))?;
         match name {
-            "controlPlaneComponentHealthCheck" => health = d,
-            "kubeletHealthCheck" => kubelet = d,
+            "controlPlaneComponentHealthCheck" => w.health = d,
+            "kubeletHealthCheck" => w.kubelet = d,
+            "kubernetesAPICall" => w.api_call = d,
+            "etcdAPICall" => w.etcd_api_call = d,
             _ => {}
         }
     }
-    Ok((health, kubelet))
+    Ok(w)
 }
 
 /// kubeadm's ValidateCertificateKey: empty (`None`), or the hex of a 32-byte AES key.

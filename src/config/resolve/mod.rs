@@ -83,6 +83,10 @@ pub struct InitConfig {
     pub control_plane_health_timeout: Duration,
     /// `timeouts.kubeletHealthCheck`: the kubelet's healthz wait.
     pub kubelet_health_timeout: Duration,
+    /// `timeouts.kubernetesAPICall`: how long one API write (a Node patch, a token) is retried.
+    pub api_call_timeout: Duration,
+    /// `timeouts.etcdAPICall`: how long one etcd call (member add, promote, sync) is retried.
+    pub etcd_api_call_timeout: Duration,
     /// `certificateKey`, parsed: what upload-certs seals with when no flag gives one.
     pub certificate_key: Option<CertificateKey>,
     pub warnings: Vec<String>,
@@ -160,7 +164,7 @@ pub fn resolve_init(source: &str, docs: Documents, host: &HostFacts) -> Result<I
     init_doc::validate_node_registration(&ic, &init.node_registration, w)?;
     init_doc::default_api_endpoint(&ic, &mut init.local_api_endpoint, host)?;
     let (advertise_address, bind_port) = init_doc::validate_api_endpoint(&ic, &init.local_api_endpoint)?;
-    let (control_plane_health_timeout, kubelet_health_timeout) = init_doc::timeouts(&ic, init.timeouts.as_ref())?;
+    let waits = init_doc::timeouts(&ic, init.timeouts.as_ref())?;
     let certificate_key = init_doc::certificate_key(&ic, &init.certificate_key)?;
 
     let version = cluster_doc::version(&cc, &mut cluster.kubernetes_version, w)?;
@@ -196,8 +200,10 @@ pub fn resolve_init(source: &str, docs: Documents, host: &HostFacts) -> Result<I
         endpoint,
         local_endpoint,
         etcd_image_tag,
-        control_plane_health_timeout,
-        kubelet_health_timeout,
+        control_plane_health_timeout: waits.health,
+        kubelet_health_timeout: waits.kubelet,
+        api_call_timeout: waits.api_call,
+        etcd_api_call_timeout: waits.etcd_api_call,
         certificate_key,
         warnings,
     })
