@@ -15,6 +15,31 @@ use kubestrap::clock::FakeClock;
 use kubestrap::fsutil::NodeFs;
 use kubestrap::join::{JoinContext, JoinFlags};
 
+/// A worker join run phase by phase in-process (each run on its own clock, skipping some).
+struct PhasedJoin {
+    args: kubestrap::join::JoinArgs,
+    fs: NodeFs,
+}
+
+impl PhasedJoin {
+    fn new(endpoint: &str, hash: &str, name: &str, root: &Path) -> PhasedJoin {
+        let flags = JoinFlags {
+            endpoint: Some(endpoint.into()),
+            token: Some(TOKEN.into()),
+            discovery_token_ca_cert_hash: vec![hash.into()],
+            node_name: Some(name.into()),
+            root: root.to_path_buf(),
+            ..JoinFlags::default()
+        };
+        PhasedJoin { args: kubestrap::join::resolve(&flags, &Default::default()).unwrap(), fs: NodeFs::new(root) }
+    }
+
+    fn run(&self, clock: &FakeClock, skip: &[&str]) -> kubestrap::error::Result<()> {
+        let skip: Vec<String> = skip.iter().map(|s| s.to_string()).collect();
+        kubestrap::phases::run_join(&JoinContext::new(&self.args, &self.fs, clock, None), &skip)
+    }
+}
+
 /// Joins in-process through the library with a fake clock.
 fn join_with_clock(endpoint: &str, root: &Path, hash: &str, clock: &FakeClock) -> kubestrap::error::Result<()> {
     let flags = JoinFlags {
@@ -110,20 +135,8 @@ fn kubelet_start_waits_out_a_control_plane_that_drops_connections() {
         }
     });
     let w = tempfile::tempdir().unwrap();
-    let flags = JoinFlags {
-        endpoint: Some(format!("127.0.0.1:{front}")),
-        token: Some(TOKEN.into()),
-        discovery_token_ca_cert_hash: vec![c.ca_hash()],
-        node_name: Some("worker-1".into()),
-        root: w.path().to_path_buf(),
-        ..JoinFlags::default()
-    };
-    let args = kubestrap::join::resolve(&flags, &Default::default()).unwrap();
-    let fs = NodeFs::new(w.path());
-    let run = |clock: &FakeClock, skip: &[&str]| {
-        let skip: Vec<String> = skip.iter().map(|s| s.to_string()).collect();
-        kubestrap::phases::run_join(&JoinContext::new(&args, &fs, clock, None), &skip)
-    };
+    let j = PhasedJoin::new(&format!("127.0.0.1:{front}"), &c.ca_hash(), "worker-1", w.path());
+    let run = |clock: &FakeClock, skip: &[&str]| j.run(clock, skip);
     run(&FakeClock::new(), &["kubelet-start"]).unwrap();
     up.store(false, Ordering::SeqCst);
     let flag = up.clone();
@@ -164,20 +177,9 @@ fn kubelet_start_waits_out_a_401_for_the_token_discovery_just_proved() {
     }
     for (back_after, joins) in [(Some(Duration::from_secs(30)), true), (None, false)] {
         let w = tempfile::tempdir().unwrap();
-        let flags = JoinFlags {
-            endpoint: Some(format!("127.0.0.1:{}", c.port)),
-            token: Some(TOKEN.into()),
-            discovery_token_ca_cert_hash: vec![c.ca_hash()],
-            node_name: Some(format!("worker-{}", u8::from(joins))),
-            root: w.path().to_path_buf(),
-            ..JoinFlags::default()
-        };
-        let args = kubestrap::join::resolve(&flags, &Default::default()).unwrap();
-        let fs = NodeFs::new(w.path());
-        let run = |clock: &FakeClock, skip: &[&str]| {
-            let skip: Vec<String> = skip.iter().map(|s| s.to_string()).collect();
-            kubestrap::phases::run_join(&JoinContext::new(&args, &fs, clock, None), &skip)
-        };
+        let name = format!("worker-{}", u8::from(joins));
+        let j = PhasedJoin::new(&format!("127.0.0.1:{}", c.port), &c.ca_hash(), &name, w.path());
+        let run = |clock: &FakeClock, skip: &[&str]| j.run(clock, skip);
         run(&FakeClock::new(), &["kubelet-start"]).unwrap();
         c.double.delete_object(&secret_path).unwrap();
         // The hook runs on the retry's thread; the Secret comes back through this thread.
