@@ -141,12 +141,14 @@ expect_rc() {     # expect_rc ACTUAL WANTED WHAT
 # status_json LOG: the status.json the report unit printed (empty if none).
 status_json() { sed -n 's/^ *[0-9.]* .*KUBESTRAP-TEST status.json \({.*\)$/\1/p' "$1" | tail -n1; }
 
-# disk_cat DISK PATH: a file from an ext4 image (debugfs, read-only); disk_exists DISK PATH.
-# A guest that reports its verdict exits QEMU at once: its last writes may sit in the ext4
-# journal only, so the journal is replayed (as the next mount would) before debugfs reads.
+# disk_cat DISK PATH: a file from an ext4 image (debugfs); disk_exists DISK PATH; disk_rdump
+# DISK DIR DEST: a directory copied out. A guest that reports its verdict exits QEMU at once:
+# its last writes may sit in the ext4 journal only, so each first replays the journal (as the
+# next mount would; disk_replay DISK).
 disk_replay() { e2fsck -y -E journal_only "$1" >/dev/null 2>&1 || true; }
 disk_cat() { disk_replay "$1"; debugfs -R "cat $2" "$1" 2>/dev/null || true; }
 disk_exists() { disk_replay "$1"; debugfs -R "stat $2" "$1" 2>&1 | grep -q '^Inode:'; }
+disk_rdump() { disk_replay "$1"; debugfs -R "rdump $2 $3" "$1" >/dev/null 2>&1 || true; }
 
 # scenario_begin NAME / scenario_end: a work dir per scenario; artifacts kept on failure.
 scenario_begin() {

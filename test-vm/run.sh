@@ -250,8 +250,7 @@ check_worker() {
     expect_line "$dl" 'GET /apis/certificates\.k8s\.io/v1/certificatesigningrequests.* user="system:bootstrap:abcdef" -> 200' \
         "the bootstrap identity read the CSR back (watch/get for the issued certificate)"
     mkdir -p "$pki"
-    disk_replay "$disk"
-    debugfs -R "rdump /var/lib/kubelet/pki $pki" "$disk" >/dev/null 2>&1 || true
+    disk_rdump "$disk" /var/lib/kubelet/pki "$pki"
     pem=$(find "$pki" -type f -name 'kubelet-client-2*.pem' | head -n1)
     if [ -z "$pem" ]; then
         fail "no /var/lib/kubelet/pki/kubelet-client-<timestamp>.pem on the guest disk"
@@ -526,8 +525,7 @@ scenario_worker-join() {
             && say "ok: $n: status.json role worker, state done" || fail "$n: status.json: ${st:-missing}"
         disk="$WORK/$n.ext4"
         mkdir -p "$WORK/$n-pki"
-        disk_replay "$disk"
-        debugfs -R "rdump /var/lib/kubelet/pki $WORK/$n-pki" "$disk" >/dev/null 2>&1 || true
+        disk_rdump "$disk" /var/lib/kubelet/pki "$WORK/$n-pki"
         pem=$(find "$WORK/$n-pki" -type f -name 'kubelet-client-2*.pem' | head -n1)
         if [ -n "$pem" ] && openssl x509 -in "$pem" -noout -subject | grep -q "CN *= *system:node:$n"; then
             say "ok: $n: its kubelet client certificate is CN=system:node:$n"
@@ -939,7 +937,7 @@ power_cut_boot() {
     last=$(grep -E 'KUBESTRAP-EVENT' "$log1" | tail -n1 | sed 's/.*KUBESTRAP-EVENT //')
     say "power cut landed after: $last"
     cp --sparse=always "$disk" "$cut"
-    e2fsck -E journal_only -y "$cut" >/dev/null 2>&1 || true
+    disk_replay "$cut"
     debugfs -R "ls -l /etc/kubernetes/pki" "$cut" >"$WORK/pki-after-cut.txt" 2>&1 || true
     e2fsck -fn "$cut" >"$WORK/e2fsck-after-cut.txt" 2>&1 || fail "the file system is inconsistent after the cut (e2fsck-after-cut.txt)"
     if disk_exists "$cut" /etc/kubernetes/pki/ca.crt; then

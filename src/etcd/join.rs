@@ -147,8 +147,9 @@ pub fn connect_recording(
 
 /// Adds this node as a learner, or finds it already added (by its peer URL; a started member
 /// there must carry our name, else another node's member holds the address). Retried every
-/// 500 ms for up to the client's `etcdAPICall` (2 m by default): while another node's learner is in the cluster etcd refuses a second
-/// one ("too many learner members"), and a leader election or a member down is waited out.
+/// 500 ms for up to the client's `etcdAPICall` (2 m by default): while another node's learner
+/// is in the cluster etcd refuses a second one ("too many learner members"), and a leader
+/// election or a member down is waited out.
 /// Our client URL joins the client's endpoints, as kubeadm does.
 pub fn add_as_learner(client: &Client, me: &NewMember, clock: &dyn Clock) -> Result<Announced, EtcdError> {
     me.check()?;
@@ -190,8 +191,8 @@ pub fn add_as_learner(client: &Client, me: &NewMember, clock: &dyn Clock) -> Res
 }
 
 /// Promotes our learner to a voting member once it is in sync with the leader; does nothing
-/// for a voter. Retried every 500 ms for up to the client's `etcdAPICall` (etcd refuses to promote a learner that has
-/// not caught up). Returns whether this call promoted it.
+/// for a voter. Retried every 500 ms for up to the client's `etcdAPICall` (etcd refuses to
+/// promote a learner that has not caught up). Returns whether this call promoted it.
 pub fn promote(client: &Client, peer_url: &str, clock: &dyn Clock) -> Result<bool, EtcdError> {
     let mut promoted = false;
     etcd_retry("promoting this node's etcd learner to a voting member", client, clock).run(|| {

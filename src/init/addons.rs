@@ -9,12 +9,7 @@ use crate::error::Result;
 use crate::objects;
 
 fn apply_all(ctx: &InitContext, objs: &[Value]) -> Result<()> {
-    let client = ctx.admin()?;
-    for o in objs {
-        ctx.apply(client, "addon", o)?;
-        info!("[addon] Applied {}", crate::kube::paths::describe(o));
-    }
-    Ok(())
+    super::api::apply_all(ctx, ctx.admin()?, "addon", objs)
 }
 
 pub fn coredns(ctx: &InitContext) -> Result<()> {

@@ -80,7 +80,7 @@ pub(super) fn admin<'c>(ctx: &'c InitContext) -> Result<&'c Client> {
     Ok(admin)
 }
 
-fn apply_all(ctx: &InitContext, client: &Client, tag: &str, objs: &[Value]) -> Result<()> {
+pub(super) fn apply_all(ctx: &InitContext, client: &Client, tag: &str, objs: &[Value]) -> Result<()> {
     for o in objs {
         ctx.apply(client, tag, o)?;
         info!("[{tag}] Applied {}", crate::kube::paths::describe(o));

@@ -76,9 +76,8 @@ fn init_context<'c, 'a>(ctx: &'c JoinContext<'a>, cp: &ControlPlaneJoin) -> Resu
 
 fn fetch_node_config(ctx: &JoinContext, cp: &ControlPlaneJoin) -> Result<InitConfig> {
     let c = client(ctx)?;
-    let cm = super::kubelet_start::call(ctx, "control-plane-prepare", "reading the kubeadm-config ConfigMap", || {
-        c.get(KUBEADM_CONFIG)
-    })?;
+    let cm =
+        ctx.bootstrap_call("control-plane-prepare", "reading the kubeadm-config ConfigMap", || c.get(KUBEADM_CONFIG))?;
     let cm = cm.ok_or_else(|| {
         Error::runtime("the ConfigMap kube-system/kubeadm-config does not exist: the first control plane has not finished its upload-config phase")
     })?;
@@ -126,8 +125,7 @@ pub(crate) fn download_certs(ctx: &JoinContext) -> Result<()> {
     };
     let cfg = node_config(ctx, cp)?;
     let c = client(ctx)?;
-    let secret =
-        super::kubelet_start::call(ctx, "download-certs", "reading the kubeadm-certs Secret", || c.get(KUBEADM_CERTS))?;
+    let secret = ctx.bootstrap_call("download-certs", "reading the kubeadm-certs Secret", || c.get(KUBEADM_CERTS))?;
     let secret = secret.ok_or_else(|| {
         Error::runtime("Secret \"kubeadm-certs\" was not found in the \"kube-system\" Namespace. This Secret might have expired. Please, run `kubestrap init phase upload-certs --upload-certs` on a control plane to generate a new one")
     })?;

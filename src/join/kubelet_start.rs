@@ -6,12 +6,11 @@ use log::{info, warn};
 
 use super::{Found, JoinContext, tls_bootstrap};
 use crate::error::{Error, Result};
-use crate::kube::{ApiError, Auth, Client, Trust};
+use crate::kube::{Auth, Client, Trust};
 use crate::objects::kubelet;
 use crate::paths::{
     BOOTSTRAP_KUBELET_CONF, KUBELET_CLIENT_KEY_TMP, KUBELET_CONFIG, KUBELET_FLAGS_ENV, KUBELET_INSTANCE_CONFIG,
 };
-use crate::retry::{Attempt, Retry};
 
 pub fn kubelet_start(ctx: &JoinContext) -> Result<()> {
     let Some(found) = Found::load(ctx.node.fs)? else {
@@ -49,7 +48,7 @@ fn start(ctx: &JoinContext, found: &Found) -> Result<()> {
         None => refuse_ready_node(ctx, &client, &a.node_name)?,
     }
 
-    let cm = call(ctx, "kubelet-start", "reading the kubelet-config ConfigMap", || {
+    let cm = ctx.bootstrap_call("kubelet-start", "reading the kubelet-config ConfigMap", || {
         client.get("/api/v1/namespaces/kube-system/configmaps/kubelet-config")
     })?
     .ok_or_else(|| Error::runtime("the ConfigMap kube-system/kubelet-config does not exist: the control plane has not finished its upload-config phase"))?;
@@ -85,7 +84,7 @@ fn start(ctx: &JoinContext, found: &Found) -> Result<()> {
 
 /// kubeadm refuses to join a name that a Ready Node already has: two kubelets would fight.
 fn refuse_ready_node(ctx: &JoinContext, client: &Client, name: &str) -> Result<()> {
-    let node = call(ctx, "kubelet-start", "checking for an existing Node", || {
+    let node = ctx.bootstrap_call("kubelet-start", "checking for an existing Node", || {
         match client.get(&format!("/api/v1/nodes/{name}")) {
             Err(e) if e.code() == Some(403) => {
                 warn!("[preflight] cannot check for an existing Node {name:?}: {e}");
@@ -104,31 +103,4 @@ fn refuse_ready_node(ctx: &JoinContext, client: &Client, name: &str) -> Result<(
         )));
     }
     Ok(())
-}
-
-/// One API call made with the bootstrap token (kubelet-start's, and a control plane's reads of
-/// kubeadm-config and kubeadm-certs), retried while the control plane is briefly unreachable (an
-/// API server restarting or overloaded; the kubelet's own TLS bootstrap retries too), for up to
-/// the JoinConfiguration's `timeouts.tlsBootstrap`. A 401 is waited out too: discovery has just
-/// proved the token (cluster-info carried its signature), and an API server that restarted since
-/// rejects bootstrap tokens until its Secret cache syncs. Other errors end the phase at once.
-pub(super) fn call<T>(
-    ctx: &JoinContext,
-    tag: &str,
-    what: &str,
-    mut f: impl FnMut() -> std::result::Result<T, ApiError>,
-) -> Result<T> {
-    let retry = Retry {
-        what,
-        tag,
-        timeout: ctx.args.tls_bootstrap_timeout,
-        backoff: &crate::timeouts::API_BACKOFF,
-        clock: ctx.node.clock,
-    };
-    retry.run(|| match f() {
-        Err(e) if e.code() == Some(401) => Attempt::Wait(format!(
-            "{e} (discovery proved this bootstrap token moments ago: an API server that has just restarted rejects it until it has read the token's Secret)"
-        )),
-        r => ApiError::attempt::<_, Error>(r),
-    })
 }

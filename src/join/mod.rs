@@ -25,8 +25,10 @@ use crate::clock::Clock;
 use crate::config::types::{Arg, Taint};
 use crate::error::Result;
 use crate::fsutil::NodeFs;
+use crate::kube::ApiError;
 use crate::node::Node;
 use crate::paths;
+use crate::retry::{Attempt, Retry};
 use crate::status::Reporter;
 
 pub use args::{JoinFlags, resolve};
@@ -90,6 +92,34 @@ impl<'a> JoinContext<'a> {
             Some(r) => client.recording(r.clone()),
             None => client,
         }
+    }
+
+    /// One API call made with the bootstrap token (kubelet-start's, and a control plane's reads
+    /// of kubeadm-config and kubeadm-certs), retried while the control plane is briefly
+    /// unreachable (an API server restarting or overloaded; the kubelet's own TLS bootstrap
+    /// retries too), for up to the JoinConfiguration's `timeouts.tlsBootstrap`. A 401 is waited
+    /// out too: discovery has just proved the token (cluster-info carried its signature), and an
+    /// API server that restarted since rejects bootstrap tokens until its Secret cache syncs.
+    /// Other errors end the phase at once.
+    pub(crate) fn bootstrap_call<T>(
+        &self,
+        tag: &str,
+        what: &str,
+        mut f: impl FnMut() -> std::result::Result<T, ApiError>,
+    ) -> Result<T> {
+        let retry = Retry {
+            what,
+            tag,
+            timeout: self.args.tls_bootstrap_timeout,
+            backoff: &crate::timeouts::API_BACKOFF,
+            clock: self.node.clock,
+        };
+        retry.run(|| match f() {
+            Err(e) if e.code() == Some(401) => Attempt::Wait(format!(
+                "{e} (discovery proved this bootstrap token moments ago: an API server that has just restarted rejects it until it has read the token's Secret)"
+            )),
+            r => ApiError::attempt::<_, crate::error::Error>(r),
+        })
     }
 }
 

@@ -39,9 +39,7 @@ pub fn run(ctx: &JoinContext, client: &Client, found: &Found) -> Result<()> {
     };
     let (pem, name) = crate::csr::node_csr(node_name, &key)?;
     let csr = crate::csr::csr_object(&name, &pem, crate::csr::kubelet_client_usages(&key));
-    match super::kubelet_start::call(ctx, "kubelet-start", "sending the certificate signing request", || {
-        client.create(&csr)
-    })? {
+    match ctx.bootstrap_call("kubelet-start", "sending the certificate signing request", || client.create(&csr))? {
         Created::New(_) => info!("[kubelet-start] Sent certificate signing request {name} for system:node:{node_name}"),
         Created::Exists => info!("[kubelet-start] Certificate signing request {name} already exists; waiting for it"),
     }

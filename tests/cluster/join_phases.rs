@@ -136,8 +136,7 @@ fn kubelet_start_waits_out_a_control_plane_that_drops_connections() {
     });
     let w = tempfile::tempdir().unwrap();
     let j = PhasedJoin::new(&format!("127.0.0.1:{front}"), &c.ca_hash(), "worker-1", w.path());
-    let run = |clock: &FakeClock, skip: &[&str]| j.run(clock, skip);
-    run(&FakeClock::new(), &["kubelet-start"]).unwrap();
+    j.run(&FakeClock::new(), &["kubelet-start"]).unwrap();
     up.store(false, Ordering::SeqCst);
     let flag = up.clone();
     let clock = FakeClock::new().on_advance(move |t| {
@@ -145,7 +144,7 @@ fn kubelet_start_waits_out_a_control_plane_that_drops_connections() {
             flag.store(true, Ordering::SeqCst);
         }
     });
-    run(&clock, &["preflight", "discovery"]).unwrap();
+    j.run(&clock, &["preflight", "discovery"]).unwrap();
     let waits = clock.waits();
     let endpoint = format!("https://127.0.0.1:{front}/");
     assert!(!waits.is_empty() && waits.iter().all(|w| w.why.contains(&endpoint)), "{waits:?}");
@@ -179,8 +178,7 @@ fn kubelet_start_waits_out_a_401_for_the_token_discovery_just_proved() {
         let w = tempfile::tempdir().unwrap();
         let name = format!("worker-{}", u8::from(joins));
         let j = PhasedJoin::new(&format!("127.0.0.1:{}", c.port), &c.ca_hash(), &name, w.path());
-        let run = |clock: &FakeClock, skip: &[&str]| j.run(clock, skip);
-        run(&FakeClock::new(), &["kubelet-start"]).unwrap();
+        j.run(&FakeClock::new(), &["kubelet-start"]).unwrap();
         c.double.delete_object(&secret_path).unwrap();
         // The hook runs on the retry's thread; the Secret comes back through this thread.
         let (tx, rx) = std::sync::mpsc::channel::<()>();
@@ -202,7 +200,7 @@ fn kubelet_start_waits_out_a_401_for_the_token_discovery_just_proved() {
                     done_tx.send(()).unwrap();
                 }
             });
-            let r = run(&clock, &["preflight", "discovery"]);
+            let r = j.run(&clock, &["preflight", "discovery"]);
             let waits = clock.waits();
             drop(clock); // ends the helper thread when the Secret never came back
             (r, waits)

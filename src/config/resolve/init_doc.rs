@@ -170,12 +170,12 @@ pub(super) struct Waits {
 }
 
 pub(super) fn timeouts(c: &Ctx, t: Option<&Timeouts>) -> Result<Waits, ConfigError> {
-    use crate::timeouts as d;
+    use crate::timeouts as defaults;
     let mut w = Waits {
-        health: d::CONTROL_PLANE_COMPONENT_HEALTH_CHECK,
-        kubelet: d::KUBELET_HEALTH_CHECK,
-        api_call: d::KUBERNETES_API_CALL,
-        etcd_api_call: d::ETCD_API_CALL,
+        health: defaults::CONTROL_PLANE_COMPONENT_HEALTH_CHECK,
+        kubelet: defaults::KUBELET_HEALTH_CHECK,
+        api_call: defaults::KUBERNETES_API_CALL,
+        etcd_api_call: defaults::ETCD_API_CALL,
     };
     for (name, v) in t.map(Timeouts::fields).into_iter().flatten() {
         let Some(v) = v else { continue };
