@@ -55,3 +55,39 @@ fn a_join_config_refused_by_field_leaves_the_root_byte_identical() {
     assert_eq!(r.code(), 2, "{}", r.stderr());
     assert_eq!(tree(&s.root()), before, "a refused join wrote under the root");
 }
+
+/// kubeadm applies `patches.directory`; kubestrap does not yet, so it refuses the config rather
+/// than build a node without the operator's patches (it used to accept and ignore it).
+#[test]
+fn patches_directory_is_refused_not_ignored_by_init_and_join() {
+    let bad = BASE_CONFIG.replace(
+        "kind: InitConfiguration\n",
+        "kind: InitConfiguration\npatches:\n  directory: /etc/kubernetes/patches\n",
+    );
+    assert_ne!(bad, BASE_CONFIG, "the fixture has an InitConfiguration to patch");
+    let s = Scratch::new(&bad);
+    lived_in(&s);
+    let before = tree(&s.root());
+    let r = s.init(&[]);
+    assert_eq!(r.code(), 2, "{}", r.stderr());
+    assert!(r.stderr().contains("patches.directory") && r.stderr().contains("/etc/kubernetes/patches"), "{}", r.stderr());
+    assert_eq!(tree(&s.root()), before, "a refused init wrote under the root");
+
+    let cfg = s.dir.path().join("join.yaml");
+    std::fs::write(
+        &cfg,
+        "apiVersion: kubeadm.k8s.io/v1beta4\nkind: JoinConfiguration\npatches:\n  directory: /p\ndiscovery:\n  \
+         bootstrapToken:\n    apiServerEndpoint: 127.0.0.1:1\n    token: abcdef.0123456789abcdef\n    \
+         unsafeSkipCAVerification: true\n",
+    )
+    .unwrap();
+    let r = kubestrap(&["join", "--config", cfg.to_str().unwrap(), "--root", &s.root_str()]);
+    assert_eq!(r.code(), 2, "{}", r.stderr());
+    assert!(r.stderr().contains("patches.directory"), "{}", r.stderr());
+    assert_eq!(tree(&s.root()), before, "a refused join wrote under the root");
+
+    // An empty directory is kubeadm's "no patches": accepted.
+    let empty = BASE_CONFIG.replace("kind: InitConfiguration\n", "kind: InitConfiguration\npatches:\n  directory: \"\"\n");
+    let r = kubestrap::config::parse_documents("f.yaml", &empty);
+    assert!(r.is_ok(), "{:?}", r.err());
+}
