@@ -7,7 +7,10 @@ REPO=$(cd "$TV_DIR/.." && pwd)
 # shellcheck disable=SC2034  # used by run.sh
 BIN_DIR=${KUBESTRAP_BIN_DIR:-$REPO/target/x86_64-unknown-linux-gnu/release}   # override: prebuilt binaries
 VM_ACCEL=${VM_ACCEL:-tcg}            # tcg | kvm (KVM hangs on these machines)
-VM_TIMEOUT=${VM_TIMEOUT:-900}        # seconds per boot (a real control plane under TCG), then QEMU is killed
+VM_TIMEOUT=${VM_TIMEOUT:-600}        # seconds per boot at most (scenarios pass less), then QEMU is killed
+VM_READY_TIMEOUT=${VM_READY_TIMEOUT:-300}   # the report unit's wait for Node Ready and the Pods
+VM_APPEND=${VM_APPEND:-}             # more kernel command line for every boot (e.g. an A/B of tsc=reliable)
+VM_CACHE=${VM_CACHE:-writeback}      # QEMU's disk cache mode (an A/B knob: unsafe drops host fsyncs)
 VM_MEM=${VM_MEM:-3G}                 # the real control plane: etcd, 3 components, kubelet, containerd
 VM_SMP=${VM_SMP:-2}
 ARTIFACTS=${ARTIFACTS:-$TV_DIR/artifacts}
@@ -18,6 +21,17 @@ say() { printf '[%s] %s\n' "${SCENARIO:-harness}" "$*" >&2; }
 
 # fail MESSAGE: record a failed assertion (the scenario continues to collect more).
 fail() { say "FAIL: $*"; FAILURES+=("$*"); }
+
+# render FILE: FILE with every @NAME@ replaced by the value of $NAME (an unset one is an error).
+render() {
+    local text n
+    text=$(<"$1")
+    for n in $(grep -o '@[A-Z_][A-Z0-9_]*@' "$1" | sort -u | tr -d @); do
+        [ -n "${!n+x}" ] || { echo "render: $1 names @$n@, which is not set" >&2; return 1; }
+        text=${text//@$n@/${!n}}
+    done
+    printf '%s\n' "$text"
+}
 
 # make_seed OUT.iso DIR: a NoCloud seed ISO (label cidata) of DIR's user-data and meta-data.
 make_seed() {
@@ -95,14 +109,15 @@ boot_vm() {
         -qmp "unix:$qmp_sock,server=on,wait=off" \
         -device isa-debug-exit,iobase=0xf4,iosize=0x04 \
         -kernel "$IMAGE_KERNEL" -initrd "$IMAGE_INITRD" \
-        -append "console=ttyS0 root=/dev/vda rw panic=-1 quiet systemd.show_status=error $append" \
-        -drive "file=$disk,format=raw,if=virtio,snapshot=$snapshot" \
+        -append "console=ttyS0 root=/dev/vda rw panic=-1 quiet systemd.show_status=error kubestrap.test.ready-timeout=$VM_READY_TIMEOUT $VM_APPEND $append" \
+        -drive "file=$disk,format=raw,if=virtio,snapshot=$snapshot,cache=$VM_CACHE" \
         "${nic[@]}" \
         "${args[@]}" </dev/null 2>"$WORK/$name.qemu.stderr" \
         | serial_reader "$t0" "$quit_on" "$qmp_sock" >"$log"
     rc=${PIPESTATUS[0]}
     set -e
     LAST_BOOT_MS=$(($(now) - t0))
+    BOOTS=$((${BOOTS:-0} + 1))
     say "boot $name ended: rc=$rc after $(ms_to_s "$LAST_BOOT_MS") s"
     return "$rc"
 }
@@ -140,6 +155,22 @@ expect_rc() {     # expect_rc ACTUAL WANTED WHAT
 
 # status_json LOG: the status.json the report unit printed (empty if none).
 status_json() { sed -n 's/^ *[0-9.]* .*KUBESTRAP-TEST status.json \({.*\)$/\1/p' "$1" | tail -n1; }
+# expect_status LOG KEY VALUE WHAT: status.json, read as JSON, has KEY (a top-level field) = VALUE.
+expect_status() {
+    local got
+    got=$(status_json "$1" | python3 -c 'import json, sys; print(json.load(sys.stdin).get(sys.argv[1], ""))' "$2" 2>/dev/null || true)
+    if [ "$got" = "$3" ]; then say "ok: $4 (status.json $2=$3)"; else fail "$4 (status.json $2='$got', want '$3')"; fi
+}
+# wait_line LOG REGEX PID SECS: until LOG has a line matching REGEX (0), PID ended or SECS passed (1).
+wait_line() {
+    local end=$(($(now) + $4 * 1000))
+    while [ "$(now)" -lt "$end" ]; do
+        has_line "$1" "$2" && return 0
+        kill -0 "$3" 2>/dev/null || { has_line "$1" "$2"; return; }
+        sleep 1
+    done
+    return 1
+}
 
 # disk_cat DISK PATH: a file from an ext4 image (debugfs); disk_exists DISK PATH; disk_rdump
 # DISK DIR DEST: a directory copied out. A guest that reports its verdict exits QEMU at once:
@@ -156,6 +187,7 @@ scenario_begin() {
     FAILURES=()
     WORK=$(mktemp -d "${TMPDIR:-/tmp}/kubestrap-vm-$1.XXXXXX")
     SCENARIO_T0=$(now)
+    BOOTS=0
     CLEANUPS=()
 }
 scenario_end() {
@@ -165,11 +197,11 @@ scenario_end() {
     [ -n "$(status_json_any)" ] && status_json_any >"$WORK/status.json"
     if [ "${#FAILURES[@]}" -eq 0 ]; then
         say "PASS in $(ms_to_s "$dur") s"
-        RESULTS+=("PASS $SCENARIO $(ms_to_s "$dur")s${SCENARIO_NOTE:+ ($SCENARIO_NOTE)}")
+        RESULTS+=("PASS $SCENARIO $(ms_to_s "$dur")s ${BOOTS} boots${SCENARIO_NOTE:+ ($SCENARIO_NOTE)}")
         if [ "${KEEP_ARTIFACTS:-0}" = 1 ]; then keep_artifacts; fi
     else
         say "FAILED in $(ms_to_s "$dur") s: ${#FAILURES[@]} assertion(s)"
-        RESULTS+=("FAIL $SCENARIO $(ms_to_s "$dur")s: ${FAILURES[0]}")
+        RESULTS+=("FAIL $SCENARIO $(ms_to_s "$dur")s ${BOOTS} boots: ${FAILURES[0]}")
         keep_artifacts
         st=1
     fi

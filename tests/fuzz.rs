@@ -1,6 +1,7 @@
 //! A bounded mutation fuzzer for every parser of untrusted input (stable Rust has no libFuzzer,
 //! so this is a plain mutator over a checked-in seed corpus in tests/fuzz-corpus/<target>/).
-//! Each target runs for FUZZ_SECONDS (default 3; CI sets more); any panic fails the test and the
+//! Each target runs for FUZZ_SECONDS (default 3; CI sets more; 3 s at most where a cargo-fuzz
+//! target covers the parser); any panic fails the test and the
 //! input is saved under target/fuzz-crashes/. Prints executions per second and totals.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -139,8 +140,12 @@ fn seeds(target: &str) -> Vec<Vec<u8>> {
     v
 }
 
-fn budget() -> Duration {
-    Duration::from_secs_f64(std::env::var("FUZZ_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(3.0))
+/// FUZZ_SECONDS, except for a parser that also has a cargo-fuzz target (fuzz/fuzz_targets/,
+/// run coverage-guided by scripts/fuzz): there this mutator is a smoke run of at most 3 s.
+fn budget(target: &str) -> Duration {
+    let secs = std::env::var("FUZZ_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(3.0f64);
+    let twin = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("fuzz/fuzz_targets/{}.rs", target.replace('-', "_")));
+    Duration::from_secs_f64(if twin.exists() { secs.min(3.0) } else { secs })
 }
 
 /// Runs `f` on mutated inputs until the budget is spent; fails on the first panic.
@@ -158,7 +163,8 @@ fn fuzz(target: &str, f: impl Fn(&[u8])) {
             crash = Some(s.clone());
         }
     }
-    while crash.is_none() && start.elapsed() < budget() {
+    let budget = budget(target);
+    while crash.is_none() && start.elapsed() < budget {
         let mut input = seeds[rng.below(seeds.len())].clone();
         mutate(&mut rng, &seeds, &mut input);
         execs += 1;

@@ -8,3 +8,4 @@ mod common;
 mod datasource;
 mod preflight_real;
 mod units_verify;
+mod vm_budget;

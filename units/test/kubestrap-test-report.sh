@@ -41,12 +41,17 @@ if grep -qw 'kubestrap.test.timeline=1' /proc/cmdline; then
     journalctl -b -u kubestrap.service -u kubestrap-post.service -p 7..7 -o short-monotonic --no-pager -q 2>/dev/null \
         | sed 's/^/KUBESTRAP-TEST debug /'
 fi
-# The shipped units against this image's systemd.
-v=$(systemd-analyze verify /usr/lib/systemd/system/kubestrap.service /usr/lib/systemd/system/kubestrap-post.service 2>&1)
-if [ -z "$v" ]; then
-    echo "KUBESTRAP-TEST verify clean $(systemctl --version | head -n1)"
-else
-    echo "$v" | sed 's/^/KUBESTRAP-TEST verify problem /'
+# The guest's clock source (under TCG, hpet makes every clock read a trap into QEMU).
+echo "KUBESTRAP-TEST clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null)"
+# kubestrap.test.verify=1: the shipped units against this image's systemd (a property of the
+# image, so asked for by one boot, not every one).
+if grep -qw 'kubestrap.test.verify=1' /proc/cmdline; then
+    v=$(systemd-analyze verify /usr/lib/systemd/system/kubestrap.service /usr/lib/systemd/system/kubestrap-post.service 2>&1)
+    if [ -z "$v" ]; then
+        echo "KUBESTRAP-TEST verify clean $(systemctl --version | head -n1)"
+    else
+        echo "$v" | sed 's/^/KUBESTRAP-TEST verify problem /'
+    fi
 fi
 # Cluster API's bootstrap-success sentinel (on /run, so gone by the time the disk is read).
 if [ -f /run/cluster-api/bootstrap-success.complete ]; then
@@ -104,7 +109,7 @@ if [ "$verdict" = pass ] && [ -f /etc/kubernetes/kubelet.conf ] && ! grep -qw 'k
                     break ;;
             esac
         fi
-        sleep 2
+        sleep 1
     done
     if [ -z "$ready" ]; then
         echo "KUBESTRAP-TEST node-not-ready name=$node"
@@ -143,7 +148,8 @@ grep -qw 'kubestrap.test.hold=1' /proc/cmdline && exit 0
 # harness says so on the virtio serial port kubestrap.release, one command per line:
 # "etcd-members" prints this node's view of the etcd cluster, "nodes" the cluster's Nodes and
 # their Ready condition (a control plane), "csr" the cluster's CertificateSigningRequests, "diag"
-# its Pods and the controller manager's and scheduler's last log lines, "exit" ends the VM as below.
+# its Pods and the controller manager's and scheduler's last log lines, "forget" deletes every
+# other Node (workers that left for good), "exit" ends the VM as below.
 if grep -qw 'kubestrap.test.release=1' /proc/cmdline; then
     port=/dev/virtio-ports/kubestrap.release
     i=0
@@ -185,6 +191,11 @@ if grep -qw 'kubestrap.test.release=1' /proc/cmdline; then
                         --request-timeout=20s 2>&1 | cut -c1-400 | sed "s/^/KUBESTRAP-TEST diag $c /"
                 done
                 echo "KUBESTRAP-TEST diag end" ;;
+            forget)
+                kubectl --kubeconfig /etc/kubernetes/admin.conf get nodes --request-timeout=20s -o name 2>&1 \
+                    | grep -v "^node/$node\$" | xargs -r kubectl --kubeconfig /etc/kubernetes/admin.conf delete \
+                        --request-timeout=20s 2>&1 | sed 's/^/KUBESTRAP-TEST forget /'
+                echo "KUBESTRAP-TEST forget end" ;;
             exit) break ;;
             *) echo "KUBESTRAP-TEST unknown harness command: $cmd" ;;
         esac
