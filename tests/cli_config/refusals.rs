@@ -70,7 +70,11 @@ fn patches_directory_is_refused_not_ignored_by_init_and_join() {
     let before = tree(&s.root());
     let r = s.init(&[]);
     assert_eq!(r.code(), 2, "{}", r.stderr());
-    assert!(r.stderr().contains("patches.directory") && r.stderr().contains("/etc/kubernetes/patches"), "{}", r.stderr());
+    assert!(
+        r.stderr().contains("patches.directory") && r.stderr().contains("/etc/kubernetes/patches"),
+        "{}",
+        r.stderr()
+    );
     assert_eq!(tree(&s.root()), before, "a refused init wrote under the root");
 
     let cfg = s.dir.path().join("join.yaml");
@@ -87,7 +91,8 @@ fn patches_directory_is_refused_not_ignored_by_init_and_join() {
     assert_eq!(tree(&s.root()), before, "a refused join wrote under the root");
 
     // An empty directory is kubeadm's "no patches": accepted.
-    let empty = BASE_CONFIG.replace("kind: InitConfiguration\n", "kind: InitConfiguration\npatches:\n  directory: \"\"\n");
+    let empty =
+        BASE_CONFIG.replace("kind: InitConfiguration\n", "kind: InitConfiguration\npatches:\n  directory: \"\"\n");
     let r = kubestrap::config::parse_documents("f.yaml", &empty);
     assert!(r.is_ok(), "{:?}", r.err());
 }
