@@ -13,6 +13,7 @@ VM_APPEND=${VM_APPEND:-}             # more kernel command line for every boot (
 VM_CACHE=${VM_CACHE:-writeback}      # QEMU's disk cache mode (an A/B knob: unsafe drops host fsyncs)
 VM_MEM=${VM_MEM:-3G}                 # the real control plane: etcd, 3 components, kubelet, containerd
 VM_SMP=${VM_SMP:-2}
+VM_CPU=${VM_CPU:-max}                # max: every TCG feature, AES-NI/PCLMUL for Go's TLS
 ARTIFACTS=${ARTIFACTS:-$TV_DIR/artifacts}
 
 now() { local t=${EPOCHREALTIME/./}; echo "$((t / 1000))"; }   # milliseconds
@@ -104,7 +105,7 @@ boot_vm() {
     t0=$(now)
     set +e
     "${prefix[@]}" timeout -k 5 "$timeout" qemu-system-x86_64 \
-        -machine "q35,accel=$VM_ACCEL" -cpu max -smp "$VM_SMP" -m "$VM_MEM" \
+        -machine "q35,accel=$VM_ACCEL" -cpu "$VM_CPU" -smp "$VM_SMP" -m "$VM_MEM" \
         -display none -monitor none -serial stdio -no-reboot \
         -qmp "unix:$qmp_sock,server=on,wait=off" \
         -device isa-debug-exit,iobase=0xf4,iosize=0x04 \
@@ -151,6 +152,21 @@ reject_line() {   # reject_line LOG REGEX WHAT
 }
 expect_rc() {     # expect_rc ACTUAL WANTED WHAT
     if [ "$1" = "$2" ]; then say "ok: $3 (rc=$1)"; else fail "$3 (QEMU rc=$1, want $2; 1=pass 3=unit failed 124/137=timeout)"; fi
+}
+
+# check_console LOG FILE: FILE's lines (rendered), "expect|reject<TAB>ERE<TAB>what", against LOG.
+check_console() {
+    local kind re what text n=0
+    text=$(render "$2") || { fail "test bug: $2 does not render"; return 0; }
+    while IFS=$'\t' read -r kind re what; do
+        case "$kind" in
+            expect) expect_line "$1" "$re" "$what"; n=$((n + 1)) ;;
+            reject) reject_line "$1" "$re" "$what"; n=$((n + 1)) ;;
+            '' | '#'*) ;;
+            *) fail "test bug: $2: '$kind' is neither expect nor reject" ;;
+        esac
+    done <<<"$text"
+    [ "$n" -gt 0 ] || fail "test bug: $2 holds no expectation"
 }
 
 # status_json LOG: the status.json the report unit printed (empty if none).
