@@ -8,7 +8,7 @@ REPO=$(cd "$TV_DIR/.." && pwd)
 BIN_DIR=${KUBESTRAP_BIN_DIR:-$REPO/target/x86_64-unknown-linux-gnu/release}   # override: prebuilt binaries
 VM_ACCEL=${VM_ACCEL:-tcg}            # tcg | kvm (KVM hangs on these machines)
 VM_TIMEOUT=${VM_TIMEOUT:-600}        # seconds per boot at most (scenarios pass less), then QEMU is killed
-VM_READY_TIMEOUT=${VM_READY_TIMEOUT:-300}   # the report unit's wait for Node Ready and the Pods
+VM_READY_TIMEOUT=${VM_READY_TIMEOUT:-600}   # the report unit's wait for Node Ready and the Pods
 VM_APPEND=${VM_APPEND:-}             # more kernel command line for every boot (e.g. an A/B of tsc=reliable)
 VM_CACHE=${VM_CACHE:-writeback}      # QEMU's disk cache mode (an A/B knob: unsafe drops host fsyncs)
 VM_MEM=${VM_MEM:-3G}                 # the real control plane: etcd, 3 components, kubelet, containerd

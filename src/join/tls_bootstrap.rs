@@ -117,21 +117,36 @@ fn wait_for_certificate(client: &Client, name: &str, timeout: Duration, clock: &
             Err(e) => Some(Err(e)),
         }
     };
+    let mut rejected: Option<String> = None;
     loop {
         // A GET first: the certificate may already be there (rerun, fast approver). A control
-        // plane briefly unreachable is waited out within the deadline, as the kubelet would.
+        // plane briefly unreachable is waited out within the deadline, as the kubelet would; so
+        // is a 401: this token created the CSR moments ago, and an API server that restarted
+        // since (under load) rejects bootstrap tokens until it has read their Secrets.
         match client.get(&path) {
             Ok(Some(obj)) => {
+                rejected = None;
                 if let Some(r) = check(&obj) {
                     return r.map_err(Error::from);
                 }
             }
-            Ok(None) => {}
+            Ok(None) => rejected = None,
             Err(e) if e.is_transient() => info!("[kubelet-start] reading {name}: {e}; retrying"),
+            Err(e) if e.code() == Some(401) => {
+                info!(
+                    "[kubelet-start] reading {name}: {e}; retrying (this bootstrap token created the request: an API server that has just restarted rejects it until it has read the token's Secret)"
+                );
+                rejected = Some(e.to_string());
+            }
             Err(e) => return Err(e.into()),
         }
         let left = deadline.saturating_duration_since(clock.now());
         if left.is_zero() {
+            if let Some(e) = rejected {
+                return Err(Error::runtime(format!(
+                    "reading certificate signing request {name}: still rejected after {timeout:?}: {e}"
+                )));
+            }
             return Err(Error::runtime(format!(
                 "certificate signing request {name} was not approved and signed within {timeout:?}: check `kubectl get csr {name}`, the kubeadm:node-autoapprove-bootstrap binding and the controller-manager's signing flags"
             )));
