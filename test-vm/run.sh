@@ -328,7 +328,7 @@ lan_wait() {   # lan_wait: until every VM holds (or ended); then "nodes" from cp
     done
     say "every VM has its verdict $(ms_to_s "$(($(now) - t0))") s after the first QEMU start"
     ha_release cp-1 nodes
-    for ((i = 0; i < 30; i++)); do grep -qs 'KUBESTRAP-TEST nodes end' "$WORK/cp-1.serial.log" && break; sleep 1; done
+    wait_line "$WORK/cp-1.serial.log" 'KUBESTRAP-TEST nodes end' "${LAN_PIDS[0]}" 240 || true
 }
 
 lan_cp_user_data() { render "$SCN/cluster/cp-1.user-data"; }
@@ -392,7 +392,7 @@ scenario_cluster() {
     for i in 1 2; do ha_release "${LAN_NAMES[$i]}" exit; done
     for i in 1 2; do rcs[i]=0; wait "${LAN_PIDS[$i]}" || rcs[i]=$?; done
     ha_release cp-1 forget
-    wait_line "$WORK/cp-1.serial.log" 'KUBESTRAP-TEST forget end' "${LAN_PIDS[0]}" 60 || fail "cp-1 did not forget the workers"
+    wait_line "$WORK/cp-1.serial.log" 'KUBESTRAP-TEST forget end' "${LAN_PIDS[0]}" 240 || fail "cp-1 did not forget the workers"
     ha_release cp-1 exit
     rcs[0]=0
     wait "${LAN_PIDS[0]}" || rcs[0]=$?

@@ -151,6 +151,18 @@ grep -qw 'kubestrap.test.hold=1' /proc/cmdline && exit 0
 # its Pods and the controller manager's and scheduler's last log lines, "forget" deletes every
 # other Node (workers that left for good), "exit" ends the VM as below.
 if grep -qw 'kubestrap.test.release=1' /proc/cmdline; then
+    # api_retry COMMAND...: its output once it succeeds, trying for up to 3 minutes (a control
+    # plane under TCG restarts its API server when its liveness probe starves); the last
+    # failure's output otherwise.
+    api_retry() {
+        n=0
+        while ! out=$("$@" 2>&1); do
+            n=$((n + 1))
+            if [ "$n" -ge 18 ]; then printf '%s\n' "$out"; return 1; fi
+            sleep 10
+        done
+        printf '%s\n' "$out"
+    }
     port=/dev/virtio-ports/kubestrap.release
     i=0
     while [ ! -e "$port" ] && [ "$i" -lt 60 ]; do
@@ -175,8 +187,8 @@ if grep -qw 'kubestrap.test.release=1' /proc/cmdline; then
                     | sed 's/^/KUBESTRAP-TEST etcd-member /'
                 echo "KUBESTRAP-TEST etcd-members end" ;;
             nodes)
-                kubectl --kubeconfig /etc/kubernetes/admin.conf get nodes --request-timeout=20s \
-                    -o 'jsonpath={range .items[*]}{.metadata.name} Ready={.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' 2>&1 \
+                api_retry kubectl --kubeconfig /etc/kubernetes/admin.conf get nodes --request-timeout=20s \
+                    -o 'jsonpath={range .items[*]}{.metadata.name} Ready={.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' \
                     | sed 's/^/KUBESTRAP-TEST cluster-node /'
                 echo "KUBESTRAP-TEST nodes end" ;;
             csr)
@@ -192,9 +204,11 @@ if grep -qw 'kubestrap.test.release=1' /proc/cmdline; then
                 done
                 echo "KUBESTRAP-TEST diag end" ;;
             forget)
-                kubectl --kubeconfig /etc/kubernetes/admin.conf get nodes --request-timeout=20s -o name 2>&1 \
-                    | grep -v "^node/$node\$" | xargs -r kubectl --kubeconfig /etc/kubernetes/admin.conf delete \
-                        --request-timeout=20s 2>&1 | sed 's/^/KUBESTRAP-TEST forget /'
+                others=$(api_retry kubectl --kubeconfig /etc/kubernetes/admin.conf get nodes --request-timeout=20s -o name \
+                    | grep '^node/' | grep -v "^node/$node\$")
+                # shellcheck disable=SC2086  # one argument a Node
+                [ -z "$others" ] || api_retry kubectl --kubeconfig /etc/kubernetes/admin.conf delete --request-timeout=20s \
+                    $others | sed 's/^/KUBESTRAP-TEST forget /'
                 echo "KUBESTRAP-TEST forget end" ;;
             exit) break ;;
             *) echo "KUBESTRAP-TEST unknown harness command: $cmd" ;;
