@@ -348,7 +348,7 @@ lan_join_docs() { NODE=$1 render "$SCN/cluster/worker.user-data"; }   # lan_join
 
 # One cluster's life: cp-1 boots the as-built image (its archives imported at first boot) on the
 # LAN, with a CA the harness made (credentials), and inits; once it has its verdict, two workers
-# join it at once: worker-1 from Cluster API's
+# join it, one after the other: worker-1 from Cluster API's
 # Ignition data, worker-2 from Cluster API's cloud-init data. Every VM holds after its verdict;
 # cp-1 lists the Nodes, the workers leave for good (their Nodes deleted), and cp-1's disk boots
 # twice more: a reboot with the kubelet masked (kubestrap must do nothing), and one a year and a
@@ -383,7 +383,11 @@ scenario_cluster() {
     else
         fail "cp-1 never reached its verdict"
     fi
+    # One worker after the other: two joining beside cp-1 (six vCPUs on two cores) made its API
+    # server restart mid-join on this machine.
     lan_boot worker-1 21 "$(fresh_disk worker-1 "$PRELOADED_ROOTFS")"
+    wait_line "$WORK/worker-1.serial.log" 'KUBESTRAP-TEST holding for the harness' "${LAN_PIDS[1]}" "$LAN_TIMEOUT" \
+        || fail "worker-1 never reached its verdict"
     lan_boot worker-2 22 "$(fresh_disk worker-2 "$PRELOADED_ROOTFS")" --append kubestrap.test.verify=1
     lan_wait
     # The workers leave for good; their Nodes are deleted (a kubelet still running would

@@ -121,8 +121,9 @@ fn wait_for_certificate(client: &Client, name: &str, timeout: Duration, clock: &
     loop {
         // A GET first: the certificate may already be there (rerun, fast approver). A control
         // plane briefly unreachable is waited out within the deadline, as the kubelet would; so
-        // is a 401: this token created the CSR moments ago, and an API server that restarted
-        // since (under load) rejects bootstrap tokens until it has read their Secrets.
+        // is a 401 or 403: this token created the CSR moments ago, and an API server that
+        // restarted since (under load) rejects bootstrap tokens until it has read their Secrets,
+        // and answers 403 until its RBAC cache holds the bootstrap roles.
         match client.get(&path) {
             Ok(Some(obj)) => {
                 rejected = None;
@@ -132,9 +133,9 @@ fn wait_for_certificate(client: &Client, name: &str, timeout: Duration, clock: &
             }
             Ok(None) => rejected = None,
             Err(e) if e.is_transient() => info!("[kubelet-start] reading {name}: {e}; retrying"),
-            Err(e) if e.code() == Some(401) => {
+            Err(e) if matches!(e.code(), Some(401 | 403)) => {
                 info!(
-                    "[kubelet-start] reading {name}: {e}; retrying (this bootstrap token created the request: an API server that has just restarted rejects it until it has read the token's Secret)"
+                    "[kubelet-start] reading {name}: {e}; retrying (this bootstrap token created the request: an API server that has just restarted rejects it until it has read the token's Secret and the RBAC roles)"
                 );
                 rejected = Some(e.to_string());
             }
