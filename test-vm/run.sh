@@ -858,6 +858,8 @@ cut_boot() {
 }
 
 # ---- main ---------------------------------------------------------------------------------
+expected_s() { awk -F'\t' -v s="$1" '$1 == s { print $2 }' "$HERE/budget.tsv"; }   # expected_s NAME: budget.tsv's seconds
+
 run_scenario() {
     local s=$1
     declare -F "scenario_$s" >/dev/null || { echo "run.sh: unknown scenario $s (try --list)" >&2; return 2; }
@@ -868,7 +870,7 @@ run_scenario() {
         # A boot's timeout from the budget: twice the scenario's expected time (at least 120 s),
         # at most VM_TIMEOUT; so a hung boot costs minutes, not a quarter of an hour.
         local want
-        want=$(awk -F'\t' -v s="$s" '$1 == s { print $2 }' "$HERE/budget.tsv")
+        want=$(expected_s "$s")
         if [ -n "$want" ]; then
             want=$((2 * want < 120 ? 120 : 2 * want))
             VM_TIMEOUT=$((want < VM_TIMEOUT ? want : VM_TIMEOUT))
@@ -917,7 +919,7 @@ main() {
     tv=$(now)
     for s in "${list[@]}"; do
         # The hard guard: a scenario that would end past VM_HARD_S is not started, and fails.
-        want=$(awk -F'\t' -v s="$s" '$1 == s { print $2 }' "$HERE/budget.tsv")
+        want=$(expected_s "$s")
         if [ $((($(now) - tv) / 1000 + ${want:-0})) -gt "$VM_HARD_S" ]; then
             echo "FAIL $s 0.000s 0 boots: skipped, the VM budget is spent (VM_HARD_S=$VM_HARD_S s)" >>"$RESULTS_FILE"
             continue
@@ -931,7 +933,7 @@ main() {
     local budget=${VM_BUDGET_S:-}
     if [ -z "$budget" ]; then
         if [ "${list[*]}" = "${SCENARIOS[*]}" ]; then budget=2700
-        else budget=$(for s in "${list[@]}"; do awk -F'\t' -v s="$s" '$1 == s { print $2 }' "$HERE/budget.tsv"; done \
+        else budget=$(for s in "${list[@]}"; do expected_s "$s"; done \
             | awk '{ t += $1 } END { printf "%d", t * 1.25 }'); fi
     fi
     echo "---- time budget (budget.tsv; the suite: $budget s) ----"
