@@ -25,6 +25,7 @@ use crate::images::ImageError;
 use crate::kube::ApiError;
 use crate::kube::paths::PathError;
 use crate::kubeconfig::KubeconfigError;
+use crate::patches::PatchError;
 use crate::objects::RenderError;
 use crate::objects::tokens::TokenError;
 use crate::pki::check::{CertProblem, PkiError};
@@ -214,6 +215,8 @@ layer! {
     // An object of ours without a REST path is a bug, not bad input.
     PathError => |_e| Kind::Runtime;
     RenderError => |_e| Kind::Runtime;
+    // The patch directory is the operator's input, like the config that names it.
+    PatchError => |_e| Kind::Config;
 
     CsrError => |e| match e {
         CsrError::EmptyNodeName => Kind::Config,

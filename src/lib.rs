@@ -26,6 +26,7 @@ pub mod logging;
 pub mod manifests;
 pub mod node;
 pub mod objects;
+pub mod patches;
 pub mod paths;
 pub mod phases;
 pub mod pki;

@@ -1,0 +1,237 @@
+//! kubeadm's patches (`--patches DIR`, `patches.directory`): files in a directory that patch
+//! the static Pods, the KubeletConfiguration and the CoreDNS and kube-proxy workloads before
+//! they are written, with RFC 6902 JSON patches, RFC 7386 merge patches or Kubernetes'
+//! strategic merge patches, in the directory's order. Read once per run and path, as kubeadm
+//! does; every patch is applied in memory, so a bad one fails before its phase writes a file.
+
+mod decode;
+mod read;
+mod schema;
+mod strategic;
+#[cfg(test)]
+mod tests;
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use log::info;
+use serde_json::Value;
+
+use crate::fsutil::NodeFs;
+
+/// kubeadm 1.37's patch targets, in its order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    Etcd,
+    KubeApiserver,
+    KubeControllerManager,
+    KubeScheduler,
+    KubeletConfiguration,
+    CorednsDeployment,
+    KubeproxyDaemonset,
+}
+
+impl Target {
+    pub const ALL: [Target; 7] = [
+        Target::Etcd,
+        Target::KubeApiserver,
+        Target::KubeControllerManager,
+        Target::KubeScheduler,
+        Target::KubeletConfiguration,
+        Target::CorednsDeployment,
+        Target::KubeproxyDaemonset,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Target::Etcd => "etcd",
+            Target::KubeApiserver => "kube-apiserver",
+            Target::KubeControllerManager => "kube-controller-manager",
+            Target::KubeScheduler => "kube-scheduler",
+            Target::KubeletConfiguration => "kubeletconfiguration",
+            Target::CorednsDeployment => "corednsdeployment",
+            Target::KubeproxyDaemonset => "kubeproxydaemonset",
+        }
+    }
+
+    /// The static Pod target of that name (a component's Pod name is its target name).
+    pub fn pod(name: &str) -> Option<Target> {
+        Target::ALL[..4].iter().copied().find(|t| t.name() == name)
+    }
+
+    /// The schema type the target's document is (its strategic merge keys).
+    fn schema_root(self) -> &'static str {
+        let name = match self {
+            Target::KubeletConfiguration => "kubeletconfiguration",
+            Target::CorednsDeployment => "deployment",
+            Target::KubeproxyDaemonset => "daemonset",
+            _ => "pod",
+        };
+        schema::schema().root(name)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PatchType {
+    Json,
+    Merge,
+    Strategic,
+}
+
+impl PatchType {
+    /// The MIME type kubeadm's log names it by.
+    pub fn mime(self) -> &'static str {
+        match self {
+            PatchType::Json => "application/json-patch+json",
+            PatchType::Merge => "application/merge-patch+json",
+            PatchType::Strategic => "application/strategic-merge-patch+json",
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PatchError {
+    /// The directory cannot be listed (missing, not a directory, a symlink, unreadable).
+    #[error("could not list patch files for path {dir:?}: {why}; give a directory of patch files (kubeadm's --patches / patches.directory)")]
+    Dir { dir: String, why: String },
+    /// A file's name or content is not a patch.
+    #[error("patch file {file:?}: {why}")]
+    File { file: String, why: String },
+    /// A patch that does not apply to its target.
+    #[error(
+        "could not apply the patch in {file:?} (document {doc}) of type {:?} to target {:?}: {why}; fix or remove the patch",
+        .ptype.mime(),
+        .target.name()
+    )]
+    Apply { file: String, doc: usize, ptype: PatchType, target: Target, why: String },
+    /// The patched document is no longer the object it was.
+    #[error("target {:?} after its patches: {why}; fix the patches in {dir:?}", .target.name())]
+    Result { dir: String, target: Target, why: String },
+}
+
+/// One file's patches.
+#[derive(Debug)]
+pub(crate) struct PatchSet {
+    target: Target,
+    ptype: PatchType,
+    /// The file's path on the node.
+    file: String,
+    docs: Vec<Value>,
+}
+
+/// A directory's patches, in the order kubeadm applies them.
+#[derive(Debug)]
+pub struct Patches {
+    dir: String,
+    sets: Vec<PatchSet>,
+}
+
+/// Directories read in this run, by their path under the node root (kubeadm's pathCache).
+static READ: Mutex<Vec<(PathBuf, Arc<Patches>)>> = Mutex::new(Vec::new());
+
+/// The patches in `dir` (a path on the node), read once per run.
+pub fn load(fs: &NodeFs, dir: &str) -> Result<Arc<Patches>, PatchError> {
+    let real = fs.real(dir);
+    // A poisoned lock only means another thread panicked mid-read; the list is still valid.
+    let mut cache = READ.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, p)) = cache.iter().find(|(p, _)| *p == real) {
+        return Ok(p.clone());
+    }
+    let sets = read::read_dir(&real, dir)?;
+    let p = Arc::new(Patches { dir: dir.to_string(), sets });
+    cache.push((real, p.clone()));
+    Ok(p)
+}
+
+/// The patches a configuration names, if any (an empty directory name is none).
+pub fn for_dir(fs: &NodeFs, dir: Option<&str>) -> Result<Option<Arc<Patches>>, PatchError> {
+    match dir {
+        Some(d) if !d.is_empty() => load(fs, d).map(Some),
+        _ => Ok(None),
+    }
+}
+
+impl Patches {
+    /// Whether any file patches `target`.
+    pub fn touches(&self, target: Target) -> bool {
+        self.sets.iter().any(|s| s.target == target)
+    }
+
+    /// `doc` with every patch for `target` applied in order, as JSON (kubeadm's
+    /// ApplyPatchesToTarget); `quiet` leaves out the log lines (a check ahead of the phase).
+    pub fn apply(&self, target: Target, doc: Value, quiet: bool) -> Result<Value, PatchError> {
+        let mut doc = doc;
+        for set in self.sets.iter().filter(|s| s.target == target) {
+            for (i, patch) in set.docs.iter().enumerate() {
+                let fail = |why: String| PatchError::Apply {
+                    file: set.file.clone(),
+                    doc: i + 1,
+                    ptype: set.ptype,
+                    target,
+                    why,
+                };
+                doc = match set.ptype {
+                    PatchType::Json => {
+                        let p: json_patch::Patch = serde_json::from_value(patch.clone()).map_err(|e| fail(e.to_string()))?;
+                        json_patch::patch(&mut doc, &p).map_err(|e| fail(e.to_string()))?;
+                        doc
+                    }
+                    PatchType::Merge => merge(doc, patch).map_err(fail)?,
+                    PatchType::Strategic => {
+                        strategic::apply(doc, patch.clone(), target.schema_root()).map_err(fail)?
+                    }
+                };
+                if !quiet {
+                    info!("[patches] Applied patch of type {:?} to target {:?}", set.ptype.mime(), target.name());
+                }
+            }
+        }
+        Ok(doc)
+    }
+
+    /// A static Pod with its patches, decoded as a v1.Pod and encoded again, as kubeadm writes it.
+    pub fn pod(&self, name: &str, pod: Value, quiet: bool) -> Result<Value, PatchError> {
+        let Some(target) = Target::pod(name) else { return Ok(pod) };
+        self.object(target, pod, ("v1", "Pod"), quiet)
+    }
+
+    /// A workload (the CoreDNS Deployment, the kube-proxy DaemonSet) or static Pod with its
+    /// patches, decoded as its Go type and encoded again.
+    pub fn object(&self, target: Target, obj: Value, kind: (&str, &str), quiet: bool) -> Result<Value, PatchError> {
+        if !self.touches(target) {
+            return Ok(obj);
+        }
+        let patched = self.apply(target, obj, quiet)?;
+        let result = |why: String| PatchError::Result { dir: self.dir.clone(), target, why };
+        let (api_version, k) = (patched["apiVersion"].as_str(), patched["kind"].as_str());
+        if (api_version, k) != (Some(kind.0), Some(kind.1)) {
+            return Err(result(format!(
+                "it is no longer a {}/{} (apiVersion {:?}, kind {:?})",
+                kind.0,
+                kind.1,
+                api_version.unwrap_or(""),
+                k.unwrap_or("")
+            )));
+        }
+        let mut out = decode::reencode(target.schema_root(), &patched).map_err(result)?;
+        // TypeMeta is inline in the Go type: the decode keeps it.
+        if let Value::Object(m) = &mut out {
+            m.insert("apiVersion".into(), kind.0.into());
+            m.insert("kind".into(), kind.1.into());
+        }
+        Ok(out)
+    }
+}
+
+/// RFC 7386 merge, as evanphx/json-patch's MergePatch: a null patch is refused, a patch that
+/// is not an object replaces the document.
+fn merge(mut doc: Value, patch: &Value) -> Result<Value, String> {
+    match patch {
+        Value::Null => Err("Invalid JSON Patch".into()),
+        Value::Object(_) => {
+            json_patch::merge(&mut doc, patch);
+            Ok(doc)
+        }
+        other => Ok(other.clone()),
+    }
+}
