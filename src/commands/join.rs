@@ -126,11 +126,6 @@ fn check_flags(j: &cli::Join) -> Result<()> {
             return Err(Error::usage(m));
         }
     }
-    if j.patches.is_some() {
-        return Err(Error::usage(
-            "--patches: kubestrap does not apply kubeadm patches; set kubelet flags with nodeRegistration.kubeletExtraArgs in a JoinConfiguration (--config)",
-        ));
-    }
     let cp_flags =
         j.apiserver_advertise_address.is_some() || j.apiserver_bind_port.is_some() || j.certificate_key.is_some();
     if cp_flags && !j.control_plane {
@@ -164,6 +159,7 @@ fn flags(j: cli::Join, endpoint: Option<String>) -> Result<JoinFlags> {
         discovery_timeout,
         node_name: j.node_name,
         cri_socket: j.cri_socket,
+        patches: j.patches,
         ignore_preflight_errors: cli::split_all(&j.ignore_preflight_errors),
         root: PathBuf::from(&j.root),
     })

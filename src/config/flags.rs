@@ -76,6 +76,8 @@ pub struct JoinFlags {
     pub discovery_timeout: Option<Duration>,
     pub node_name: Option<String>,
     pub cri_socket: Option<String>,
+    /// `--patches`: wins over patches.directory when not empty, as kubeadm's PatchesDir.
+    pub patches: Option<String>,
     pub ignore_preflight_errors: Vec<String>,
     pub root: PathBuf,
 }
@@ -97,6 +99,7 @@ impl fmt::Debug for JoinFlags {
             .field("discovery_timeout", &self.discovery_timeout)
             .field("node_name", &self.node_name)
             .field("cri_socket", &self.cri_socket)
+            .field("patches", &self.patches)
             .field("ignore_preflight_errors", &self.ignore_preflight_errors)
             .field("root", &self.root)
             .finish()
@@ -232,11 +235,6 @@ impl InitFlags {
         if with_config && let Some(m) = mixed_error(&self.mixed_with_config()) {
             return Err(usage(m));
         }
-        if self.patches.is_some() {
-            return Err(usage(
-                "--patches: kubestrap does not apply kubeadm patches; set the same changes with extraArgs, extraVolumes and extraEnvs in a ClusterConfiguration (--config)",
-            ));
-        }
         if let Some(t) = &self.token {
             Token::parse(t).map_err(|m| usage(format!("--token: {m}")))?;
         }
@@ -314,6 +312,9 @@ impl InitFlags {
                 *field = v.clone();
             }
         };
+        if let Some(dir) = self.patches.as_ref().filter(|d| !d.is_empty()) {
+            init.patches = Some(crate::config::types::Patches { directory: dir.clone() });
+        }
         set(&mut init.node_registration.name, &self.node_name);
         set(&mut init.node_registration.cri_socket, &self.cri_socket);
         set(&mut init.certificate_key, &self.certificate_key);
@@ -459,8 +460,6 @@ mod tests {
             m,
             "--feature-gates: invalid value maybe for feature-gate key: RootlessControlPlane, use true|false instead"
         );
-        let m = bad(InitFlags { patches: Some("/p".into()), ..Default::default() });
-        assert!(m.starts_with("--patches: "), "{m}");
     }
 
     #[test]

@@ -8,7 +8,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::ConfigError;
-use super::types::{ClusterConfiguration, InitConfiguration, JoinConfiguration, Patches, Timeouts};
+use super::types::{ClusterConfiguration, InitConfiguration, JoinConfiguration, Timeouts};
 use super::v1beta3;
 use crate::constants::{KUBEADM_API_VERSION, KUBELET_API_VERSION, KUBEPROXY_API_VERSION};
 
@@ -189,7 +189,6 @@ impl Decoder<'_> {
         match (api_version, kind) {
             (KUBEADM_API_VERSION, "InitConfiguration") => {
                 let init: InitConfiguration = self.typed(label, index)?;
-                refuse_patches(source, label, init.patches.as_ref())?;
                 self.docs.init = Some(init);
             }
             (KUBEADM_API_VERSION, "ClusterConfiguration") => {
@@ -199,7 +198,6 @@ impl Decoder<'_> {
             }
             (KUBEADM_API_VERSION, "JoinConfiguration") => {
                 let join: JoinConfiguration = self.typed(label, index)?;
-                refuse_patches(source, label, join.patches.as_ref())?;
                 self.docs.join = Some(join);
             }
             (v1beta3::API_VERSION, "InitConfiguration" | "ClusterConfiguration" | "JoinConfiguration") => {
@@ -243,7 +241,6 @@ impl Decoder<'_> {
         match kind {
             "InitConfiguration" => {
                 let old: v1beta3::InitConfiguration = self.typed(label, index)?;
-                refuse_patches(source, label, old.patches.as_ref())?;
                 self.docs.init = Some(old.into_v1beta4());
                 self.init_was_v1beta3 = true;
             }
@@ -256,7 +253,6 @@ impl Decoder<'_> {
             }
             _ => {
                 let old: v1beta3::JoinConfiguration = self.typed(label, index)?;
-                refuse_patches(source, label, old.patches.as_ref())?;
                 self.docs.join = Some(old.into_v1beta4());
             }
         }
@@ -298,26 +294,6 @@ impl Documents {
             ""
         };
         Err(ConfigError::file(source, format!("has no InitConfiguration or ClusterConfiguration document{hint}")))
-    }
-}
-
-/// kubeadm applies the files in `patches.directory` to the static Pods, etcd, the kubelet's
-/// config and the addons. kubestrap does not yet: building the node without them would be a
-/// silent difference, so a non-empty directory is refused (an empty one is kubeadm's "none").
-fn refuse_patches(source: &str, label: &str, patches: Option<&Patches>) -> Result<(), ConfigError> {
-    match patches {
-        Some(p) if !p.directory.trim().is_empty() => Err(ConfigError::doc(
-            source,
-            label,
-            "patches.directory",
-            format!(
-                "{:?}: kubestrap does not apply kubeadm patches yet, and will not build a node without them; \
-                 remove patches.directory and make the same changes with extraArgs, extraVolumes and extraEnvs \
-                 (ClusterConfiguration), nodeRegistration.kubeletExtraArgs or a KubeletConfiguration document",
-                p.directory
-            ),
-        )),
-        _ => Ok(()),
     }
 }
 

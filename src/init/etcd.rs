@@ -11,5 +11,6 @@ pub fn run(ctx: &InitContext) -> Result<()> {
     if let Some(local) = ctx.cfg.local_etcd() {
         ctx.node.fs.mkdir(&crate::paths::etcd_data_dir(&local.data_dir))?;
     }
+    let pod = ctx.patched_pod("etcd", pod, false)?;
     write_manifest(ctx, "etcd", &pod)
 }

@@ -17,10 +17,21 @@ pub fn run(ctx: &InitContext) -> Result<()> {
     info!("[kubelet-start] Writing kubelet configuration to file {:?}", KUBELET_INSTANCE_CONFIG.as_str());
     ctx.node.fs.write(&KUBELET_INSTANCE_CONFIG, kubelet::instance_config_yaml(&nr.cri_socket).as_bytes())?;
     info!("[kubelet-start] Writing kubelet configuration to file {:?}", KUBELET_CONFIG.as_str());
-    ctx.node.fs.write(&KUBELET_CONFIG, kubelet::init_node_config_yaml(cfg)?.as_bytes())?;
+    let config = patched_config(ctx, false)?;
+    ctx.node.fs.write(&KUBELET_CONFIG, kubelet::init_node_config_yaml_from(config, cfg)?.as_bytes())?;
     ctx.node.fs.commit()?;
     if ctx.node.live {
         crate::systemd::restart_kubelet();
     }
     Ok(())
+}
+
+/// The KubeletConfiguration with the patches for `kubeletconfiguration` (the node's
+/// instance-config.yaml is merged after them, as kubeadm merges it).
+pub(crate) fn patched_config(ctx: &InitContext, quiet: bool) -> Result<serde_yaml::Mapping> {
+    let m = kubelet::kubelet_configuration(&ctx.cfg);
+    match ctx.patches()? {
+        Some(p) => Ok(p.kubelet_config(m, quiet)?),
+        None => Ok(m),
+    }
 }

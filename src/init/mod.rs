@@ -60,6 +60,18 @@ impl InitContext<'_> {
         let kubeconfig_keys = if kubeconfig { kubeconfig::keys_needed(self) } else { 0 };
         self.keys.reserve(certs_keys + kubeconfig_keys);
     }
+    /// The patch directory's patches (`--patches` or patches.directory), read once per run.
+    pub(crate) fn patches(&self) -> Result<Option<std::sync::Arc<crate::patches::Patches>>> {
+        let dir = self.cfg.init.patches.as_ref().map(|p| p.directory.as_str());
+        Ok(crate::patches::for_dir(self.node.fs, dir)?)
+    }
+    /// A static Pod with the patches for it applied (`quiet`: no log lines, for a check ahead).
+    pub(crate) fn patched_pod(&self, name: &str, pod: serde_json::Value, quiet: bool) -> Result<serde_json::Value> {
+        match self.patches()? {
+            Some(p) => Ok(p.pod(name, pod, quiet)?),
+            None => Ok(pod),
+        }
+    }
     /// admin.conf's client (see `api::admin`): made once per run, its RBAC binding ensured.
     pub fn admin(&self) -> Result<&crate::kube::Client> {
         api::admin(self)
@@ -104,6 +116,33 @@ impl<'a> InitContext<'a> {
             admin_bound: std::cell::Cell::new(false),
         }
     }
+}
+
+/// Applies every patch of the run's patch directory to its target in memory, quietly, so a
+/// patch that cannot apply fails init before its first write (kubeadm finds it in the phase).
+/// Only the phases `runs` names are checked.
+pub(crate) fn check_patches(ctx: &InitContext, runs: impl Fn(&str) -> bool) -> Result<()> {
+    if ctx.patches()?.is_none() {
+        return Ok(());
+    }
+    if runs("etcd")
+        && let Some(pod) = crate::manifests::etcd(&ctx.cfg, &ctx.env)
+    {
+        ctx.patched_pod("etcd", pod, true)?;
+    }
+    if runs("control-plane") {
+        control_plane::pods(ctx, true)?;
+    }
+    if runs("kubelet-start") {
+        kubelet_start::patched_config(ctx, true)?;
+    }
+    if runs("addon/coredns") {
+        addons::coredns_objects(ctx, true)?;
+    }
+    if runs("addon/kube-proxy") {
+        addons::kube_proxy_objects(ctx, true)?;
+    }
+    Ok(())
 }
 
 /// [`InitContext::new`] for a node built from its parts (tests use it).

@@ -61,6 +61,11 @@ pub fn resolve(f: &JoinFlags, jc: &JoinConfiguration) -> Result<JoinArgs> {
         )?,
         timeouts: jc.timeouts.clone(),
         ignore_preflight: ignore,
+        patches: f
+            .patches
+            .clone()
+            .filter(|d| !d.is_empty())
+            .or_else(|| jc.patches.as_ref().map(|p| p.directory.clone()).filter(|d| !d.is_empty())),
     })
 }
 

@@ -104,6 +104,7 @@ fn node_config_from(text: &str, a: &JoinArgs, cp: &ControlPlaneJoin) -> Result<I
         },
         local_api_endpoint: ApiEndpoint { advertise_address: cp.advertise_address.clone(), bind_port: cp.bind_port },
         timeouts: a.timeouts.clone(),
+        patches: a.patches.clone().map(|directory| crate::config::types::Patches { directory }),
         ..Default::default()
     });
     if docs.cluster.as_ref().is_none_or(|c| c.control_plane_endpoint.is_empty()) {
@@ -239,9 +240,10 @@ pub fn etcd_join(ctx: &JoinContext) -> Result<()> {
     let me = crate::etcd::NewMember::for_node(&cfg.node_name, cfg.advertise_address);
     // add_as_learner and wait_available print kubeadm's lines themselves.
     let announced = crate::etcd::add_as_learner(&etcd, &me, ctx.node.clock)?;
-    let env = &init_context(ctx, cp)?.env;
-    let pod = crate::manifests::etcd_join(cfg, env, &announced.initial_cluster.to_string())
+    let ic = init_context(ctx, cp)?;
+    let pod = crate::manifests::etcd_join(cfg, &ic.env, &announced.initial_cluster.to_string())
         .ok_or_else(|| Error::runtime("internal: stacked etcd without an etcd manifest"))?;
+    let pod = ic.patched_pod("etcd", pod, false)?;
     ctx.node.fs.mkdir(&paths::etcd_data_dir(&local.data_dir))?;
     let path = paths::manifest("etcd");
     info!("[etcd] Creating static Pod manifest for \"etcd\"");

@@ -59,7 +59,9 @@ fn start(ctx: &JoinContext, found: &Found) -> Result<()> {
     info!("[kubelet-start] Writing kubelet configuration to file {:?}", KUBELET_INSTANCE_CONFIG.as_str());
     fs.write(&KUBELET_INSTANCE_CONFIG, kubelet::instance_config_yaml(&a.cri_socket).as_bytes())?;
     info!("[kubelet-start] Writing kubelet configuration to file {:?}", KUBELET_CONFIG.as_str());
-    fs.write(&KUBELET_CONFIG, kubelet::node_config_yaml(kubelet_yaml, &a.cri_socket)?.as_bytes())?;
+    let patches = crate::patches::for_dir(fs, a.patches.as_deref())?;
+    let config = kubelet::node_config_yaml_patched(kubelet_yaml, &a.cri_socket, patches.as_deref())?;
+    fs.write(&KUBELET_CONFIG, config.as_bytes())?;
     // A control plane's taint is set by mark-control-plane, not registered by the kubelet.
     let taints = if a.control_plane.is_some() { None } else { kubelet::taints_flag(&a.taints) };
     let env = kubelet::kubeadm_flags_env(&a.node_name, &a.hostname, taints, &a.kubelet_extra_args);

@@ -56,6 +56,8 @@ pub struct JoinArgs {
     /// (mark-control-plane, the etcd and API calls) run under them, as kubeadm join's do.
     pub timeouts: Option<crate::config::types::Timeouts>,
     pub ignore_preflight: Vec<String>,
+    /// The patch directory on the node (`--patches`, else patches.directory), if any.
+    pub patches: Option<String>,
 }
 
 /// What a join phase may read: the resolved arguments and the node.

@@ -65,8 +65,14 @@ pub fn config_yaml(cfg: &InitConfig) -> Result<String, RenderError> {
 
 /// Init's /var/lib/kubelet/config.yaml: [`config_yaml`] with the node's instance-config.yaml
 /// (its CRI socket) merged in.
+#[cfg(test)]
 pub(crate) fn init_node_config_yaml(cfg: &InitConfig) -> Result<String, RenderError> {
-    mapping_yaml(&with_instance_config(kubelet_configuration(cfg), &cfg.init.node_registration.cri_socket))
+    init_node_config_yaml_from(kubelet_configuration(cfg), cfg)
+}
+
+/// [`init_node_config_yaml`] of a given (patched) KubeletConfiguration.
+pub(crate) fn init_node_config_yaml_from(m: Mapping, cfg: &InitConfig) -> Result<String, RenderError> {
+    mapping_yaml(&with_instance_config(m, &cfg.init.node_registration.cri_socket))
 }
 
 /// Like [`config_yaml`], for a node where systemd-resolved may be active.
@@ -95,10 +101,27 @@ pub(crate) fn with_instance_config(mut m: Mapping, cri_socket: &str) -> Mapping 
 /// The node's config.yaml: the cluster-wide KubeletConfiguration text (the kubelet-config
 /// ConfigMap's, or init's own) with instance-config.yaml merged in, keys sorted as kubeadm's
 /// YAML round-trip leaves them.
+#[cfg(test)]
 pub(crate) fn node_config_yaml(cluster_yaml: &str, cri_socket: &str) -> Result<String, RenderError> {
     let m: Mapping = serde_yaml::from_str(cluster_yaml)
         .map_err(|e| RenderError { what: "the KubeletConfiguration".into(), detail: e.to_string() })?;
     mapping_yaml(&with_instance_config(m, cri_socket))
+}
+
+/// [`node_config_yaml`] with the patches for `kubeletconfiguration` applied before the
+/// instance config is merged (kubeadm's WriteConfigToDisk order).
+pub(crate) fn node_config_yaml_patched(
+    cluster_yaml: &str,
+    cri_socket: &str,
+    patches: Option<&crate::patches::Patches>,
+) -> crate::error::Result<String> {
+    let m: Mapping = serde_yaml::from_str(cluster_yaml)
+        .map_err(|e| RenderError { what: "the KubeletConfiguration".into(), detail: e.to_string() })?;
+    let m = match patches {
+        Some(p) => p.kubelet_config(m, false)?,
+        None => m,
+    };
+    Ok(mapping_yaml(&with_instance_config(m, cri_socket))?)
 }
 
 /// core/v1 Taint.ToString: `key[=value]:effect`.

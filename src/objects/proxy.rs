@@ -84,13 +84,18 @@ pub(crate) fn kube_proxy_config_map(cfg: &InitConfig) -> Result<Value, RenderErr
     Ok(cm)
 }
 
+/// The host's non-empty `*_proxy` variables (sorted by name) as env entries: kubeadm appends
+/// them to the DaemonSet's container.
+pub(crate) fn proxy_env_vars(proxy_env: &[(String, String)]) -> Vec<Value> {
+    proxy_env.iter().filter(|(_, v)| !v.is_empty()).map(|(n, v)| json!({"name": n, "value": v})).collect()
+}
+
 /// The DaemonSet, as kubeadm's KubeProxyDaemonSet19 template. `proxy_env` are the host's
 /// `*_proxy` variables, which kubeadm appends to the container's env.
 pub fn kube_proxy_daemon_set(cfg: &InitConfig, proxy_env: &[(String, String)]) -> Value {
     let labels = json!({"k8s-app": NAME});
     let mut env = vec![json!({"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}})];
-    // kubeadm appends the host's non-empty *_proxy variables, sorted by name.
-    env.extend(proxy_env.iter().filter(|(_, v)| !v.is_empty()).map(|(n, v)| json!({"name": n, "value": v})));
+    env.extend(proxy_env_vars(proxy_env));
     json!({
         "apiVersion": "apps/v1",
         "kind": "DaemonSet",

@@ -93,13 +93,33 @@ fn value(kind: Kind, elem: Elem, v: &Value, path: &str) -> Result<Value, String>
             }
             _ => wrong("a map"),
         },
-        Kind::String | Kind::Bytes => if v.is_string() { Ok(v.clone()) } else { wrong("a string") },
-        Kind::Bool => if v.is_boolean() { Ok(v.clone()) } else { wrong("a boolean") },
+        Kind::String | Kind::Bytes => {
+            if v.is_string() {
+                Ok(v.clone())
+            } else {
+                wrong("a string")
+            }
+        }
+        Kind::Bool => {
+            if v.is_boolean() {
+                Ok(v.clone())
+            } else {
+                wrong("a boolean")
+            }
+        }
         Kind::Int => match v.as_f64() {
-            Some(n) if n.fract() == 0.0 => Ok(if let Some(i) = v.as_i64() { Value::from(i) } else { Value::from(n as i64) }),
+            Some(n) if n.fract() == 0.0 => {
+                Ok(if let Some(i) = v.as_i64() { Value::from(i) } else { Value::from(n as i64) })
+            }
             _ => wrong("an integer"),
         },
-        Kind::Float => if v.is_number() { Ok(v.clone()) } else { wrong("a number") },
+        Kind::Float => {
+            if v.is_number() {
+                Ok(v.clone())
+            } else {
+                wrong("a number")
+            }
+        }
         Kind::Opaque | Kind::Any => Ok(v.clone()),
     }
 }

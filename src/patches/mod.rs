@@ -92,7 +92,9 @@ impl PatchType {
 #[derive(Debug, thiserror::Error)]
 pub enum PatchError {
     /// The directory cannot be listed (missing, not a directory, a symlink, unreadable).
-    #[error("could not list patch files for path {dir:?}: {why}; give a directory of patch files (kubeadm's --patches / patches.directory)")]
+    #[error(
+        "could not list patch files for path {dir:?}: {why}; give a directory of patch files (kubeadm's --patches / patches.directory)"
+    )]
     Dir { dir: String, why: String },
     /// A file's name or content is not a patch.
     #[error("patch file {file:?}: {why}")]
@@ -172,14 +174,13 @@ impl Patches {
                 };
                 doc = match set.ptype {
                     PatchType::Json => {
-                        let p: json_patch::Patch = serde_json::from_value(patch.clone()).map_err(|e| fail(e.to_string()))?;
+                        let p: json_patch::Patch =
+                            serde_json::from_value(patch.clone()).map_err(|e| fail(e.to_string()))?;
                         json_patch::patch(&mut doc, &p).map_err(|e| fail(e.to_string()))?;
                         doc
                     }
                     PatchType::Merge => merge(doc, patch).map_err(fail)?,
-                    PatchType::Strategic => {
-                        strategic::apply(doc, patch.clone(), target.schema_root()).map_err(fail)?
-                    }
+                    PatchType::Strategic => strategic::apply(doc, patch.clone(), target.schema_root()).map_err(fail)?,
                 };
                 if !quiet {
                     info!("[patches] Applied patch of type {:?} to target {:?}", set.ptype.mime(), target.name());
@@ -220,6 +221,24 @@ impl Patches {
             m.insert("kind".into(), kind.1.into());
         }
         Ok(out)
+    }
+}
+
+impl Patches {
+    /// A KubeletConfiguration with its patches. kubeadm writes the patched JSON back as YAML
+    /// without a decode, so unknown fields stay.
+    pub fn kubelet_config(&self, m: serde_yaml::Mapping, quiet: bool) -> Result<serde_yaml::Mapping, PatchError> {
+        let target = Target::KubeletConfiguration;
+        if !self.touches(target) {
+            return Ok(m);
+        }
+        let result = |why: String| PatchError::Result { dir: self.dir.clone(), target, why };
+        let doc = serde_json::to_value(&m).map_err(|e| result(e.to_string()))?;
+        let patched = self.apply(target, doc, quiet)?;
+        match serde_yaml::to_value(&patched).map_err(|e| result(e.to_string()))? {
+            serde_yaml::Value::Mapping(m) => Ok(m),
+            other => Err(result(format!("it is no longer a mapping but {other:?}"))),
+        }
     }
 }
 

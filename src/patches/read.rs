@@ -123,8 +123,8 @@ fn walk(dir: &Path, root: &Path, shown: &str, found: &mut Found) -> Result<(), P
             }
             Name::Patch(t, p) => (t, p),
         };
-        let data = std::fs::read(&path)
-            .map_err(|err| list_err(format!("could not read the file {node_path:?}: {err}")))?;
+        let data =
+            std::fs::read(&path).map_err(|err| list_err(format!("could not read the file {node_path:?}: {err}")))?;
         if data.is_empty() {
             info!("[patches] Ignoring empty file: {name:?}");
             found.ignored.push(name);
@@ -137,4 +137,3 @@ fn walk(dir: &Path, root: &Path, shown: &str, found: &mut Found) -> Result<(), P
     }
     Ok(())
 }
-

@@ -48,9 +48,9 @@ fn within(kind: Kind, elem: Elem<'static>) -> At {
 fn lookup(at: At, key: &str) -> Result<Meta, String> {
     match at {
         At::Struct(ty) => {
-            let f: &Field = schema()
-                .field(ty, key)
-                .ok_or_else(|| format!("unable to find api field in struct {} for the json field {key:?}", short(ty)))?;
+            let f: &Field = schema().field(ty, key).ok_or_else(|| {
+                format!("unable to find api field in struct {} for the json field {key:?}", short(ty))
+            })?;
             Ok(Meta { at: within(f.kind, f.elem), strategy: f.strategy, merge_key: f.merge_key })
         }
         At::Map(e) => Ok(Meta { at: within(e.kind, Elem { kind: e.kind, ty: e.ty }), strategy: "", merge_key: "" }),

@@ -58,29 +58,47 @@ fn pod() -> Value {
 #[test]
 fn strategic_merges_lists_by_key_and_replaces_the_rest() {
     let t = Target::KubeApiserver;
-    let out = strategic(t, pod(), json!({"spec": {"containers": [{"name": "kube-apiserver",
+    let out = strategic(
+        t,
+        pod(),
+        json!({"spec": {"containers": [{"name": "kube-apiserver",
         "command": ["kube-apiserver"], "env": [{"name": "C", "value": "3"}, {"name": "A", "value": "9"}],
-        "volumeMounts": [{"mountPath": "/z", "name": "z"}]}]}})).unwrap();
+        "volumeMounts": [{"mountPath": "/z", "name": "z"}]}]}}),
+    )
+    .unwrap();
     let c = &out["spec"]["containers"][0];
     assert_eq!(c["command"], json!(["kube-apiserver"]), "command is replaced whole");
-    assert_eq!(c["env"], json!([{"name": "C", "value": "3"}, {"name": "A", "value": "9"}, {"name": "B", "value": "2"}]));
-    let mounts: Vec<&str> = c["volumeMounts"].as_array().unwrap().iter().map(|m| m["mountPath"].as_str().unwrap()).collect();
+    assert_eq!(
+        c["env"],
+        json!([{"name": "C", "value": "3"}, {"name": "A", "value": "9"}, {"name": "B", "value": "2"}])
+    );
+    let mounts: Vec<&str> =
+        c["volumeMounts"].as_array().unwrap().iter().map(|m| m["mountPath"].as_str().unwrap()).collect();
     assert_eq!(mounts, ["/z", "/x", "/y"], "new items go first, as apimachinery orders them");
 }
 
 #[test]
 fn strategic_directives() {
     let t = Target::KubeApiserver;
-    let out = strategic(t, pod(), json!({"spec": {"containers": [{"name": "kube-apiserver",
+    let out = strategic(
+        t,
+        pod(),
+        json!({"spec": {"containers": [{"name": "kube-apiserver",
         "env": [{"name": "A", "$patch": "delete"}],
         "$setElementOrder/volumeMounts": [{"mountPath": "/y"}, {"mountPath": "/x"}]}],
-        "volumes": [{"$patch": "replace"}, {"name": "v", "emptyDir": {}}], "hostNetwork": null}})).unwrap();
+        "volumes": [{"$patch": "replace"}, {"name": "v", "emptyDir": {}}], "hostNetwork": null}}),
+    )
+    .unwrap();
     let c = &out["spec"]["containers"][0];
     assert_eq!(c["env"], json!([{"name": "B", "value": "2"}]));
     assert_eq!(c["volumeMounts"][0]["mountPath"], "/y");
     assert_eq!(out["spec"]["volumes"], json!([{"name": "v", "emptyDir": {}}]));
     assert!(out["spec"].get("hostNetwork").is_none(), "null deletes");
-    let e = strategic(t, pod(), json!({"spec": {"containers": [{"name": "kube-apiserver", "env": [{"$patch": "merge"}]}]}}));
+    let e = strategic(
+        t,
+        pod(),
+        json!({"spec": {"containers": [{"name": "kube-apiserver", "env": [{"$patch": "merge"}]}]}}),
+    );
     assert!(e.unwrap_err().contains("cannot yet"));
     let e = strategic(t, pod(), json!({"spec": {"containers": [{"image": "x"}]}}));
     assert!(e.unwrap_err().contains("merge key: name"));
@@ -106,7 +124,8 @@ fn a_patch_directory_applies_in_byte_order_and_caches() {
     let d = dir.path().join("p");
     std::fs::create_dir_all(d.join("sub")).unwrap();
     std::fs::write(d.join("kube-apiserver.yaml"), "metadata: {labels: {order: strategic}}\n").unwrap();
-    std::fs::write(d.join("kube-apiserver+json.yaml"), "- {op: add, path: /metadata/labels, value: {order: json}}\n").unwrap();
+    std::fs::write(d.join("kube-apiserver+json.yaml"), "- {op: add, path: /metadata/labels, value: {order: json}}\n")
+        .unwrap();
     std::fs::write(d.join("sub/etcd.yaml"), "metadata: {labels: {sub: x}}\n").unwrap();
     std::fs::write(d.join("notes.txt"), "x").unwrap();
     std::fs::write(d.join("kube-scheduler.yaml"), "").unwrap();
@@ -128,8 +147,11 @@ fn json_and_merge_patches_and_their_failures() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().join("q");
     std::fs::create_dir_all(&d).unwrap();
-    std::fs::write(d.join("kube-apiserver+json.yaml"),
-        "- {op: add, path: /spec/containers/0/command/-, value: --b=2}\n---\n- {op: test, path: /kind, value: Pod}\n").unwrap();
+    std::fs::write(
+        d.join("kube-apiserver+json.yaml"),
+        "- {op: add, path: /spec/containers/0/command/-, value: --b=2}\n---\n- {op: test, path: /kind, value: Pod}\n",
+    )
+    .unwrap();
     std::fs::write(d.join("kube-apiserver+merge.yaml"), "spec: {hostNetwork: null}\n").unwrap();
     std::fs::write(d.join("etcd+json.json"), r#"[{"op": "remove", "path": "/spec/nope"}]"#).unwrap();
     let fs = NodeFs::new(dir.path());

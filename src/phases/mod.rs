@@ -153,6 +153,8 @@ pub(crate) fn run_init(ctx: &InitContext, skip: &[String]) -> Result<()> {
     // Every key the run will make starts now, on every core, while the phases before and
     // between them run (RSA generation is most of init's time).
     ctx.reserve_keys(!is_skipped(skip, "certs"), !is_skipped(skip, "kubeconfig"));
+    // Every patch applied in memory first: a bad one fails the run before it writes anything.
+    crate::init::check_patches(ctx, |p| !is_skipped(skip, p))?;
     for p in INIT_PHASES.iter().filter(|p| !is_skipped(skip, p.name)) {
         step(&ctx.node, p.name, p.commit, || (p.run)(ctx))?;
     }

@@ -56,39 +56,41 @@ fn a_join_config_refused_by_field_leaves_the_root_byte_identical() {
     assert_eq!(tree(&s.root()), before, "a refused join wrote under the root");
 }
 
-/// kubeadm applies `patches.directory`; kubestrap does not yet, so it refuses the config rather
-/// than build a node without the operator's patches (it used to accept and ignore it).
+/// The root's tree without kubestrap's own run lock (taken before any phase runs).
+fn node_files(s: &Scratch) -> Vec<(std::path::PathBuf, u32, Option<Vec<u8>>)> {
+    tree(&s.root()).into_iter().filter(|(p, _, _)| !p.starts_with(s.root().join("var/lib/kubestrap"))).collect()
+}
+
+/// A patch directory that cannot be read, or a patch that cannot apply, fails init before its
+/// first write (kubeadm finds them only in the phase that applies them), naming the directory
+/// or file; `--patches` next to `--config` is refused as kubeadm refuses it.
 #[test]
-fn patches_directory_is_refused_not_ignored_by_init_and_join() {
-    let bad = BASE_CONFIG.replace(
-        "kind: InitConfiguration\n",
-        "kind: InitConfiguration\npatches:\n  directory: /etc/kubernetes/patches\n",
-    );
-    assert_ne!(bad, BASE_CONFIG, "the fixture has an InitConfiguration to patch");
-    let s = Scratch::new(&bad);
+fn bad_patches_fail_init_before_anything_is_written() {
+    let with_dir = |dir: &str| {
+        BASE_CONFIG
+            .replace("kind: InitConfiguration\n", &format!("kind: InitConfiguration\npatches:\n  directory: {dir}\n"))
+    };
+    let s = Scratch::new(&with_dir("/etc/kubernetes/patches"));
     lived_in(&s);
-    let before = tree(&s.root());
+    let before = node_files(&s);
     let r = s.init(&[]);
     assert_eq!(r.code(), 2, "{}", r.stderr());
-    assert!(
-        r.stderr().contains("patches.directory") && r.stderr().contains("/etc/kubernetes/patches"),
-        "{}",
-        r.stderr()
-    );
-    assert_eq!(tree(&s.root()), before, "a refused init wrote under the root");
+    assert!(r.stderr().contains("could not list patch files for path \"/etc/kubernetes/patches\""), "{}", r.stderr());
+    assert_eq!(node_files(&s), before, "a failed init wrote a node file");
 
-    let cfg = s.dir.path().join("join.yaml");
-    std::fs::write(
-        &cfg,
-        "apiVersion: kubeadm.k8s.io/v1beta4\nkind: JoinConfiguration\npatches:\n  directory: /p\ndiscovery:\n  \
-         bootstrapToken:\n    apiServerEndpoint: 127.0.0.1:1\n    token: abcdef.0123456789abcdef\n    \
-         unsafeSkipCAVerification: true\n",
-    )
-    .unwrap();
-    let r = kubestrap(&["join", "--config", cfg.to_str().unwrap(), "--root", &s.root_str()]);
+    // A JSON patch whose test fails, for the scheduler (the last static Pod kubeadm writes).
+    let dir = s.root().join("etc/kubernetes/patches");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("kube-scheduler+json.yaml"), "- {op: test, path: /kind, value: Deployment}\n").unwrap();
+    let before = node_files(&s);
+    let r = s.init(&[]);
     assert_eq!(r.code(), 2, "{}", r.stderr());
-    assert!(r.stderr().contains("patches.directory"), "{}", r.stderr());
-    assert_eq!(tree(&s.root()), before, "a refused join wrote under the root");
+    assert!(r.stderr().contains("/etc/kubernetes/patches/kube-scheduler+json.yaml"), "{}", r.stderr());
+    assert_eq!(node_files(&s), before, "a failed init wrote a node file");
+
+    let r = s.init(&["--patches", "/etc/kubernetes/patches"]);
+    assert_eq!(r.code(), 2, "{}", r.stderr());
+    assert!(r.stderr().contains("can not mix '--config' with arguments [patches]"), "{}", r.stderr());
 
     // An empty directory is kubeadm's "no patches": accepted.
     let empty =

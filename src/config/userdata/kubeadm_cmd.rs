@@ -37,6 +37,7 @@ const INIT_FLAGS: &[&str] = &[
     "upload-certs",
     "certificate-key",
     "skip-certificate-key-print",
+    "patches",
 ];
 const JOIN_FLAGS: &[&str] = &[
     "config",
@@ -54,6 +55,7 @@ const JOIN_FLAGS: &[&str] = &[
     "certificate-key",
     "apiserver-advertise-address",
     "apiserver-bind-port",
+    "patches",
 ];
 
 /// The role and documents of a kubeadm line. `origin` is `runcmd[i]`.
@@ -164,6 +166,9 @@ fn apply_join_flags(
     }
     if !j.skip_phases.is_empty() {
         join.skip_phases = cli::split_all(&j.skip_phases);
+    }
+    if let Some(dir) = j.patches.filter(|d| !d.is_empty()) {
+        join.patches = Some(crate::config::types::Patches { directory: dir });
     }
     // kubeadm binds these to JoinConfiguration.controlPlane (refused next to --config above).
     if j.control_plane {
@@ -399,8 +404,8 @@ mod tests {
         assert!(!e.contains("0123456789abcdef"), "{e}");
         let e = run("kubeadm join 127.0.0.1:6443 abcdef.0123456789abcdef", &[]).unwrap_err().to_string();
         assert!(!e.contains("0123456789abcdef"), "{e}");
-        let e = run("kubeadm join x:1 --token abcdef.0123456789abcdef --patches /p", &[]).unwrap_err().to_string();
-        assert!(e.contains("--patches") && e.contains("runcmd[0]"), "{e}");
+        let (_, docs) = run("kubeadm join x:1 --token abcdef.0123456789abcdef --patches /p", &[]).unwrap();
+        assert_eq!(docs.join.unwrap().patches.unwrap().directory, "/p", "--patches binds patches.directory");
         // kubeadm's configuration flags alone build the documents.
         let (_, docs) = run("kubeadm init --pod-network-cidr=10.244.0.0/16", &[]).unwrap();
         assert_eq!(docs.cluster.unwrap().networking.pod_subnet, "10.244.0.0/16");

@@ -75,6 +75,7 @@ fn files_are_described_by_the_phase_that_wrote_them() {
         control_plane_health_timeout: std::time::Duration::ZERO,
         timeouts: None,
         ignore_preflight: Vec::new(),
+        patches: None,
     };
     let bundle = paths::kubelet_client_bundle("2026-01-02-03-04-05");
     let f = describe_file(&args, "kubelet-start", bundle.as_str(), "0600").unwrap();
