@@ -58,6 +58,22 @@ fn case_dir(case: &str) -> PathBuf {
     dir
 }
 
+/// Cases whose directory the test builds, not a fixture: what a config may point at.
+const BUILT: &[&str] = &["empty-directory", "missing-directory", "symlinked-directory"];
+
+/// Shell commands that put a case's patch directory at `dest` (its parent exists).
+fn prepare(case: &str, dest: &str) -> String {
+    match case {
+        "empty-directory" => format!("mkdir '{dest}'"),
+        "missing-directory" => "true".into(),
+        // A relative link, so it resolves the same under kubestrap's --root.
+        "symlinked-directory" => {
+            format!("cp -a {} '{dest}.real' && ln -s \"$(basename '{dest}').real\" '{dest}'", q(&case_dir("flag-dir")))
+        }
+        _ => format!("cp -a {} '{dest}'", q(&case_dir(case))),
+    }
+}
+
 fn q(p: &Path) -> String {
     format!("'{}'", p.display())
 }
@@ -93,15 +109,15 @@ impl Kubeadm {
 
 /// Runs kubeadm's patching phases, then its dry run, on `case` with config `config`, in a mount
 /// and network namespace of their own (tmpfs over /etc/kubernetes and /var/lib, no network).
-fn kubeadm(case: &Path, config: &Path, dir: &Path) -> Kubeadm {
+fn kubeadm(case: &str, config: &Path, dir: &Path) -> Kubeadm {
     assert!(rustix::process::geteuid().is_root(), "tests/parity needs root: kubeadm runs in its own mount namespace");
     let (kubeadm, out) = (bins::bin("kubeadm"), dir.join("kubeadm"));
     std::fs::create_dir_all(&out).expect("mkdir kubeadm out");
     let (bin, cfg, o) = (q(&kubeadm), q(config), out.display());
     let mut script = format!(
         "set -e; mkdir -p /etc/kubernetes; mount -t tmpfs none /etc/kubernetes; mount -t tmpfs none /var/lib\n\
-         cp -a {} {NODE_DIR}\nset +e\n",
-        q(case)
+         {}\nset +e\n",
+        prepare(case, NODE_DIR)
     );
     for (i, phase) in PHASES.iter().enumerate() {
         script += &format!(
@@ -162,14 +178,14 @@ impl Ours {
     }
 }
 
-/// Copies the case to `<root>/etc/kubernetes/patches` and mirrors the host's CA dirs (kubeadm
+/// Puts the case at `<root>/etc/kubernetes/patches` and mirrors the host's CA dirs (kubeadm
 /// mounts those that exist); runs the dry run first, which leaves the root as it was.
-fn kubestrap(case: &Path) -> Ours {
+fn kubestrap(case: &str) -> Ours {
     let s = Scratch::new(&config());
     let dest = s.path(NODE_DIR);
     std::fs::create_dir_all(dest.parent().expect("parent")).expect("mkdir etc/kubernetes");
-    let (code, out, err) = common::sh(&format!("cp -a {} {}", q(case), q(&dest)));
-    assert_eq!(code, 0, "cp:\n{out}{err}");
+    let (code, out, err) = common::sh(&prepare(case, &dest.display().to_string()));
+    assert_eq!(code, 0, "preparing {case}:\n{out}{err}");
     for d in crate::facts::CA_DIRS.iter().filter(|d| Path::new("/").join(d).is_dir()) {
         std::fs::create_dir_all(s.root().join(d)).expect("mkdir CA dir");
     }
@@ -292,31 +308,35 @@ fn is_addon_line(l: &str) -> bool {
 
 /// One case on both: kubestrap must do what kubeadm did.
 fn parity(name: &str) {
-    let dir = case_dir(name);
-    let ours = kubestrap(&dir);
-    let theirs = kubeadm(&dir, Path::new(&ours.s.config()), ours.s.dir.path());
+    let ours = kubestrap(name);
+    let theirs = kubeadm(name, Path::new(&ours.s.config()), ours.s.dir.path());
     let outcome = theirs.outcome();
     assert_eq!(outcome, expected(name).outcome, "kubeadm's outcome for {name} is not the one documented");
     if outcome == Refuses {
-        return refused(name, &dir, &theirs, &ours);
+        return refused(name, &theirs, &ours);
     }
     let mut bad = compare(name, &theirs, &ours);
     if outcome == RefusesAddon {
-        bad.extend(dry_refused(&dir, &ours));
+        bad.extend(dry_refused(name, &ours));
     }
     assert!(bad.is_empty(), "patches case {name}: kubestrap differs from kubeadm v1.37.2:\n\n{}", bad.join("\n\n"));
 }
 
-/// The patch files of a case as `patches/<path>`: a refusal names one of them by its path.
-fn patch_files(dir: &Path) -> Vec<String> {
+/// The patch files of a case as `patches/<path>`: a refusal names one of them by its path (or,
+/// for the built cases, the directory).
+fn patch_files(case: &str) -> Vec<String> {
+    if BUILT.contains(&case) {
+        return vec![NODE_DIR.trim_start_matches('/').to_string()];
+    }
+    let dir = &case_dir(case);
     let files = common::snapshot(dir).into_iter();
     files.map(|(p, _, _)| format!("patches/{}", p.strip_prefix(dir).expect("under dir").display())).collect()
 }
 
 /// kubestrap's dry run must refuse the way kubeadm's did: exit 2, naming a patch file.
-fn dry_refused(dir: &Path, ours: &Ours) -> Vec<String> {
+fn dry_refused(case: &str, ours: &Ours) -> Vec<String> {
     let (code, err) = (ours.dry.code(), ours.dry.stderr());
-    let files = patch_files(dir);
+    let files = patch_files(case);
     let mut bad = Vec::new();
     if code != 2 {
         bad.push(format!("kubestrap init --dry-run exited {code}, not 2:\n{err}"));
@@ -329,10 +349,10 @@ fn dry_refused(dir: &Path, ours: &Ours) -> Vec<String> {
 
 /// A case kubeadm refuses on disk: kubestrap refuses too (exit 2, the file named) and, unlike
 /// kubeadm (which has written the manifests before the failing one), writes no manifest.
-fn refused(name: &str, dir: &Path, theirs: &Kubeadm, ours: &Ours) {
-    let mut bad = dry_refused(dir, ours);
+fn refused(name: &str, theirs: &Kubeadm, ours: &Ours) {
+    let mut bad = dry_refused(name, ours);
     let (code, err) = (ours.disk.code(), ours.disk.stderr());
-    let files = patch_files(dir);
+    let files = patch_files(name);
     if code != 2 {
         bad.push(format!("kubestrap init --on-disk-only exited {code}, not 2:\n{err}"));
     }
@@ -479,6 +499,13 @@ fn expected(case: &str) -> Expected {
             applied: "s:kubeletconfiguration",
             error: "could not apply patches to the CoreDNS Deployment",
         },
+        "empty-directory" => Expected { outcome: Accepts, found: None, applied: "s:kubeletconfiguration", error: "" },
+        "missing-directory" => no(
+            None,
+            "",
+            "could not list patch files for path \"/etc/kubernetes/patches\": lstat /etc/kubernetes/patches: no such file",
+        ),
+        "symlinked-directory" => no(None, "", "getPatchSetsFromPath patches: not a directory"),
         other => panic!("no expectation for patches case {other}: add it here and to the README"),
     }
 }
@@ -537,6 +564,7 @@ fn kubeadm_outcomes() {
         .filter(|e| e.path().is_dir())
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
+    cases.extend(BUILT.iter().map(|c| c.to_string()));
     cases.sort();
     assert!(cases.len() >= 22, "only {} cases", cases.len());
     let readme = std::fs::read_to_string(root.join("README.md")).expect("README.md");
@@ -552,7 +580,7 @@ fn kubeadm_outcomes() {
                     let run = |c: &String| {
                         let d = dir.join(format!("case-{c}"));
                         std::fs::create_dir_all(&d).expect("mkdir case dir");
-                        (c.clone(), kubeadm(&case_dir(c), config, &d))
+                        (c.clone(), kubeadm(c, config, &d))
                     };
                     chunk.iter().map(run).collect::<Vec<_>>()
                 })
@@ -796,4 +824,7 @@ cases! {
     err_kind_unregistered = "err-kind-unregistered";
     err_yaml11_bool_annotation = "err-yaml11-bool-annotation";
     err_coredns_json = "err-coredns-json";
+    empty_directory = "empty-directory";
+    missing_directory = "missing-directory";
+    symlinked_directory = "symlinked-directory";
 }
