@@ -8,6 +8,7 @@
 //! DaemonSet fact by fact (api.rs, allow.rs), and the `[patches]` lines in order.
 
 use crate::common::{self, Run, Scratch, fixture, fixture_path};
+use crate::kubeadm::{self, Patched as Kubeadm};
 use crate::{api, bins, diff};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -33,7 +34,8 @@ const PHASES: &[&str] = &["etcd local", "control-plane all", "kubelet-start"];
 const ADDONS: &[(&str, &str)] = &[("Deployment", "coredns"), ("DaemonSet", "kube-proxy")];
 
 /// What the real kubeadm does with a case.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 enum Outcome {
     /// Every phase and the dry run succeed.
     Accepts,
@@ -78,18 +80,6 @@ fn q(p: &Path) -> String {
     format!("'{}'", p.display())
 }
 
-/// What the real kubeadm did with one case.
-struct Kubeadm {
-    /// Exit code of each of PHASES, in order.
-    phases: Vec<i32>,
-    phases_err: String,
-    /// The FILES it wrote.
-    files: BTreeMap<&'static str, Vec<u8>>,
-    dry_code: i32,
-    dry_out: String,
-    dry_err: String,
-}
-
 impl Kubeadm {
     fn outcome(&self) -> Outcome {
         match (self.phases.iter().all(|c| *c == 0), self.dry_code == 0) {
@@ -107,45 +97,9 @@ impl Kubeadm {
     }
 }
 
-/// Runs kubeadm's patching phases, then its dry run, on `case` with config `config`, in a mount
-/// and network namespace of their own (tmpfs over /etc/kubernetes and /var/lib, no network).
+/// kubeadm's run of a case with config `config` (kubeadm.rs).
 fn kubeadm(case: &str, config: &Path, dir: &Path) -> Kubeadm {
-    assert!(rustix::process::geteuid().is_root(), "tests/parity needs root: kubeadm runs in its own mount namespace");
-    let (kubeadm, out) = (bins::bin("kubeadm"), dir.join("kubeadm"));
-    std::fs::create_dir_all(&out).expect("mkdir kubeadm out");
-    let (bin, cfg, o) = (q(&kubeadm), q(config), out.display());
-    let mut script = format!(
-        "set -e; mkdir -p /etc/kubernetes; mount -t tmpfs none /etc/kubernetes; mount -t tmpfs none /var/lib\n\
-         {}\nset +e\n",
-        prepare(case, NODE_DIR)
-    );
-    for (i, phase) in PHASES.iter().enumerate() {
-        script += &format!(
-            "{bin} init phase {phase} --config {cfg} >'{o}/p{i}.out' 2>'{o}/p{i}.err'; echo $? >'{o}/p{i}.rc'\n"
-        );
-    }
-    // Copied before the dry run, which writes to a directory of its own anyway.
-    script += &format!(
-        "set -e; mkdir -p '{o}/etc/kubernetes' '{o}/var/lib/kubelet'\n\
-         if [ -d /etc/kubernetes/manifests ]; then cp -a /etc/kubernetes/manifests '{o}/etc/kubernetes/'; fi\n\
-         if [ -f /var/lib/kubelet/config.yaml ]; then cp -a /var/lib/kubelet/config.yaml '{o}/var/lib/kubelet/'; fi\n\
-         set +e; {bin} init --dry-run --config {cfg} --ignore-preflight-errors=all >'{o}/dry.out' 2>'{o}/dry.err'; echo $? >'{o}/dry.rc'\n"
-    );
-    let file = dir.join("kubeadm-patches.sh");
-    std::fs::write(&file, script).expect("write script");
-    let (code, stdout, stderr) = common::sh(&format!("unshare --net --mount --propagation private sh {}", q(&file)));
-    assert_eq!(code, 0, "the kubeadm script failed:\n{stdout}\n{stderr}");
-    let read = |name: &str| std::fs::read_to_string(out.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
-    let rc = |name: &str| read(name).trim().parse::<i32>().expect("exit code");
-    let files = FILES.iter().filter_map(|f| std::fs::read(out.join(f)).ok().map(|b| (*f, b))).collect();
-    Kubeadm {
-        phases: (0..PHASES.len()).map(|i| rc(&format!("p{i}.rc"))).collect(),
-        phases_err: (0..PHASES.len()).map(|i| read(&format!("p{i}.err"))).collect(),
-        files,
-        dry_code: rc("dry.rc"),
-        dry_out: read("dry.out"),
-        dry_err: read("dry.err"),
-    }
+    kubeadm::patched(&prepare(case, NODE_DIR), config, dir, PHASES, FILES)
 }
 
 /// The `[patches]` lines of a log, with `root` (kubestrap's scratch root) taken out of paths.
@@ -371,143 +325,29 @@ fn refused(name: &str, theirs: &Kubeadm, ours: &Ours) {
     );
 }
 
-/// What kubeadm does with a case, as tests/fixtures/patches/README.md describes it.
+/// What kubeadm does with a case: tests/fixtures/patches/kubeadm.yaml (its head explains the fields).
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 struct Expected {
     outcome: Outcome,
-    /// The `Found the following patch files` list; None where kubeadm fails before it.
-    found: Option<&'static str>,
-    /// The `Applied patch` lines as `type:target`, s/m/j for strategic/merge/json; empty where
-    /// kubeadm fails before the dry run applies anything.
-    applied: &'static str,
-    /// A part of kubeadm's error, for the cases it refuses.
-    error: &'static str,
+    found: Option<String>,
+    #[serde(default)]
+    applied: String,
+    #[serde(default)]
+    error: String,
+    log: Option<Vec<String>>,
+    /// Base name of a written file -> texts it contains (or, after `!`, lacks).
+    #[serde(default)]
+    files: BTreeMap<String, Vec<String>>,
 }
 
-const fn ok(found: &'static str, applied: &'static str) -> Expected {
-    Expected { outcome: Accepts, found: Some(found), applied, error: "" }
+fn expectations() -> BTreeMap<String, Expected> {
+    serde_yaml::from_str(fixture!("patches/kubeadm.yaml")).expect("tests/fixtures/patches/kubeadm.yaml")
 }
 
-const fn no(found: Option<&'static str>, applied: &'static str, error: &'static str) -> Expected {
-    Expected { outcome: Refuses, found, applied, error }
-}
-
-/// Every `s:kubeletconfiguration` last in a list is kubeadm's own instance-config.yaml patch.
 fn expected(case: &str) -> Expected {
-    match case {
-        "all-targets" => ok(
-            "corednsdeployment.yaml etcd.yaml kube-apiserver.yaml kube-controller-manager.yaml kube-scheduler.yaml \
-             kubeletconfiguration.yaml kubeproxydaemonset.yaml",
-            "s:etcd s:kube-apiserver s:kube-controller-manager s:kube-scheduler s:kubeletconfiguration \
-             s:kubeletconfiguration s:corednsdeployment s:kubeproxydaemonset",
-        ),
-        "apiserver-resources" => ok("kube-apiserver.yaml", "s:kube-apiserver s:kubeletconfiguration"),
-        "etcd-json" => ok("etcd+json.json", "j:etcd s:kubeletconfiguration"),
-        "controller-manager-merge" => {
-            ok("kube-controller-manager+merge.yaml", "m:kube-controller-manager s:kubeletconfiguration")
-        }
-        "scheduler-strategic-json" => ok("kube-scheduler+strategic.json", "s:kube-scheduler s:kubeletconfiguration"),
-        "kubelet-config" => ok("kubeletconfiguration.yaml", "s:kubeletconfiguration s:kubeletconfiguration"),
-        "kubelet-config-json" => ok(
-            "kubeletconfiguration+json.yaml kubeletconfiguration0+merge.json",
-            "j:kubeletconfiguration m:kubeletconfiguration s:kubeletconfiguration",
-        ),
-        "kubelet-wrong-shape" => ok("kubeletconfiguration.yaml", "s:kubeletconfiguration s:kubeletconfiguration"),
-        "unknown-fields" => ok(
-            "kube-controller-manager+merge.yaml kubeletconfiguration+merge.yaml",
-            "m:kube-controller-manager m:kubeletconfiguration s:kubeletconfiguration",
-        ),
-        "yaml11-scalars" => ok("kubeletconfiguration.yaml", "s:kubeletconfiguration s:kubeletconfiguration"),
-        "coredns-replicas" => ok("corednsdeployment.yaml", "s:kubeletconfiguration s:corednsdeployment"),
-        "coredns-resources" => ok(
-            "corednsdeployment+json.yaml corednsdeployment0+merge.yaml",
-            "s:kubeletconfiguration j:corednsdeployment m:corednsdeployment",
-        ),
-        "kube-proxy" => ok("kubeproxydaemonset.yaml", "s:kubeletconfiguration s:kubeproxydaemonset"),
-        "multi-document" => ok(
-            "kube-apiserver.yaml kube-scheduler+json.yaml",
-            "s:kube-apiserver s:kube-apiserver s:kube-apiserver s:kube-apiserver j:kube-scheduler j:kube-scheduler \
-             s:kubeletconfiguration",
-        ),
-        "subdirs" => ok(
-            "kube-scheduler+merge.yaml kube-scheduler.yaml etcd.yaml kube-scheduler.yaml",
-            "s:etcd m:kube-scheduler s:kube-scheduler s:kube-scheduler s:kubeletconfiguration",
-        ),
-        "ordering" => ok(
-            "kube-apiserver+json.yaml kube-apiserver-a.yaml kube-apiserver.yaml kube-apiserver0+merge.yaml \
-             kube-apiserverZ.yaml kube-apiservera+strategic.yaml",
-            "j:kube-apiserver s:kube-apiserver s:kube-apiserver m:kube-apiserver s:kube-apiserver s:kube-apiserver \
-             s:kubeletconfiguration",
-        ),
-        "ignored-files" => ok("kube-scheduler.bak.yaml", "s:kube-scheduler s:kubeletconfiguration"),
-        "empty-file" => ok(
-            "kube-controller-manager.json kube-scheduler.yaml",
-            "s:kube-controller-manager s:kube-scheduler s:kubeletconfiguration",
-        ),
-        "smp-delete" => ok(
-            "kube-apiserver.yaml kube-scheduler.yaml kube-scheduler0.yaml",
-            "s:kube-apiserver s:kube-scheduler s:kube-scheduler s:kubeletconfiguration",
-        ),
-        "smp-replace" => ok("kube-controller-manager.yaml", "s:kube-controller-manager s:kubeletconfiguration"),
-        "smp-retainkeys" => ok("etcd.yaml", "s:etcd s:kubeletconfiguration"),
-        "smp-set-element-order" => ok("kube-apiserver.yaml", "s:kube-apiserver s:kubeletconfiguration"),
-        "smp-delete-from-primitive-list" => {
-            ok("kube-scheduler.yaml kube-scheduler0.yaml", "s:kube-scheduler s:kube-scheduler s:kubeletconfiguration")
-        }
-        "merge-keys" => ok(
-            "etcd.yaml kube-apiserver.yaml kube-apiserver0.yaml",
-            "s:etcd s:kube-apiserver s:kube-apiserver s:kubeletconfiguration",
-        ),
-        "command-strategic-vs-json" => ok(
-            "kube-controller-manager+json.yaml kube-scheduler.yaml",
-            "j:kube-controller-manager s:kube-scheduler s:kubeletconfiguration",
-        ),
-        "null-deletes" => ok("kube-apiserver.yaml", "s:kube-apiserver s:kubeletconfiguration"),
-        "kind-change" => ok("kube-scheduler+merge.yaml", "m:kube-scheduler s:kubeletconfiguration"),
-        "real-giantswarm" => ok(
-            "kube-apiserver0+json.yaml kube-apiserver1selinux+json.yaml kube-controller-manager0+json.yaml \
-             kubeletconfiguration.yaml",
-            "j:kube-apiserver j:kube-apiserver j:kube-controller-manager s:kubeletconfiguration s:kubeletconfiguration",
-        ),
-        "real-azimuth" => ok("kube-apiserver0+strategic.yaml", "s:kube-apiserver s:kubeletconfiguration"),
-        "real-kubespray" => ok("kube-scheduler0+json.yaml", "j:kube-scheduler s:kubeletconfiguration"),
-        "flag-dir" | "flag-config-dir" => ok("kube-scheduler.yaml", "s:kube-scheduler s:kubeletconfiguration"),
-        "err-missing-type" | "err-unknown-type" => {
-            no(None, "", "unknown or missing patch type after '+', must be one of [json merge strategic]")
-        }
-        "err-invalid-yaml" => no(None, "", "could not convert patch to JSON"),
-        "err-not-a-list" => {
-            no(Some("etcd+json.yaml"), "", "cannot unmarshal object into Go value of type jsonpatch.Patch")
-        }
-        "err-json-test-fails" => no(Some("kube-controller-manager+json.yaml"), "", "test failed"),
-        "err-json-remove-missing" => no(Some("kube-scheduler+json.yaml"), "", "Unable to remove nonexistent key: args"),
-        "err-strategic-wrong-shape" => no(
-            Some("kube-apiserver.yaml"),
-            "s:kube-apiserver",
-            "cannot unmarshal string into Go struct field PodSpec.spec.containers",
-        ),
-        "err-kind-unregistered" => {
-            no(Some("kube-scheduler+merge.yaml"), "m:kube-scheduler", "no kind \"Deployment\" is registered")
-        }
-        "err-yaml11-bool-annotation" => no(
-            Some("kube-scheduler.yaml"),
-            "s:kube-scheduler",
-            "failed to patch static Pod manifest file for \"kube-scheduler\"",
-        ),
-        "err-coredns-json" => Expected {
-            outcome: RefusesAddon,
-            found: Some("corednsdeployment+json.yaml"),
-            applied: "s:kubeletconfiguration",
-            error: "could not apply patches to the CoreDNS Deployment",
-        },
-        "empty-directory" => Expected { outcome: Accepts, found: None, applied: "s:kubeletconfiguration", error: "" },
-        "missing-directory" => no(
-            None,
-            "",
-            "could not list patch files for path \"/etc/kubernetes/patches\": lstat /etc/kubernetes/patches: no such file",
-        ),
-        "symlinked-directory" => no(None, "", "getPatchSetsFromPath patches: not a directory"),
-        other => panic!("no expectation for patches case {other}: add it here and to the README"),
-    }
+    let mut all = expectations();
+    all.remove(case).unwrap_or_else(|| panic!("tests/fixtures/patches/kubeadm.yaml has no {case}"))
 }
 
 /// The `Applied patch` lines of a log as `type:target` words.
@@ -527,34 +367,58 @@ fn applied(lines: &[String]) -> String {
     words.collect::<Vec<_>>().join(" ")
 }
 
-/// Documented kubeadm behaviour the per-case comparisons rely on: (case, file, text the file must
-/// contain, or with a leading `!` must not).
-const QUIRKS: &[(&str, &str, &str)] = &[
-    ("apiserver-resources", "kube-apiserver.yaml", "cpu: \"2\"\n        ephemeral-storage: 1G\n"),
-    ("apiserver-resources", "kube-apiserver.yaml", "cpu: 500m\n        memory: 1Gi\n"),
-    ("kubelet-wrong-shape", "config.yaml", "evictionHard:\n- memory.available\n"),
-    ("unknown-fields", "config.yaml", "notAKubeletField: 1\n"),
-    ("unknown-fields", "kube-controller-manager.yaml", "  - image: registry.example.com/kcm:v1.37.2\n"),
-    ("unknown-fields", "kube-controller-manager.yaml", "!notAField"),
-    ("unknown-fields", "kube-controller-manager.yaml", "    resources: {}\n"),
-    ("yaml11-scalars", "config.yaml", "failSwapOn: false\n"),
-    ("yaml11-scalars", "config.yaml", "maxPods: 72\n"),
-    ("yaml11-scalars", "config.yaml", "podPidsLimit: 1000\n"),
-    ("yaml11-scalars", "config.yaml", "registerNode: true\n"),
-    ("yaml11-scalars", "config.yaml", "serializeImagePulls: false\n"),
-    ("smp-delete", "kube-scheduler.yaml", "    startupProbe: {}\n"),
-    ("smp-delete", "kube-apiserver.yaml", "!usr-share-ca-certificates"),
-    ("smp-delete-from-primitive-list", "kube-scheduler.yaml", "!--leader-elect=true"),
-    ("smp-delete-from-primitive-list", "kube-scheduler.yaml", "  finalizers:\n  - example.com/b\n"),
-    ("smp-retainkeys", "etcd.yaml", "  - emptyDir:\n      medium: Memory\n    name: etcd-data\n"),
-    ("kind-change", "kube-scheduler.yaml", "!example.com/lost"),
-    ("ignored-files", "kube-scheduler.yaml", "example.com/bak:"),
-    ("ordering", "kube-apiserver.yaml", "example.com/order: a+strategic\n"),
-    ("subdirs", "kube-scheduler.yaml", "example.com/last: z/kube-scheduler.yaml\n"),
-];
+/// How kubeadm's run of a case differs from what kubeadm.yaml says.
+fn check(case: &str, want: &Expected, run: &Kubeadm) -> Vec<String> {
+    let (lines, outcome) = (run.patches_lines(), run.outcome());
+    let errors = format!("{}{}", run.phases_err, run.dry_err);
+    if outcome != want.outcome {
+        return vec![format!("{case}: kubeadm {outcome:?}, documented {:?}\n{errors}", want.outcome)];
+    }
+    let mut bad = Vec::new();
+    let reading = format!("[patches] Reading patches from path \"{NODE_DIR}\"");
+    if lines.first() != Some(&reading) {
+        bad.push(format!("{case}: kubeadm's first [patches] line: {:?}", lines.first()));
+    }
+    let found = lines.iter().find_map(|l| l.strip_prefix("[patches] Found the following patch files: ["));
+    let found = found.map(|f| f.trim_end_matches(']'));
+    if found != want.found.as_deref() {
+        bad.push(format!("{case}: kubeadm found {found:?}, documented {:?}", want.found));
+    }
+    let got = applied(&lines);
+    if got != want.applied {
+        bad.push(format!("{case}: kubeadm applied\n  {got}\ndocumented\n  {}", want.applied));
+    }
+    if want.log.as_ref().is_some_and(|log| lines.get(1..) != Some(log.as_slice())) {
+        bad.push(format!("{case}: kubeadm logged\n{}", lines.join("\n")));
+    }
+    if !errors.contains(&want.error) || (want.error.is_empty() != (outcome == Accepts)) {
+        bad.push(format!("{case}: kubeadm's errors lack {:?}:\n{errors}", want.error));
+    }
+    if outcome != Refuses {
+        let missing: Vec<_> = FILES.iter().filter(|f| !run.files.contains_key(*f)).collect();
+        if !missing.is_empty() {
+            bad.push(format!("{case}: kubeadm wrote no {missing:?}"));
+        }
+    }
+    for (file, texts) in &want.files {
+        let path = FILES.iter().find(|f| f.ends_with(&format!("/{file}"))).expect("a FILES entry");
+        let content = String::from_utf8_lossy(run.files.get(path).map(Vec::as_slice).unwrap_or_default()).into_owned();
+        for text in texts {
+            let ok = match text.strip_prefix('!') {
+                Some(absent) => !content.contains(absent),
+                None => content.contains(text.as_str()),
+            };
+            if !ok {
+                bad.push(format!("{case}: kubeadm's {file} breaks the documented {text:?}:\n{content}"));
+            }
+        }
+    }
+    bad
+}
 
-/// The real kubeadm's behaviour on every case, as documented (README and `expected`): which it
-/// accepts or refuses, what it logs, and the quirks the comparisons depend on. Runs only kubeadm.
+/// The real kubeadm's behaviour on every case, as tests/fixtures/patches/kubeadm.yaml documents
+/// it: what it accepts or refuses, what it logs, the quirks the comparisons depend on. Runs only
+/// kubeadm, so it holds whatever kubestrap does.
 #[test]
 fn kubeadm_outcomes() {
     let root = fixture_path("patches");
@@ -567,6 +431,8 @@ fn kubeadm_outcomes() {
     cases.extend(BUILT.iter().map(|c| c.to_string()));
     cases.sort();
     assert!(cases.len() >= 22, "only {} cases", cases.len());
+    let want = expectations();
+    assert_eq!(want.keys().collect::<Vec<_>>(), cases.iter().collect::<Vec<_>>(), "kubeadm.yaml's cases");
     let readme = std::fs::read_to_string(root.join("README.md")).expect("README.md");
     let scratch = Scratch::new(&config());
     let config = PathBuf::from(scratch.config());
@@ -590,86 +456,16 @@ fn kubeadm_outcomes() {
     });
     let mut bad = Vec::new();
     for (case, run) in &results {
-        let want = expected(case);
         if !readme.contains(&format!("`{case}`")) {
             bad.push(format!("{case}: no row in tests/fixtures/patches/README.md"));
         }
-        let lines = run.patches_lines();
-        let outcome = run.outcome();
-        if outcome != want.outcome {
-            bad.push(format!(
-                "{case}: kubeadm {outcome:?}, documented {:?}\n{}{}",
-                want.outcome, run.phases_err, run.dry_err
-            ));
-            continue;
-        }
-        if lines.first().map(String::as_str) != Some(&format!("[patches] Reading patches from path \"{NODE_DIR}\"")) {
-            bad.push(format!("{case}: kubeadm's first [patches] line: {:?}", lines.first()));
-        }
-        let found = lines.iter().find_map(|l| l.strip_prefix("[patches] Found the following patch files: ["));
-        let found = found.map(|f| f.trim_end_matches(']'));
-        if found != want.found {
-            bad.push(format!("{case}: kubeadm found {found:?}, documented {:?}", want.found));
-        }
-        let got = applied(&lines);
-        if got != want.applied {
-            bad.push(format!("{case}: kubeadm applied\n  {got}\ndocumented\n  {}", want.applied));
-        }
-        let errors = format!("{}{}", run.phases_err, run.dry_err);
-        if !errors.contains(want.error) || (want.error.is_empty() && outcome != Accepts) {
-            bad.push(format!("{case}: kubeadm's errors lack {:?}:\n{errors}", want.error));
-        }
-        if outcome != Refuses {
-            let missing: Vec<_> = FILES.iter().filter(|f| !run.files.contains_key(*f)).collect();
-            if !missing.is_empty() {
-                bad.push(format!("{case}: kubeadm wrote no {missing:?}"));
-            }
-        }
+        bad.extend(check(case, &want[case], run));
     }
-    let by_case: BTreeMap<&str, &Kubeadm> = results.iter().map(|(c, r)| (c.as_str(), r)).collect();
-    for (case, file, text) in QUIRKS {
-        let run = by_case.get(case).unwrap_or_else(|| panic!("no case {case}"));
-        let path = FILES.iter().find(|f| f.ends_with(&format!("/{file}"))).expect("a FILES entry");
-        let content = String::from_utf8_lossy(run.files.get(path).map(Vec::as_slice).unwrap_or_default()).into_owned();
-        let ok = match text.strip_prefix('!') {
-            Some(absent) => !content.contains(absent),
-            None => content.contains(text),
-        };
-        if !ok {
-            bad.push(format!("{case}: kubeadm's {file} breaks the documented {text:?}:\n{content}"));
-        }
-    }
-    // The ignored and empty files: one line each, in walk order, then the summary.
-    let ignored = patches_lines_of(&by_case, "ignored-files");
-    let want_ignored = [
-        "[patches] Ignoring file \"Etcd.yaml\": unknown target, must be one of [etcd kube-apiserver kube-controller-manager kube-scheduler kubeletconfiguration corednsdeployment kubeproxydaemonset]",
-        "[patches] Ignoring file \"README\": the file extension must be one of [json yaml]",
-        "[patches] Ignoring file \"foo.yaml\": unknown target, must be one of [etcd kube-apiserver kube-controller-manager kube-scheduler kubeletconfiguration corednsdeployment kubeproxydaemonset]",
-        "[patches] Ignoring file \"kube-scheduler.yaml.tpl\": the file extension must be one of [json yaml]",
-        "[patches] Ignoring file \"notes.txt\": the file extension must be one of [json yaml]",
-        "[patches] Ignoring file \"x.yml\": the file extension must be one of [json yaml]",
-        "[patches] Found the following patch files: [kube-scheduler.bak.yaml]",
-        "[patches] Ignored the following files: [Etcd.yaml README foo.yaml kube-scheduler.yaml.tpl notes.txt x.yml]",
-    ];
-    if ignored[1..9] != want_ignored {
-        bad.push(format!("ignored-files: kubeadm logged\n{}", ignored.join("\n")));
-    }
-    let empty = patches_lines_of(&by_case, "empty-file");
-    let want_empty = [
-        "[patches] Ignoring empty file: \"etcd.yaml\"",
-        "[patches] Found the following patch files: [kube-controller-manager.json kube-scheduler.yaml]",
-        "[patches] Ignored the following files: [etcd.yaml]",
-    ];
-    if empty[1..4] != want_empty {
-        bad.push(format!("empty-file: kubeadm logged\n{}", empty.join("\n")));
-    }
-    assert!(bad.is_empty(), "the real kubeadm differs from tests/fixtures/patches/README.md:\n\n{}", bad.join("\n\n"));
-}
-
-fn patches_lines_of(by_case: &BTreeMap<&str, &Kubeadm>, case: &str) -> Vec<String> {
-    let lines = by_case[case].patches_lines();
-    assert!(lines.len() > 4, "{case}: kubeadm logged only {lines:?}");
-    lines
+    assert!(
+        bad.is_empty(),
+        "the real kubeadm differs from tests/fixtures/patches/kubeadm.yaml:\n\n{}",
+        bad.join("\n\n")
+    );
 }
 
 /// kubeadm refuses `--patches` next to `--config`, even empty, before reading anything; so the
@@ -678,38 +474,36 @@ fn patches_lines_of(by_case: &BTreeMap<&str, &Kubeadm>, case: &str) -> Vec<Strin
 #[test]
 fn patches_flag_with_config_is_refused() {
     let s = Scratch::new(&config());
-    let (flag_dir, config_dir) = (case_dir("flag-dir"), case_dir("flag-config-dir"));
-    let node_flag = "/etc/kubernetes/flag-patches";
-    let script = format!(
-        "mkdir -p /etc/kubernetes; mount -t tmpfs none /etc/kubernetes; mount -t tmpfs none /var/lib\n\
-         cp -a {} {NODE_DIR}; cp -a {} {node_flag}\n\
-         for p in --patches={node_flag} --patches=; do {} init phase control-plane scheduler --config {} $p; echo \"rc=$?\"; done 2>&1\n\
-         ls /etc/kubernetes/manifests 2>&1; true\n",
-        q(&config_dir),
-        q(&flag_dir),
+    let flag_dir = "/etc/kubernetes/flag-patches";
+    let put = |root: &str| {
+        format!(
+            "{} && {}",
+            prepare("flag-config-dir", &format!("{root}{NODE_DIR}")),
+            prepare("flag-dir", &format!("{root}{flag_dir}"))
+        )
+    };
+    let body = format!(
+        "{}\nset +e\nfor p in --patches={flag_dir} --patches=; do {} init phase control-plane scheduler --config {} $p; echo \"rc=$?\"; done 2>&1\n\
+         ls /etc/kubernetes/manifests 2>&1; true",
+        put(""),
         q(&bins::bin("kubeadm")),
         q(Path::new(&s.config()))
     );
-    let file = s.dir.path().join("flag.sh");
-    std::fs::write(&file, script).expect("write script");
-    let (code, out, err) = common::sh(&format!("unshare --net --mount --propagation private sh {}", q(&file)));
+    let (code, out, err) = kubeadm::in_namespace(s.dir.path(), "flag-with-config", &body);
     assert_eq!(code, 0, "{out}{err}");
     let refusal = "can not mix '--config' with arguments [patches]";
     assert_eq!(out.matches(refusal).count(), 2, "kubeadm accepted --patches with --config:\n{out}");
     assert_eq!(out.matches("rc=1").count(), 2, "{out}");
     assert!(out.contains("No such file or directory"), "kubeadm wrote manifests:\n{out}");
 
-    common::sh(&format!("cp -a {} {}", q(&flag_dir), q(&s.path(node_flag))));
     std::fs::create_dir_all(s.path("/etc/kubernetes")).expect("mkdir");
-    common::sh(&format!("cp -a {} {}", q(&config_dir), q(&s.path(NODE_DIR))));
-    for flag in [format!("--patches={node_flag}"), "--patches=".to_string()] {
+    let (code, out, err) = common::sh(&put(&s.root_str()));
+    assert_eq!(code, 0, "{out}{err}");
+    for flag in [format!("--patches={flag_dir}"), "--patches=".to_string()] {
         let run = s.init(&["--ignore-preflight-errors=all", &flag]);
-        assert_ne!(run.code(), 0, "kubestrap accepted {flag} with --config:\n{}", run.stderr());
-        assert!(
-            run.stderr().contains(refusal),
-            "kubestrap's refusal of {flag} differs from kubeadm's:\n{}",
-            run.stderr()
-        );
+        let err = run.stderr();
+        assert_ne!(run.code(), 0, "kubestrap accepted {flag} with --config:\n{err}");
+        assert!(err.contains(refusal), "kubestrap's refusal of {flag} differs from kubeadm's:\n{err}");
         assert!(!s.path("/etc/kubernetes/manifests").exists(), "kubestrap wrote manifests after refusing {flag}");
     }
 }
@@ -720,22 +514,17 @@ fn patches_flag_with_config_is_refused() {
 #[test]
 fn patches_flag_without_config() {
     let s = Scratch::new("");
-    let dir = case_dir("flag-dir");
     let flags = "--kubernetes-version v1.37.2 --apiserver-advertise-address 192.0.2.10 --node-name cp-1 \
                  --cri-socket unix:///var/run/containerd/containerd.sock --ignore-preflight-errors=all";
     let out = s.dir.path().join("kubeadm-scheduler.yaml");
-    let script = format!(
-        "set -e; mkdir -p /etc/kubernetes; mount -t tmpfs none /etc/kubernetes; mount -t tmpfs none /var/lib\n\
-         cp -a {} {NODE_DIR}\n\
-         KUBEADM_INIT_DRYRUN_DIR=/etc/kubernetes/dry {} init --dry-run --skip-phases=addon --patches {NODE_DIR} {flags}\n\
-         cp /etc/kubernetes/dry/kube-scheduler.yaml {}\n",
-        q(&dir),
+    let body = format!(
+        "{}\nKUBEADM_INIT_DRYRUN_DIR=/etc/kubernetes/dry {} init --dry-run --skip-phases=addon --patches {NODE_DIR} {flags}\n\
+         cp /etc/kubernetes/dry/kube-scheduler.yaml {}",
+        prepare("flag-dir", NODE_DIR),
         q(&bins::bin("kubeadm")),
         q(&out)
     );
-    let file = s.dir.path().join("flag.sh");
-    std::fs::write(&file, script).expect("write script");
-    let (code, stdout, err) = common::sh(&format!("unshare --net --mount --propagation private sh {}", q(&file)));
+    let (code, stdout, err) = kubeadm::in_namespace(s.dir.path(), "flag-without-config", &body);
     assert_eq!(code, 0, "kubeadm failed:\n{stdout}{err}");
     let theirs = std::fs::read_to_string(&out).expect("kubeadm's manifest");
     assert!(theirs.contains("example.com/from: --patches"), "kubeadm did not apply --patches:\n{theirs}");
@@ -744,7 +533,8 @@ fn patches_flag_without_config() {
 
     let dest = s.path(NODE_DIR);
     std::fs::create_dir_all(dest.parent().expect("parent")).expect("mkdir");
-    common::sh(&format!("cp -a {} {}", q(&dir), q(&dest)));
+    let (code, o, e) = common::sh(&prepare("flag-dir", &dest.display().to_string()));
+    assert_eq!(code, 0, "{o}{e}");
     let root = s.root_str();
     let mut args = vec!["init", "--on-disk-only", "--root", &root, "--patches", NODE_DIR];
     args.extend(flags.split_whitespace());
