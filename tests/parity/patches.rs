@@ -601,6 +601,8 @@ cases! {
     command_strategic_vs_json = "command-strategic-vs-json";
     null_deletes = "null-deletes";
     kind_change = "kind-change";
+    zero_values = "zero-values";
+    duplicate_key = "duplicate-key";
     real_giantswarm = "real-giantswarm";
     real_azimuth = "real-azimuth";
     real_kubespray = "real-kubespray";
