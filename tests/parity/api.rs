@@ -26,7 +26,7 @@ pub fn kubeadm(config: &Path, dir: &Path) -> Vec<Value> {
 
 /// The YAML after each `Would perform action CREATE ... Attached object:`, up to the next log
 /// line (they all start with `[`).
-fn created(out: &str) -> Vec<Value> {
+pub fn created(out: &str) -> Vec<Value> {
     let lines: Vec<&str> = out.lines().collect();
     let mut objects = Vec::new();
     let mut i = 0;

@@ -14,6 +14,7 @@ mod diff;
 mod facts;
 mod images;
 mod kubeadm;
+mod patches;
 mod pem;
 
 use common::{Scratch, fixture};
