@@ -18,6 +18,7 @@ pub fn run(ctx: &InitContext) -> Result<()> {
     ctx.node.fs.write(&KUBELET_INSTANCE_CONFIG, kubelet::instance_config_yaml(&nr.cri_socket).as_bytes())?;
     info!("[kubelet-start] Writing kubelet configuration to file {:?}", KUBELET_CONFIG.as_str());
     let config = patched_config(ctx, false)?;
+    crate::patches::log_instance_config();
     ctx.node.fs.write(&KUBELET_CONFIG, kubelet::init_node_config_yaml_from(config, cfg)?.as_bytes())?;
     ctx.node.fs.commit()?;
     if ctx.node.live {

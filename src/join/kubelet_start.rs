@@ -61,6 +61,7 @@ fn start(ctx: &JoinContext, found: &Found) -> Result<()> {
     info!("[kubelet-start] Writing kubelet configuration to file {:?}", KUBELET_CONFIG.as_str());
     let patches = crate::patches::for_dir(fs, a.patches.as_deref())?;
     let config = kubelet::node_config_yaml_patched(kubelet_yaml, &a.cri_socket, patches.as_deref())?;
+    crate::patches::log_instance_config();
     fs.write(&KUBELET_CONFIG, config.as_bytes())?;
     // A control plane's taint is set by mark-control-plane, not registered by the kubelet.
     let taints = if a.control_plane.is_some() { None } else { kubelet::taints_flag(&a.taints) };

@@ -16,7 +16,7 @@ pub(crate) fn go_quotes(text: &str) -> String {
 /// same in both styles, so the document's meaning cannot change.
 pub(crate) fn double_quoted(line: &str) -> String {
     let Some(body) = line.strip_suffix('\'') else {
-        return line.to_string();
+        return quoted_if_bool_1_1(line);
     };
     let Some(open) = body.rfind(['\'', '"']) else {
         return line.to_string();
@@ -29,11 +29,27 @@ pub(crate) fn double_quoted(line: &str) -> String {
     format!("{head}\"{text}\"")
 }
 
+/// YAML 1.1's other booleans, which go-yaml resolves as bools and so quotes as strings; serde
+/// (YAML 1.2) writes them plain.
+const BOOLS_1_1: &[&str] =
+    &["y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "on", "On", "ON", "off", "Off", "OFF"];
+
+/// A plain scalar value that go-yaml would read as a bool gets Go's double quotes.
+fn quoted_if_bool_1_1(line: &str) -> String {
+    let split = line.rfind(": ").map(|i| i + 2).or_else(|| {
+        let t = line.trim_start();
+        t.starts_with("- ").then(|| line.len() - t.len() + 2)
+    });
+    match split {
+        Some(i) if BOOLS_1_1.contains(&&line[i..]) => format!("{}\"{}\"", &line[..i], &line[i..]),
+        _ => line.to_string(),
+    }
+}
+
 /// go-yaml's resolve: would this text, unquoted, be a number, a bool (YAML 1.1's too) or null?
 fn reads_as_non_string(text: &str) -> bool {
-    const BOOLS_1_1: &[&str] = &["y", "yes", "n", "no", "on", "off"];
     text.is_empty()
-        || BOOLS_1_1.contains(&text.to_ascii_lowercase().as_str())
+        || BOOLS_1_1.contains(&text)
         || matches!(
             serde_yaml::from_str::<serde_yaml::Value>(text),
             Ok(serde_yaml::Value::Number(_) | serde_yaml::Value::Bool(_) | serde_yaml::Value::Null)
@@ -64,7 +80,8 @@ mod tests {
 
     #[test]
     fn go_quotes_double_quote_what_serde_yaml_single_quotes() {
-        let text = "a: ''\nb:\n  c: '0'\nd:\n- 'true'\ne: 'it''s'\nf: plain\n";
-        assert_eq!(go_quotes(text), "a: \"\"\nb:\n  c: \"0\"\nd:\n- \"true\"\ne: 'it''s'\nf: plain\n");
+        let text = "a: ''\nb:\n  c: '0'\nd:\n- 'true'\ne: 'it''s'\nf: plain\ng: yes\n- off\nh: 'x: no'\n";
+        let want = "a: \"\"\nb:\n  c: \"0\"\nd:\n- \"true\"\ne: 'it''s'\nf: plain\ng: \"yes\"\n- \"off\"\nh: 'x: no'\n";
+        assert_eq!(go_quotes(text), want);
     }
 }

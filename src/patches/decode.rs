@@ -120,6 +120,13 @@ fn value(kind: Kind, elem: Elem, v: &Value, path: &str) -> Result<Value, String>
                 wrong("a number")
             }
         }
+        Kind::Opaque if elem.ty == "Quantity" => {
+            super::quantity::canonical(v).map(Value::String).map_err(|e| format!("cannot decode {path}: {e}"))
+        }
+        Kind::Opaque if elem.ty == "IntOrString" => match v {
+            Value::String(_) => Ok(v.clone()),
+            _ => value(Kind::Int, elem, v, path),
+        },
         Kind::Opaque | Kind::Any => Ok(v.clone()),
     }
 }

@@ -5,11 +5,13 @@
 //! does; every patch is applied in memory, so a bad one fails before its phase writes a file.
 
 mod decode;
+mod quantity;
 mod read;
 mod schema;
 mod strategic;
 #[cfg(test)]
 mod tests;
+mod yaml11;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -107,8 +109,8 @@ pub enum PatchError {
     )]
     Apply { file: String, doc: usize, ptype: PatchType, target: Target, why: String },
     /// The patched document is no longer the object it was.
-    #[error("target {:?} after its patches: {why}; fix the patches in {dir:?}", .target.name())]
-    Result { dir: String, target: Target, why: String },
+    #[error("target {:?} after the patches in {}: {why}; fix them", .target.name(), .files.join(", "))]
+    Result { files: Vec<String>, target: Target, why: String },
 }
 
 /// One file's patches.
@@ -124,7 +126,6 @@ pub(crate) struct PatchSet {
 /// A directory's patches, in the order kubeadm applies them.
 #[derive(Debug)]
 pub struct Patches {
-    dir: String,
     sets: Vec<PatchSet>,
 }
 
@@ -140,7 +141,7 @@ pub fn load(fs: &NodeFs, dir: &str) -> Result<Arc<Patches>, PatchError> {
         return Ok(p.clone());
     }
     let sets = read::read_dir(&real, dir)?;
-    let p = Arc::new(Patches { dir: dir.to_string(), sets });
+    let p = Arc::new(Patches { sets });
     cache.push((real, p.clone()));
     Ok(p)
 }
@@ -154,6 +155,11 @@ pub fn for_dir(fs: &NodeFs, dir: Option<&str>) -> Result<Option<Arc<Patches>>, P
 }
 
 impl Patches {
+    /// The files that patch `target`, in order.
+    fn files(&self, target: Target) -> Vec<String> {
+        self.sets.iter().filter(|s| s.target == target).map(|s| s.file.clone()).collect()
+    }
+
     /// Whether any file patches `target`.
     pub fn touches(&self, target: Target) -> bool {
         self.sets.iter().any(|s| s.target == target)
@@ -203,7 +209,7 @@ impl Patches {
             return Ok(obj);
         }
         let patched = self.apply(target, obj, quiet)?;
-        let result = |why: String| PatchError::Result { dir: self.dir.clone(), target, why };
+        let result = |why: String| PatchError::Result { files: self.files(target), target, why };
         let (api_version, k) = (patched["apiVersion"].as_str(), patched["kind"].as_str());
         if (api_version, k) != (Some(kind.0), Some(kind.1)) {
             return Err(result(format!(
@@ -232,7 +238,7 @@ impl Patches {
         if !self.touches(target) {
             return Ok(m);
         }
-        let result = |why: String| PatchError::Result { dir: self.dir.clone(), target, why };
+        let result = |why: String| PatchError::Result { files: self.files(target), target, why };
         let doc = serde_json::to_value(&m).map_err(|e| result(e.to_string()))?;
         let patched = self.apply(target, doc, quiet)?;
         match serde_yaml::to_value(&patched).map_err(|e| result(e.to_string()))? {
@@ -240,6 +246,16 @@ impl Patches {
             other => Err(result(format!("it is no longer a mapping but {other:?}"))),
         }
     }
+}
+
+/// kubeadm applies the node's instance-config.yaml to the KubeletConfiguration as a strategic
+/// patch through its patch manager, so every kubelet-start logs this line, patches or not.
+pub fn log_instance_config() {
+    info!(
+        "[patches] Applied patch of type {:?} to target {:?}",
+        PatchType::Strategic.mime(),
+        Target::KubeletConfiguration.name()
+    );
 }
 
 /// RFC 7386 merge, as evanphx/json-patch's MergePatch: a null patch is refused, a patch that

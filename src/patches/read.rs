@@ -51,7 +51,7 @@ pub(crate) fn documents(text: &str) -> Result<Vec<Value>, String> {
     let mut flush = |cur: &mut String| -> Result<(), String> {
         let t = cur.trim();
         if !t.is_empty() {
-            let v: Value = serde_yaml::from_str(t).map_err(|e| format!("could not convert patch to JSON: {e}"))?;
+            let v = super::yaml11::parse(t).map_err(|e| format!("could not convert patch to JSON: {e}"))?;
             docs.push(v);
         }
         cur.clear();

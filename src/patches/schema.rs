@@ -75,6 +75,8 @@ fn elem(field_kind: Kind, s: &'static str) -> Elem<'static> {
             let (k, ty) = s.split_once(':').unwrap_or((s, ""));
             Elem { kind: kind(k), ty }
         }
+        // Which type encodes itself (Quantity, IntOrString, …): the decode needs the name.
+        Kind::Opaque => Elem { kind: Kind::Opaque, ty: s },
         k => Elem { kind: k, ty: "" },
     }
 }
