@@ -222,9 +222,17 @@ boot_external_cp() {   # boot_external_cp DISK [KERNEL ARGS]
 
 scenario_capi-cp-init() {
     mkdir -p "$WORK/seed"
-    # Unchanged but for the version: the image carries v1.37.2's images (the fixture says v1.37.0).
+    # The fixture with the version the image carries (it says v1.37.0) and, as CAPI users ship
+    # them, kubeadm patches: two files in write_files (patches.write_files: azimuth-cloud's volume
+    # by a strategic patch, a flag by a JSON patch) and patches.directory in the InitConfiguration.
     sed 's/kubernetesVersion: v1\.37\.0$/kubernetesVersion: v1.37.2/' \
-        "$CAPI_FIXTURES/capi-control-plane-init/user-data" >"$WORK/seed/user-data"
+        "$CAPI_FIXTURES/capi-control-plane-init/user-data" \
+        | awk -v f="$SCN/capi-cp-init/patches.write_files" '
+            /^-   path: \/run\/kubeadm\/kubeadm.yaml$/ { while ((getline l < f) > 0) print l }
+            { print }
+            /^        taints: null$/ { print "      patches:"; print "        directory: /etc/kubernetes/patches" }' \
+        >"$WORK/seed/user-data"
+    grep -q 'directory: /etc/kubernetes/patches' "$WORK/seed/user-data" || { fail "patches.directory was not added"; return 0; }
     cp_meta_data >"$WORK/seed/meta-data"
     seed_iso
     local disk log="$WORK/boot1.serial.log" want got
@@ -238,8 +246,16 @@ scenario_capi-cp-init() {
     [ "$want" = "$got" ] && say "ok: the cluster CA is Cluster API's" || fail "ca.crt is not the CA from write_files"
     debugfs -R "stat /etc/kubernetes/pki/ca.crt" "$disk" 2>/dev/null | grep -q 'Mode:  0640' \
         && say "ok: ca.crt keeps CAPI's mode 0640" || fail "ca.crt mode is not 0640"
-    disk_cat "$disk" /etc/kubernetes/manifests/kube-apiserver.yaml | grep -q 'advertise-address=10.0.2.15' \
+    local manifest
+    manifest=$(disk_cat "$disk" /etc/kubernetes/manifests/kube-apiserver.yaml)
+    grep -q 'advertise-address=10.0.2.15' <<<"$manifest" \
         && say "ok: the API server advertises the VM's address" || fail "unexpected advertise address"
+    # The API server that answered init's health checks ran from this patched manifest.
+    grep -q -- '--max-requests-inflight=444' <<<"$manifest" && grep -q 'mountPath: /etc/kubernetes/webhooks' <<<"$manifest" \
+        && say "ok: the patches from write_files are in the running API server's manifest" \
+        || fail "kube-apiserver.yaml lacks the patches from write_files"
+    expect_line "$log" '\[patches\] Applied patch of type "application/json-patch\+json" to target "kube-apiserver"' \
+        "kubestrap applied the JSON patch"
     note_timing "$log" capi-cp-init
 }
 
