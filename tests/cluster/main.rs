@@ -12,3 +12,4 @@ mod join_phases;
 mod jws_interop;
 mod upload_certs;
 mod userdata_kubeadm;
+mod userdata_patches;

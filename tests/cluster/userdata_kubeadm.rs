@@ -12,14 +12,14 @@ use kubestrap::datasource::{Gathered, MetaData};
 
 const SENTINEL: &str = "run/cluster-api/bootstrap-success.complete";
 
-fn seed(root: &Path, user_data: &str, hostname: &str) {
+pub(crate) fn seed(root: &Path, user_data: &str, hostname: &str) {
     let d = root.join("var/lib/cloud/seed/nocloud");
     write_file(&d.join("user-data"), user_data);
     write_file(&d.join("meta-data"), format!("instance-id: i-1\nlocal-hostname: {hostname}\n"));
     write_file(&root.join("etc/kubestrap/datasource"), "kubestrap.ds=nocloud\n");
 }
 
-fn boot(root: &Path, stage: &str) -> Run {
+pub(crate) fn boot(root: &Path, stage: &str) -> Run {
     let root = root.display().to_string();
     kubestrap(&["boot", "--stage", stage, "--root", &root, "--datasource-timeout", "3s"])
 }
@@ -27,7 +27,7 @@ fn boot(root: &Path, stage: &str) -> Run {
 /// Cluster API's first control plane on loopback ports: the endpoint and the API server's bind
 /// port moved to `port`, and the kubelet's healthz (a KubeletConfiguration document added to the
 /// kubeadm config file) to `healthz`, so tests run side by side.
-fn capi_init(port: u16, healthz: u16) -> String {
+pub(crate) fn capi_init(port: u16, healthz: u16) -> String {
     let ud = fixture!("user-data/capi-control-plane-init/user-data");
     let kubelet = format!(
         "        taints: null\n      \n      ---\n      apiVersion: kubelet.config.k8s.io/v1beta1\n      kind: KubeletConfiguration\n      healthzPort: {healthz}\n"
