@@ -309,7 +309,7 @@ pub struct HostPathMount {
     pub path_type: String,
 }
 
-/// core/v1 EnvVar; `valueFrom` is passed through untouched.
+/// core/v1 EnvVar; `valueFrom` is passed through but for the default kubeadm's scheme gives it.
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct EnvVar {
@@ -317,8 +317,20 @@ pub struct EnvVar {
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "value_from")]
     pub value_from: Option<serde_json::Value>,
+}
+
+/// kubeadm decodes its config with core/v1's defaulting: a `fieldRef` without `apiVersion` gets
+/// `v1` (SetDefaults_ObjectFieldSelector), in the manifests and the kubeadm-config ConfigMap.
+fn value_from<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<serde_json::Value>, D::Error> {
+    let mut v = Option::<serde_json::Value>::deserialize(d)?;
+    if let Some(serde_json::Value::Object(f)) = v.as_mut().and_then(|v| v.get_mut("fieldRef"))
+        && !f.contains_key("apiVersion")
+    {
+        f.insert("apiVersion".into(), "v1".into());
+    }
+    Ok(v)
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]

@@ -17,7 +17,9 @@ pub struct Volume {
     pub host_path: String,
     pub mount_path: String,
     pub read_only: bool,
-    pub path_type: String,
+    /// kubeadm's own volumes always name a type; an extraVolume's is written even when empty
+    /// (`type: ""`: kubeadm sets the pointer to the user's value).
+    pub path_type: Option<String>,
 }
 
 impl Volume {
@@ -27,7 +29,7 @@ impl Volume {
             host_path: path.into(),
             mount_path: path.into(),
             read_only,
-            path_type: path_type.into(),
+            path_type: Some(path_type.into()),
         }
     }
     pub(crate) fn from_extra(v: &HostPathMount) -> Volume {
@@ -36,7 +38,7 @@ impl Volume {
             host_path: v.host_path.clone(),
             mount_path: v.mount_path.clone(),
             read_only: v.read_only,
-            path_type: v.path_type.clone(),
+            path_type: Some(v.path_type.clone()),
         }
     }
 }
@@ -137,8 +139,8 @@ pub fn render(c: &Component) -> Value {
         .values()
         .map(|v| {
             let mut hp = json!({ "path": v.host_path });
-            if !v.path_type.is_empty() {
-                hp["type"] = json!(v.path_type);
+            if let Some(t) = &v.path_type {
+                hp["type"] = json!(t);
             }
             json!({ "hostPath": hp, "name": v.name })
         })
@@ -272,7 +274,8 @@ mod tests {
         let pod = render(&c);
         assert_eq!(
             pod["spec"]["volumes"],
-            json!([{"hostPath": {"path": "/a"}, "name": "a"}, {"hostPath": {"path": "/user"}, "name": "b"}])
+            json!([{"hostPath": {"path": "/a", "type": ""}, "name": "a"}, {"hostPath": {"path": "/user", "type": ""}, "name": "b"}]),
+            "an empty pathType is written, as kubeadm writes an extraVolume's (tests/parity rich)"
         );
         let ctr = &pod["spec"]["containers"][0];
         assert_eq!(ctr["volumeMounts"], json!([{"mountPath": "/a", "name": "a"}, {"mountPath": "/user", "name": "b"}]));

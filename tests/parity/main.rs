@@ -81,3 +81,33 @@ fn dual_stack() {
 fn control_plane_endpoint() {
     parity("endpoint", fixture!("parity/endpoint.yaml"));
 }
+
+/// A golden config (its ClusterConfiguration last) with a fixed token (a random one cannot
+/// compare) and the key algorithm spelled out, as kubestrap's default differs (ECDSA-P256;
+/// README's differences table).
+fn golden(name: &str, config: &str) {
+    let token = "kind: InitConfiguration\nbootstrapTokens:\n- token: abcdef.0123456789abcdef\n";
+    let config = config.replacen("kind: InitConfiguration\n", token, 1);
+    assert!(config.contains("bootstrapTokens"), "{name} has no InitConfiguration");
+    parity(name, &format!("{config}encryptionAlgorithm: ECDSA-P256\n"));
+}
+
+/// The golden configs (tests/cli_config/golden.rs) against the real kubeadm too: extraArgs
+/// order, extraVolumes, extraEnvs, an image repository, stacked etcd's extraArgs.
+#[test]
+fn golden_stacked() {
+    golden("golden-stacked", fixture!("golden-stacked/kubeadm.yaml"));
+}
+
+/// IPv6 external etcd on the previous minor (v1.36.3).
+#[test]
+fn golden_external_etcd_ipv6() {
+    golden("golden-external-etcd-ipv6", fixture!("golden-external-etcd-ipv6/kubeadm.yaml"));
+}
+
+/// A rich manifest: a repeated flag, defaults overridden, volumes read-only and not, envs with
+/// valueFrom, on every component; kubelet extra args.
+#[test]
+fn rich() {
+    parity("rich", fixture!("parity/rich.yaml"));
+}
