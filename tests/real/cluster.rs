@@ -69,6 +69,18 @@ impl Cluster {
     /// or one `kubeadm init` (the real v1.37.2, its paths bound over cp-1's root); `files`
     /// (node path, content) are written first.
     pub fn init_by(tool: Tool, signing: &str, cluster_extra: &str, flags: &[&str], files: &[(&str, &str)]) -> Cluster {
+        Cluster::init_from(tool, fixture!("real/init.yaml"), signing, cluster_extra, flags, files)
+    }
+
+    /// [`Cluster::init_by`] from `template`, a variant of the init fixture (its placeholders).
+    pub fn init_from(
+        tool: Tool,
+        template: &str,
+        signing: &str,
+        cluster_extra: &str,
+        flags: &[&str],
+        files: &[(&str, &str)],
+    ) -> Cluster {
         let lock = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
         let lan = Lan::new();
         let port = free_port();
@@ -82,7 +94,7 @@ impl Cluster {
             ("addr", &CP_ADDR),
             ("cluster_extra", &cluster_extra),
         ];
-        std::fs::write(scratch.config(), fill(fixture!("real/init.yaml"), &vars)).expect("write config");
+        std::fs::write(scratch.config(), fill(template, &vars)).expect("write config");
         let (config, root_arg) = (scratch.config(), scratch.root_str());
         let root = scratch.root();
         for (path, text) in files {

@@ -12,20 +12,36 @@ use super::cluster::*;
 use crate::common::*;
 use crate::facts::{self, Facts};
 
-fn now() -> i64 {
+pub fn now() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock").as_secs() as i64
 }
 
 /// `kubeadm join --config` on a new node `name` at `addr(i)` rooted in a fresh scratch dir; its
 /// kubelet starts on bootstrap-kubelet.conf and makes its identity itself.
 pub fn kubeadm_join(c: &mut Cluster, name: &str, i: usize, template: &str) -> Run {
+    kubeadm_join_with(c, name, i, template, &[])
+}
+
+/// [`kubeadm_join`] on a root where `files` (node path, content) are written first.
+pub fn kubeadm_join_with(c: &mut Cluster, name: &str, i: usize, template: &str, files: &[(String, &str)]) -> Run {
     let w = Scratch::new("");
+    for (path, text) in files {
+        write_file(&at(&w.root(), path), text);
+    }
     std::fs::write(w.config(), c.fill_node(template, name, i, &w.root())).unwrap();
     let (root, config) = (w.root(), w.config());
     c.node_with(name, i, w, true, |c, host, logs| {
         let args = ["join", "--config", &config, "--ignore-preflight-errors=all"];
         run_kubeadm(&host.netns, &root, logs, &args, &|| c.health().and_then(|_| host.health()))
     })
+}
+
+/// kubeadm mounts the host's CA bundle directories that exist; kubestrap looks under its
+/// --root: the same directories under `root`, so both control planes mount the same.
+pub fn host_ca_dirs(root: &Path) {
+    for d in facts::CA_DIRS.iter().filter(|d| Path::new("/").join(d).is_dir()) {
+        std::fs::create_dir_all(root.join(d)).unwrap();
+    }
 }
 
 /// The facts of what a join writes: /etc/kubernetes, the kubelet's files and identity (not the
@@ -111,7 +127,7 @@ fn node_facts(c: &Cluster, node: &str, ours: &str) -> Facts {
 }
 
 /// Compares the twins: ours (kubestrap, `ours` at `addr(a)`) and kubeadm's (`twin` at `addr(b)`).
-fn compare(c: &Cluster, what: &str, (ours, a): (&str, usize), (twin, b): (&str, usize), started: (i64, i64)) {
+pub fn compare(c: &Cluster, what: &str, (ours, a): (&str, usize), (twin, b): (&str, usize), started: (i64, i64)) {
     let host = |n: &str| c.hosts.iter().find(|h| h.name == n).expect("host");
     let (ip_a, ip_b) = (addr(a), addr(b));
     let mut theirs = join_facts(&host(twin).root, started.1, (twin, &ip_b), (ours, &ip_a));
@@ -162,11 +178,8 @@ fn kubestrap_join_and_kubeadm_join_make_the_same_nodes() {
 
     let cp = fixture!("real/join-control-plane.yaml").replace("{key}", &key);
     let t = (now(), 0);
-    // kubeadm mounts the host's CA bundle directories that exist; kubestrap looks under --root.
     let w = Scratch::new("");
-    for d in facts::CA_DIRS.iter().filter(|d| Path::new("/").join(d).is_dir()) {
-        std::fs::create_dir_all(w.root().join(d)).unwrap();
-    }
+    host_ca_dirs(&w.root());
     std::fs::write(w.config(), c.fill_node(&cp, "cp-2", 1, &w.root())).unwrap();
     let args = ["join", "--config", &w.config(), "--root", &w.root_str()].map(str::to_string).to_vec();
     let r = c.node("cp-2", 1, w, &[args]).remove(0);

@@ -21,6 +21,7 @@ mod kills;
 mod local_api;
 mod net;
 mod node;
+mod patches;
 mod peers;
 mod proc;
 mod providers;
