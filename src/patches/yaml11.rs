@@ -8,40 +8,58 @@ use std::collections::HashMap;
 use saphyr_parser::{Event, Parser, ScalarStyle};
 use serde_json::{Map, Number, Value};
 
+/// How deep collections may nest. go-yaml stops at 10000; the merge, the re-encode and dropping
+/// the value recurse, so kubestrap stops earlier (no real patch nests past a Pod's ~15 levels).
+const MAX_DEPTH: usize = 1000;
+
 /// The document's value; `null` for a document with no content (comments only).
 pub(crate) fn parse(text: &str) -> Result<Value, String> {
-    let mut stack: Vec<(Value, Option<String>, usize)> = Vec::new();
-    let mut anchors: HashMap<usize, Value> = HashMap::new();
+    // (value, pending key, anchor id, the node count when it started)
+    let mut stack: Vec<(Value, Option<String>, usize, u64)> = Vec::new();
+    // An anchor's value and how many nodes it is, as go-yaml counts an alias's expansion.
+    let mut anchors: HashMap<usize, (Value, u64)> = HashMap::new();
+    let mut count = Aliasing::default();
     let mut root = Value::Null;
     for ev in Parser::new_from_str(text) {
         let (ev, _) = ev.map_err(|e| e.to_string())?;
-        let (value, anchor) = match ev {
-            Event::MappingStart(a, _) => {
-                stack.push((Value::Object(Map::new()), None, a));
-                continue;
-            }
-            Event::SequenceStart(a, _) => {
-                stack.push((Value::Array(Vec::new()), None, a));
+        let (value, anchor, nodes) = match ev {
+            Event::MappingStart(a, _) | Event::SequenceStart(a, _) => {
+                if stack.len() >= MAX_DEPTH {
+                    return Err(format!("collections nested deeper than {MAX_DEPTH} levels"));
+                }
+                count.node(0)?;
+                let empty = if matches!(ev, Event::MappingStart(..)) {
+                    Value::Object(Map::new())
+                } else {
+                    Value::Array(Vec::new())
+                };
+                stack.push((empty, None, a, count.decoded));
                 continue;
             }
             Event::MappingEnd | Event::SequenceEnd => {
-                let Some((v, _, a)) = stack.pop() else { return Err("unbalanced YAML events".into()) };
-                (v, a)
+                let Some((v, _, a, start)) = stack.pop() else { return Err("unbalanced YAML events".into()) };
+                (v, a, count.decoded - start + 1)
             }
             Event::Scalar(s, style, a, tag) => {
+                count.node(0)?;
                 let as_string = style != ScalarStyle::Plain || tag.is_some_and(|t| t.suffix == "str");
-                (if as_string { Value::String(s.into_owned()) } else { resolve(&s) }, a)
+                (if as_string { Value::String(s.into_owned()) } else { resolve(&s) }, a, 1)
             }
-            Event::Alias(id) => (anchors.get(&id).cloned().ok_or("an alias to an unknown anchor")?, 0),
+            Event::Alias(id) => {
+                let (v, nodes) = anchors.get(&id).ok_or("an alias to an unknown anchor")?;
+                // Counted before the copy: a refused expansion is never built.
+                count.node(*nodes)?;
+                (v.clone(), 0, *nodes)
+            }
             _ => continue,
         };
         if anchor != 0 {
-            anchors.insert(anchor, value.clone());
+            anchors.insert(anchor, (value.clone(), nodes));
         }
         match stack.last_mut() {
             None => root = value,
-            Some((Value::Array(a), _, _)) => a.push(value),
-            Some((Value::Object(m), key, _)) => match key.take() {
+            Some((Value::Array(a), _, _, _)) => a.push(value),
+            Some((Value::Object(m), key, _, _)) => match key.take() {
                 // A repeated key: the last wins, as go-yaml's map does.
                 Some(k) => {
                     m.insert(k, value);
@@ -52,6 +70,36 @@ pub(crate) fn parse(text: &str) -> Result<Value, String> {
         }
     }
     Ok(root)
+}
+
+/// go-yaml's guard against alias bombs ("billion laughs"): every node decoded counts, those
+/// decoded again through an alias count as aliasing too, and a document whose aliasing exceeds
+/// the allowed share (99% up to 400,000 nodes, down to 10% at 4,000,000) is refused.
+#[derive(Default)]
+struct Aliasing {
+    decoded: u64,
+    aliased: u64,
+}
+
+impl Aliasing {
+    /// One node, or an alias to an anchor of `expanded` nodes (the alias node itself and them).
+    fn node(&mut self, expanded: u64) -> Result<(), String> {
+        self.decoded += 1 + expanded;
+        self.aliased += expanded;
+        let (low, high) = (400_000.0, 4_000_000.0);
+        let d = self.decoded as f64;
+        let allowed = if d <= low {
+            0.99
+        } else if d >= high {
+            0.10
+        } else {
+            0.99 - 0.89 * (d - low) / (high - low)
+        };
+        if self.aliased > 100 && self.decoded > 1000 && self.aliased as f64 / d > allowed {
+            return Err("document contains excessive aliasing".into());
+        }
+        Ok(())
+    }
 }
 
 /// YAMLToJSON's key: strings as they are, other scalars as their text.
@@ -161,5 +209,24 @@ mod tests {
             json!([{"op": "add", "path": "/a", "value": true}])
         );
         assert!(parse("a: [").is_err());
+    }
+
+    #[test]
+    fn alias_bombs_and_deep_nesting_are_refused() {
+        // Nine levels of ten aliases: a billion strings from 500 bytes.
+        let mut bomb = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+        for i in 1..9 {
+            let refs = vec![format!("*a{}", i - 1); 10].join(", ");
+            bomb.push_str(&format!("a{i}: &a{i} [{refs}]\n"));
+        }
+        assert_eq!(parse(&bomb).unwrap_err(), "document contains excessive aliasing");
+        // Three levels (1,000 strings) are ordinary aliasing.
+        let small: String = bomb.lines().take(3).map(|l| format!("{l}\n")).collect();
+        assert_eq!(parse(&small).unwrap()["a2"].as_array().unwrap().len(), 10);
+        // A block sequence nests two bytes a level.
+        let deep = format!("spec:\n{}v\n", "- ".repeat(MAX_DEPTH + 1));
+        assert!(parse(&deep).unwrap_err().contains("nested deeper than 1000"));
+        let ok = format!("spec:\n{}v\n", "- ".repeat(MAX_DEPTH - 1));
+        assert!(parse(&ok).is_ok());
     }
 }
