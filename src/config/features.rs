@@ -27,8 +27,15 @@ fn hint(key: &str) -> String {
     }
 }
 
+/// kubeadm 1.37 with `RootlessControlPlane: true` creates `kubeadm-*` users and runs the static
+/// Pods as them; kubestrap does not, and will not build a root control plane in its place.
+pub(crate) const ROOTLESS_REFUSED: &str = "RootlessControlPlane: true: kubestrap does not run the control plane as non-root users (kubeadm 1.37 creates kubeadm-etcd, kubeadm-kas, … and sets each static Pod's securityContext); remove the gate or set it to false";
+
 /// `featureGates` in a ClusterConfiguration, as `kubeadm config validate` words it.
 pub(crate) fn check_gates(source: &str, label: &str, gates: &BTreeMap<String, bool>) -> Result<(), ConfigError> {
+    if gates.get("RootlessControlPlane") == Some(&true) {
+        return Err(ConfigError::doc(source, label, "featureGates", ROOTLESS_REFUSED.to_string()));
+    }
     let Some(bad) = gates.keys().find(|k| !KNOWN_GATES.contains(&k.as_str())) else { return Ok(()) };
     let all = serde_json::to_string(gates).unwrap_or_default();
     Err(ConfigError::doc(

@@ -378,6 +378,9 @@ fn feature_gates(s: &str) -> Result<BTreeMap<String, bool>> {
                 )));
             }
         };
+        if k.trim() == "RootlessControlPlane" && v {
+            return Err(usage(format!("--feature-gates: {}", crate::config::features::ROOTLESS_REFUSED)));
+        }
         out.insert(k.trim().to_string(), v);
     }
     Ok(out)
@@ -402,7 +405,7 @@ mod tests {
             service_cidr: Some("10.112.0.0/12".into()),
             service_dns_domain: Some("corp.internal".into()),
             image_repository: Some("registry.example.com/k8s".into()),
-            feature_gates: Some("RootlessControlPlane=true".into()),
+            feature_gates: Some("RootlessControlPlane=false".into()),
             token_ttl: Some("2h".into()),
             ..Default::default()
         };
@@ -416,7 +419,12 @@ mod tests {
         assert_eq!(cfg.cluster.networking.dns_domain, "corp.internal");
         assert_eq!(cfg.cluster.image_repository, "registry.example.com/k8s");
         assert!(cfg.cluster.api_server.cert_sans.contains(&"lb.example.com".to_string()));
-        assert_eq!(cfg.cluster.feature_gates.get("RootlessControlPlane"), Some(&true));
+        assert_eq!(cfg.cluster.feature_gates.get("RootlessControlPlane"), Some(&false));
+        // The gate on would be accepted and ignored: refused instead, exit 2.
+        let f = InitFlags { feature_gates: Some("RootlessControlPlane=true".into()), ..Default::default() };
+        let e = f.load(None, &host()).unwrap_err();
+        assert!(e.to_string().contains("does not run the control plane as non-root"), "{e}");
+        assert_eq!(crate::error::Error::from(e).kind.exit_code(), 2);
         // A gate kubeadm 1.37 no longer knows is NewFeatureGate's error, exit 2.
         let f = InitFlags { feature_gates: Some("EtcdLearnerMode=true".into()), ..Default::default() };
         let e = f.load(None, &host()).unwrap_err();

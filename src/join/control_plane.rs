@@ -107,6 +107,10 @@ fn node_config_from(text: &str, a: &JoinArgs, cp: &ControlPlaneJoin) -> Result<I
         patches: a.patches.clone().map(|directory| crate::config::types::Patches { directory }),
         ..Default::default()
     });
+    if docs.cluster.as_ref().is_some_and(|c| c.feature_gates.get("RootlessControlPlane") == Some(&true)) {
+        // The cluster's control planes run as kubeadm-* users: this one would run as root.
+        return Err(Error::config(format!("{source}: featureGates.{}", crate::config::features::ROOTLESS_REFUSED)));
+    }
     if docs.cluster.as_ref().is_none_or(|c| c.control_plane_endpoint.is_empty()) {
         // kubeadm's checkIfReadyForAdditionalControlPlane.
         return Err(Error::config(
