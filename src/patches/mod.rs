@@ -270,3 +270,35 @@ fn merge(mut doc: Value, patch: &Value) -> Result<Value, String> {
         other => Ok(other.clone()),
     }
 }
+
+/// Entry points for the cargo-fuzz targets (`fuzz/fuzz_targets/patch_file.rs`,
+/// `strategic_merge.rs`) and tests/fuzz.rs: the crate-private parsers behind a patch file, and
+/// a strategic merge with the re-encode after it. Not an API.
+#[doc(hidden)]
+pub mod fuzzing {
+    use serde_json::Value;
+
+    /// A file name as the directory reader parses it: `Ok(None)` for a file it ignores.
+    pub fn parse_name(name: &str) -> Result<Option<(super::Target, super::PatchType)>, String> {
+        Ok(match super::read::parse_name(name)? {
+            super::read::Name::Ignored(_) => None,
+            super::read::Name::Patch(t, p) => Some((t, p)),
+        })
+    }
+
+    /// A patch file's text split into its documents, each read as YAML 1.1.
+    pub fn documents(text: &str) -> Result<Vec<Value>, String> {
+        super::read::documents(text)
+    }
+
+    /// `patch` applied to `original` as a strategic merge patch for `target`'s document.
+    pub fn strategic_merge(target: super::Target, original: Value, patch: Value) -> Result<Value, String> {
+        super::strategic::apply(original, patch, target.schema_root())
+    }
+
+    /// `value` decoded as `target`'s Go type and encoded again, as kubeadm writes a patched
+    /// static Pod, Deployment or DaemonSet.
+    pub fn reencode(target: super::Target, value: &Value) -> Result<Value, String> {
+        super::decode::reencode(target.schema_root(), value)
+    }
+}
