@@ -38,6 +38,12 @@ fn child<'a>(m: &'a mut Mapping, key: &str) -> &'a mut Mapping {
 /// The file with every address at loopback (and the version pinned when asked). A file that is not
 /// YAML is returned unchanged: kubestrap refuses it before reading any address.
 fn prepare(text: &str, pin: bool) -> String {
+    prepare_at(text, pin, "127.0.0.1")
+}
+
+/// [`prepare`] with the node's advertise address `addr` (the real kubeadm refuses a loopback one:
+/// it runs in a namespace of its own, where 10.0.0.10 is its interface's).
+fn prepare_at(text: &str, pin: bool, addr: &str) -> String {
     let docs: Result<Vec<Value>, _> = serde_yaml::Deserializer::from_str(text).map(Value::deserialize).collect();
     let Ok(docs) = docs else { return text.to_string() };
     let mut out = Vec::new();
@@ -45,7 +51,7 @@ fn prepare(text: &str, pin: bool) -> String {
         if let Some(m) = doc.as_mapping_mut() {
             match m.get("kind").and_then(Value::as_str) {
                 Some("InitConfiguration") => {
-                    child(m, "localAPIEndpoint").insert("advertiseAddress".into(), "127.0.0.1".into());
+                    child(m, "localAPIEndpoint").insert("advertiseAddress".into(), addr.into());
                 }
                 Some("ClusterConfiguration") => {
                     rewrite(m, "controlPlaneEndpoint", loopback_endpoint);
@@ -89,6 +95,64 @@ struct Case {
     name: String,
     text: String,
     expect: Vec<(String, String)>,
+}
+
+/// The oracle namespace's own address.
+const ORACLE_ADDR: &str = "10.0.0.10";
+
+/// The real kubeadm v1.37.2's verdict on a config for `init` (`config validate`, which loads,
+/// defaults and validates every document, and `config images list`, which needs an init
+/// configuration) or `join` (`config validate`). It runs in a network namespace of its own whose
+/// only way out is a veth pair ending in the same namespace: kubeadm finds a default interface
+/// (10.0.0.10) for the defaults it computes, and nothing leaves.
+fn kubeadm_accepts(text: &str, what: &str) -> (bool, String) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("config.yaml");
+    std::fs::write(&file, text).expect("write config");
+    let k = real_bins::bin("kubeadm");
+    let (k, f) = (k.display(), file.display());
+    let images =
+        if what == "init" { format!(" && '{k}' config images list --config '{f}' >/dev/null") } else { String::new() };
+    let script = format!(
+        "ip link set lo up && ip link add v0 type veth peer name v1 && ip addr add 10.0.0.10/24 dev v0 \
+         && ip link set v0 up && ip link set v1 up && ip route add default via 10.0.0.1 dev v0 \
+         && '{k}' config validate --config '{f}'{images}"
+    );
+    std::fs::write(dir.path().join("oracle.sh"), script).expect("write script");
+    let (code, out, err) = sh(&format!("unshare --net sh '{}'", dir.path().join("oracle.sh").display()));
+    let why = err.lines().find(|l| l.starts_with("error")).unwrap_or(out.trim()).to_string();
+    (code == 0, why)
+}
+
+/// The EXPECT verdict (`accept`/`refuse`) against the real kubeadm's on the same text; a
+/// `differs <reason>` line records a deliberate difference (README's differences table), which
+/// must still be one.
+fn oracle(c: &Case, what: &str, text: &str, want: &str, failures: &mut Vec<String>) {
+    let (accepts, why) = kubeadm_accepts(text, what);
+    let ours = want.starts_with("accept");
+    // The version check is kubeadm's own rule; a difference is about the EXPECT verdicts.
+    let differs = if want.contains("the file's own version") {
+        None
+    } else {
+        let verb = what.split_whitespace().next().unwrap_or(what);
+        c.expect
+            .iter()
+            .filter(|(k, _)| k == "differs")
+            .find_map(|(_, v)| v.strip_prefix(verb).map(str::trim).map(String::from))
+    };
+    match (accepts == ours, differs) {
+        (true, None) => {}
+        (false, Some(_)) => {}
+        (true, Some(reason)) => failures.push(format!(
+            "{}: {what}: EXPECT records a difference ({reason}) but the real kubeadm agrees ({want})",
+            c.name
+        )),
+        (false, None) => failures.push(format!(
+            "{}: {what}: EXPECT says {want:?}, the real kubeadm v1.37.2 {}: {why}",
+            c.name,
+            if accepts { "accepts it" } else { "refuses it" }
+        )),
+    }
 }
 
 fn cases() -> Vec<Case> {
@@ -195,6 +259,17 @@ fn real_kubeadm_configs_are_accepted_or_refused_as_kubeadm_does() {
         if pin {
             // kubeadm 1.37's minimum control-plane version refuses these; kubestrap's range does too.
             check_init(c, "refuse kubernetesVersion", false, &mut failures);
+            oracle(
+                c,
+                "init",
+                &prepare_at(&c.text, false, ORACLE_ADDR),
+                "refuse (the file's own version)",
+                &mut failures,
+            );
+        }
+        // The hand-written verdicts are the real kubeadm's, or recorded differences.
+        for (k, w) in c.expect.iter().filter(|(k, _)| k == "init" || k == "join") {
+            oracle(c, k, &prepare_at(&c.text, pin, ORACLE_ADDR), w, &mut failures);
         }
         let init = get("init").map(|w| check_init(c, &w, pin, &mut failures)).unwrap_or_else(|| "-".into());
         let join = get("join").map(|w| check_join(c, &w, &mut failures)).unwrap_or_else(|| "-".into());
