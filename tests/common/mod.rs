@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod etcd;
+pub mod kubeadm_oracle;
 pub mod real_bins;
 
 use std::fmt::Display;
