@@ -98,30 +98,22 @@ struct Case {
 }
 
 /// The oracle namespace's own address.
-const ORACLE_ADDR: &str = "10.0.0.10";
+const ORACLE_ADDR: &str = kubeadm_oracle::ADDR;
 
 /// The real kubeadm v1.37.2's verdict on a config for `init` (`config validate`, which loads,
 /// defaults and validates every document, and `config images list`, which needs an init
-/// configuration) or `join` (`config validate`). It runs in a network namespace of its own whose
-/// only way out is a veth pair ending in the same namespace: kubeadm finds a default interface
-/// (10.0.0.10) for the defaults it computes, and nothing leaves.
+/// configuration) or `join` (`config validate`), in the oracle's namespaces
+/// (tests/common/kubeadm_oracle.rs: kubeadm finds a default interface, 10.0.0.10, for the
+/// defaults it computes, and nothing leaves).
 fn kubeadm_accepts(text: &str, what: &str) -> (bool, String) {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("config.yaml");
     std::fs::write(&file, text).expect("write config");
-    let k = real_bins::bin("kubeadm");
-    let (k, f) = (k.display(), file.display());
+    let (k, f) = (kubeadm_oracle::kubeadm(), file.display());
     let images =
         if what == "init" { format!(" && '{k}' config images list --config '{f}' >/dev/null") } else { String::new() };
-    let script = format!(
-        "ip link set lo up && ip link add v0 type veth peer name v1 && ip addr add 10.0.0.10/24 dev v0 \
-         && ip link set v0 up && ip link set v1 up && ip route add default via 10.0.0.1 dev v0 \
-         && '{k}' config validate --config '{f}'{images}"
-    );
-    std::fs::write(dir.path().join("oracle.sh"), script).expect("write script");
-    let (code, out, err) = sh(&format!("unshare --net sh '{}'", dir.path().join("oracle.sh").display()));
-    let why = err.lines().find(|l| l.starts_with("error")).unwrap_or(out.trim()).to_string();
-    (code == 0, why)
+    let run = kubeadm_oracle::run_isolated(dir.path(), &format!("'{k}' config validate --config '{f}'{images}"), None);
+    (run.code == Some(0), run.why())
 }
 
 /// The EXPECT verdict (`accept`/`refuse`) against the real kubeadm's on the same text; a
