@@ -11,13 +11,11 @@ use crate::config::types::{ApiEndpoint, BootstrapToken, NodeRegistrationOptions,
 use crate::config::values::{CertificateKey, TOKEN_FORMAT_HIDDEN, Token, is_dns1123_subdomain, parse_duration};
 use crate::constants::{DEFAULT_API_PORT, DEFAULT_CRI_SOCKET};
 
-/// kubeadm's SetBootstrapTokensDynamicDefaults and SetDefaults_BootstrapToken.
-pub(super) fn default_token(c: &Ctx, path: &str, t: &mut BootstrapToken) -> Result<(), ConfigError> {
-    // An entry without a token gets a random one.
-    if t.token.is_empty() {
-        t.token = crate::token::generate()
-            .map_err(|e| c.err(&format!("{path}.token"), format!("could not generate a token: {e}")))?;
-    }
+/// kubeadm's SetDefaults_BootstrapToken. An entry without a token stays without one here:
+/// kubeadm's SetBootstrapTokensDynamicDefaults gives it a random one on every run, but a rerun
+/// of init (after a kill, or of a finished one) would then store another live token each time.
+/// Init's bootstrap-token phase generates it once and keeps it (`init::api::tokens`).
+pub(super) fn default_token(t: &mut BootstrapToken) {
     if t.ttl.is_none() && t.expires.is_none() {
         t.ttl = Some("24h0m0s".into());
     }
@@ -27,15 +25,17 @@ pub(super) fn default_token(c: &Ctx, path: &str, t: &mut BootstrapToken) -> Resu
     if t.groups.is_empty() {
         t.groups = vec!["system:bootstrappers:kubeadm:default-node-token".into()];
     }
-    Ok(())
 }
 
-/// kubeadm's ValidateBootstrapTokens, for one (defaulted) entry.
+/// kubeadm's ValidateBootstrapTokens, for one (defaulted) entry; an empty token is generated
+/// at init.
 pub(super) fn validate_token(c: &Ctx, path: &str, t: &BootstrapToken) -> Result<(), ConfigError> {
     // Never echo the value: it carries the token secret.
-    Token::parse(&t.token).map_err(|_| {
-        c.err(&format!("{path}.token"), format!("{TOKEN_FORMAT_HIDDEN}, e.g. from `kubestrap token generate`"))
-    })?;
+    if !t.token.is_empty() {
+        Token::parse(&t.token).map_err(|_| {
+            c.err(&format!("{path}.token"), format!("{TOKEN_FORMAT_HIDDEN}, e.g. from `kubestrap token generate`"))
+        })?;
+    }
     if t.ttl.is_some() && t.expires.is_some() {
         return Err(c.err(path, "ttl and expires are mutually exclusive".into()));
     }

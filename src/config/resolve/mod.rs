@@ -157,7 +157,7 @@ pub fn resolve_init(source: &str, docs: Documents, host: &HostFacts) -> Result<I
 
     for (i, t) in init.bootstrap_tokens.iter_mut().enumerate() {
         let path = format!("bootstrapTokens[{i}]");
-        init_doc::default_token(&ic, &path, t)?;
+        init_doc::default_token(t);
         init_doc::validate_token(&ic, &path, t)?;
     }
     init_doc::default_node_registration(&ic, &mut init.node_registration, host, w);
