@@ -278,27 +278,35 @@ fn merge(mut doc: Value, patch: &Value) -> Result<Value, String> {
 pub mod fuzzing {
     use serde_json::Value;
 
-    /// A file name as the directory reader parses it: `Ok(None)` for a file it ignores.
-    pub fn parse_name(name: &str) -> Result<Option<(super::Target, super::PatchType)>, String> {
-        Ok(match super::read::parse_name(name)? {
-            super::read::Name::Ignored(_) => None,
-            super::read::Name::Patch(t, p) => Some((t, p)),
-        })
+    use super::Target;
+
+    /// One fuzz input as a patch file: the first line its name, the rest its text, both decoded
+    /// lossily as the directory reader decodes them; through the name parser, the document
+    /// splitter and the YAML 1.1 reader.
+    pub fn patch_file(data: &[u8]) {
+        let (name, text) = match data.iter().position(|&b| b == b'\n') {
+            Some(i) => (&data[..i], &data[i + 1..]),
+            None => (data, &[][..]),
+        };
+        let _ = super::read::parse_name(&String::from_utf8_lossy(name));
+        let _ = super::read::documents(&String::from_utf8_lossy(text));
     }
 
-    /// A patch file's text split into its documents, each read as YAML 1.1.
-    pub fn documents(text: &str) -> Result<Vec<Value>, String> {
-        super::read::documents(text)
-    }
-
-    /// `patch` applied to `original` as a strategic merge patch for `target`'s document.
-    pub fn strategic_merge(target: super::Target, original: Value, patch: Value) -> Result<Value, String> {
-        super::strategic::apply(original, patch, target.schema_root())
-    }
-
-    /// `value` decoded as `target`'s Go type and encoded again, as kubeadm writes a patched
-    /// static Pod, Deployment or DaemonSet.
-    pub fn reencode(target: super::Target, value: &Value) -> Result<Value, String> {
-        super::decode::reencode(target.schema_root(), value)
+    /// One fuzz input as two JSON values, an original and a strategic merge patch (one value
+    /// alone patches `{}`), merged for a static Pod and a KubeletConfiguration; the Pod decoded
+    /// and encoded again as kubeadm writes it, the kubelet config turned into YAML.
+    pub fn strategic_merge(data: &[u8]) {
+        let mut values = serde_json::Deserializer::from_slice(data).into_iter::<Value>();
+        let (Some(Ok(first)), second) = (values.next(), values.next()) else { return };
+        let (original, patch) = match second {
+            Some(Ok(p)) => (first, p),
+            _ => (serde_json::json!({}), first),
+        };
+        for target in [Target::KubeApiserver, Target::KubeletConfiguration] {
+            if let Ok(patched) = super::strategic::apply(original.clone(), patch.clone(), target.schema_root()) {
+                let _ = super::decode::reencode(target.schema_root(), &patched);
+                let _ = serde_yaml::to_value(&patched);
+            }
+        }
     }
 }
