@@ -81,6 +81,26 @@ impl Cluster {
         flags: &[&str],
         files: &[(&str, &str)],
     ) -> Cluster {
+        let api = |host: &Host, logs: &Path, init: &[&str]| run_watched(&host.netns, init, logs, &|| host.health());
+        Cluster::init_api(tool, template, signing, cluster_extra, flags, files, &api)
+    }
+
+    /// A control plane from `template` (see [`Cluster::init_from`]) whose API run is `api`'s:
+    /// given cp-1's host, its log directory and init's arguments, it returns the run that
+    /// finished init (a test that kills the first run returns the rerun).
+    pub fn init_killed(template: &str, api: &dyn Fn(&Host, &Path, &[&str]) -> Run) -> Cluster {
+        Cluster::init_api(Tool::Kubestrap, template, "24h", "", &[], &[], api)
+    }
+
+    fn init_api(
+        tool: Tool,
+        template: &str,
+        signing: &str,
+        cluster_extra: &str,
+        flags: &[&str],
+        files: &[(&str, &str)],
+        api: &dyn Fn(&Host, &Path, &[&str]) -> Run,
+    ) -> Cluster {
         let lock = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
         let lan = Lan::new();
         let port = free_port();
@@ -110,9 +130,7 @@ impl Cluster {
         let mut init = vec!["init", "--config", config.as_str(), "--root", root_arg.as_str()];
         init.extend_from_slice(flags);
         let on_disk = ["init", "--on-disk-only", "--config", &config, "--root", &root_arg];
-        Cluster::bring_up(lock, lan, port, scratch, &on_disk, &|host, logs| {
-            run_watched(&host.netns, &init, logs, &|| host.health())
-        })
+        Cluster::bring_up(lock, lan, port, scratch, &on_disk, &|host, logs| api(host, logs, &init))
     }
 
     /// A control plane from `kubestrap boot` alone: `user_data` (`{port}`, `{cri}`, `{addr}`
