@@ -90,15 +90,12 @@ pub(super) fn apply_all(ctx: &InitContext, client: &Client, tag: &str, objs: &[V
 
 /// Waits for the kubelet's healthz, then the API server's /livez, each bounded.
 pub fn wait_control_plane(ctx: &InitContext) -> Result<()> {
-    let kc = objects::kubelet::kubelet_configuration(&ctx.cfg);
-    let port = kc.get("healthzPort").and_then(serde_yaml::Value::as_u64).unwrap_or(10248);
-    let addr = kc.get("healthzBindAddress").and_then(serde_yaml::Value::as_str).unwrap_or("127.0.0.1").to_string();
+    let healthz = objects::kubelet::healthz_url(&objects::kubelet::kubelet_configuration(&ctx.cfg));
     // kubeadm: timeouts.kubeletHealthCheck for the kubelet, controlPlaneComponentHealthCheck for the API server.
     let timeout = ctx.cfg.kubelet_health_timeout;
-    if port != 0 && ctx.dry_run_api.is_some() {
-        info!("[dry-run] Would wait for a healthy kubelet at http://{addr}:{port}/healthz (up to {timeout:?})");
-    } else if port != 0 {
-        let url = format!("http://{addr}:{port}/healthz");
+    if let Some(url) = healthz.as_ref().filter(|_| ctx.dry_run_api.is_some()) {
+        info!("[dry-run] Would wait for a healthy kubelet at {url} (up to {timeout:?})");
+    } else if let Some(url) = healthz {
         info!(
             "[kubelet-check] Waiting for a healthy kubelet at {url}. This can take up to {}",
             crate::config::values::go_duration(timeout)

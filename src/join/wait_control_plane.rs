@@ -29,11 +29,8 @@ pub(crate) struct Check {
 /// The kubelet's healthz from its config on disk (kubelet-start wrote it); `None` when the
 /// config turns it off (`healthzPort: 0`).
 pub(crate) fn kubelet_check(config_yaml: &str, timeout: Duration) -> Option<Check> {
-    let kc: serde_yaml::Value = serde_yaml::from_str(config_yaml).unwrap_or_default();
-    let port = kc.get("healthzPort").and_then(serde_yaml::Value::as_u64).unwrap_or(10248);
-    let addr = kc.get("healthzBindAddress").and_then(serde_yaml::Value::as_str).unwrap_or("127.0.0.1");
-    let host = if addr.contains(':') { format!("[{addr}]") } else { addr.to_string() };
-    (port != 0).then(|| Check { component: "kubelet", url: format!("http://{host}:{port}/healthz"), timeout })
+    let kc: serde_yaml::Mapping = serde_yaml::from_str(config_yaml).unwrap_or_default();
+    crate::objects::kubelet::healthz_url(&kc).map(|url| Check { component: "kubelet", url, timeout })
 }
 
 /// This node's API server, where its manifest makes it listen.

@@ -80,6 +80,16 @@ pub fn config_yaml_with(cfg: &InitConfig, systemd_resolved: bool) -> Result<Stri
     mapping_yaml(&kubelet_configuration_with(cfg, systemd_resolved))
 }
 
+/// The kubelet's healthz URL from a KubeletConfiguration (`healthzBindAddress`, `healthzPort`,
+/// kubeadm's defaults where absent; an IPv6 address in brackets); `None` when `healthzPort: 0`
+/// turns it off. Init and join wait on the same URL.
+pub(crate) fn healthz_url(kc: &serde_yaml::Mapping) -> Option<String> {
+    let port = kc.get("healthzPort").and_then(Y::as_u64).unwrap_or(u64::from(HEALTHZ_PORT));
+    let addr = kc.get("healthzBindAddress").and_then(Y::as_str).unwrap_or(HEALTHZ_BIND_ADDRESS);
+    let host = if addr.contains(':') { format!("[{addr}]") } else { addr.to_string() };
+    (port != 0).then(|| format!("http://{host}:{port}/healthz"))
+}
+
 /// `<imageRepository>/pause:<PauseVersion>` (kubeadm's GetPauseImage), for image lists.
 pub fn pause_image(cfg: &InitConfig) -> String {
     format!("{}/pause:{}", cfg.cluster.image_repository, pause_version(cfg.version.minor))
@@ -304,6 +314,18 @@ authentication:
         let mut sorted = keys.clone();
         sorted.sort();
         assert_eq!(keys, sorted);
+    }
+
+    #[test]
+    fn healthz_url_brackets_ipv6_and_follows_the_config() {
+        let kc = |t: &str| -> Mapping { serde_yaml::from_str(t).unwrap() };
+        assert_eq!(healthz_url(&kc("{}")).unwrap(), "http://127.0.0.1:10248/healthz");
+        assert_eq!(healthz_url(&kc("healthzBindAddress: '::1'")).unwrap(), "http://[::1]:10248/healthz");
+        assert_eq!(
+            healthz_url(&kc("healthzBindAddress: 10.0.0.1\nhealthzPort: 40123")).unwrap(),
+            "http://10.0.0.1:40123/healthz"
+        );
+        assert_eq!(healthz_url(&kc("healthzPort: 0")), None, "port 0 turns the check off");
     }
 
     #[test]

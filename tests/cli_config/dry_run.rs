@@ -129,6 +129,19 @@ fn init_dry_run_from_the_configuration_dry_run_field() {
     assert!(!objects(&plan(&r)).is_empty());
 }
 
+/// Init waits for the kubelet where its config says, an IPv6 address in brackets (the URL
+/// join waits on too: one builder).
+#[test]
+fn init_waits_for_an_ipv6_kubelet_healthz_in_brackets() {
+    let cfg = format!(
+        "{}---\napiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nhealthzBindAddress: \"::1\"\n",
+        BASE_CONFIG
+    );
+    let s = Scratch::new(&cfg);
+    let r = s.init_full(&["--dry-run"]).ok();
+    assert!(r.stderr().contains("Would wait for a healthy kubelet at http://[::1]:10248/healthz"), "{}", r.stderr());
+}
+
 /// A join dry run resolves and checks everything a join would, contacts nobody (a listener at
 /// the endpoint sees no connection) and plans the CSR.
 #[test]
