@@ -4,8 +4,11 @@
 
 use crate::common::*;
 
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
 
 fn spawn_init(s: &Scratch, full: bool) -> std::process::Child {
@@ -97,63 +100,120 @@ fn sigkill_at_random_points_then_rerun_converges() {
     assert!(killed_mid_run as u64 >= trials / 2, "too few kills landed mid-run ({killed_mid_run}) to mean anything");
 }
 
+/// The lines a child prints on stderr, as they come (a thread reads the pipe to its end).
+fn stderr_lines(child: &mut Child) -> Receiver<String> {
+    let stderr = child.stderr.take().expect("stderr piped");
+    let (tx, rx) = channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+/// Reads `rx` into `seen` until a line holds `needle` (true), or the pipe closes (false); a
+/// minute at most.
+fn read_until(rx: &Receiver<String>, needle: &str, seen: &mut Vec<String>) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+        match rx.recv_timeout(left) {
+            Ok(line) => {
+                let hit = line.contains(needle);
+                seen.push(line);
+                if hit {
+                    return true;
+                }
+            }
+            Err(RecvTimeoutError::Disconnected) => return false,
+            Err(RecvTimeoutError::Timeout) => break,
+        }
+    }
+    panic!("no {needle:?} within a minute; so far:\n{}", seen.join("\n"));
+}
+
+/// Stops or continues a process (`STOP`, `CONT`).
+fn signal(child: &Child, sig: &str) {
+    let status = Command::new("kill").args(["-s", sig, &child.id().to_string()]).status().expect("kill");
+    assert!(status.success(), "kill -s {sig} {}", child.id());
+}
+
 #[test]
 fn two_concurrent_runs_on_one_root_do_not_interleave() {
     require_tool("openssl");
-    // RSA keys make the first run slow enough for the second to find it running.
-    let s = Scratch::new(&format!("{BASE_CONFIG}encryptionAlgorithm: RSA-2048\n"));
+    let s = Scratch::new(BASE_CONFIG);
     let config = s.config();
     let root = s.root_str();
     let args = ["init", "--on-disk-only", "--config", config.as_str(), "--root", root.as_str()];
-    let first = Command::new(BIN).args(args).stderr(Stdio::piped()).spawn().unwrap();
-    std::thread::sleep(Duration::from_millis(150));
-    let started = Instant::now();
-    let second = Command::new(BIN).args(args).stderr(Stdio::piped()).spawn().unwrap();
-    let a = first.wait_with_output().unwrap();
-    let b = second.wait_with_output().unwrap();
-    assert!(
-        a.status.success() && b.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&a.stderr),
-        String::from_utf8_lossy(&b.stderr)
-    );
-    let b_err = String::from_utf8_lossy(&b.stderr);
-    assert!(b_err.contains("another kubestrap run holds"), "the second run must say it waits:\n{b_err}");
+    let spawn = || ChildGuard(Command::new(BIN).args(args).stderr(Stdio::piped()).spawn().expect("spawn kubestrap"));
+    // The first run takes the root's lock before its first phase: once it says it generates
+    // the CA it holds the lock. Stopped there (SIGSTOP keeps the lock held), it is a run in the
+    // middle of its work whatever the machine's load, for as long as the second needs to find it.
+    let mut first = spawn();
+    let a_rx = stderr_lines(&mut first.0);
+    let (mut a_err, mut b_err) = (Vec::new(), Vec::new());
+    assert!(read_until(&a_rx, "[certs] Generating \"ca\"", &mut a_err), "the first run:\n{}", a_err.join("\n"));
+    signal(&first.0, "STOP");
+    let mut second = spawn();
+    let b_rx = stderr_lines(&mut second.0);
+    let waits = read_until(&b_rx, "another kubestrap run holds", &mut b_err);
+    signal(&first.0, "CONT");
+    assert!(waits, "the second run must say it waits for the first:\n{}", b_err.join("\n"));
+    let (a, b) = (first.0.wait().expect("wait"), second.0.wait().expect("wait"));
+    for (rx, seen) in [(&a_rx, &mut a_err), (&b_rx, &mut b_err)] {
+        while let Ok(line) = rx.recv_timeout(Duration::from_secs(10)) {
+            seen.push(line);
+        }
+    }
+    let (a_err, b_err) = (a_err.join("\n"), b_err.join("\n"));
+    assert!(a.success() && b.success(), "{a}: {a_err}\n{b}: {b_err}");
+    // The second ran only after the first had finished: it made nothing, and reused all of it.
+    assert!(b_err.contains("the other run finished; continuing"), "{b_err}");
     assert!(
         b_err.contains("Using existing ca certificate authority"),
         "the second run reuses the first's work:\n{b_err}"
     );
-    assert!(started.elapsed() > Duration::from_millis(100));
+    assert!(!b_err.contains("Generating"), "the second run generated what the first had made:\n{b_err}");
     assert_valid(&s);
 }
 
 #[test]
 fn sigkill_at_each_phase_boundary_then_rerun_converges() {
-    use std::io::{BufRead, BufReader};
     require_tool("openssl");
-    for marker in [
+    let markers = [
         "[certs] Generating \"ca\"",
         "[certs] Generating \"etcd/server\"",
         "[kubeconfig] Writing",
         "[manifests] Writing",
         "[kubelet-start]",
-    ] {
+    ];
+    let mut landed = 0;
+    for marker in markers {
         let s = Scratch::new(BASE_CONFIG);
         let config = s.config();
         let root = s.root_str();
-        let mut child = Command::new(BIN)
-            .args(["init", "--on-disk-only", "--config", config.as_str(), "--root", root.as_str()])
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stderr = child.stderr.take().unwrap();
-        for line in BufReader::new(stderr).lines() {
-            if line.unwrap().contains(marker) {
-                let _ = child.kill();
-                break;
-            }
-        }
-        let _ = child.wait();
+        let mut child = ChildGuard(
+            Command::new(BIN)
+                .args(["init", "--on-disk-only", "--config", config.as_str(), "--root", root.as_str()])
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("spawn kubestrap"),
+        );
+        let mut seen = Vec::new();
+        let rx = stderr_lines(&mut child.0);
+        // A run that never prints the marker fails the test: it would otherwise pass unkilled.
+        assert!(read_until(&rx, marker, &mut seen), "the run never printed {marker:?}:\n{}", seen.join("\n"));
+        let running = child.0.try_wait().expect("try_wait").is_none();
+        let _ = child.0.kill();
+        let status = child.0.wait().expect("wait");
+        assert!(
+            running && status.signal() == Some(9),
+            "killed at {marker:?}: the run had already ended ({status}):\n{}",
+            seen.join("\n")
+        );
+        landed += 1;
         let first_ca = fingerprint(&s.pki("ca.crt"));
         s.init(&[]).ok();
         if let Some(fp) = first_ca {
@@ -161,4 +221,6 @@ fn sigkill_at_each_phase_boundary_then_rerun_converges() {
         }
         assert_valid(&s);
     }
+    println!("{landed} of {} phase-boundary kills landed mid-run", markers.len());
+    assert_eq!(landed, markers.len());
 }
