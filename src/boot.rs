@@ -23,7 +23,6 @@ use log::info;
 use crate::clock::{Clock, SystemClock};
 use crate::config::InitConfig;
 use crate::config::types::JoinConfiguration;
-use crate::config::userdata::{BootPlan, NodePlan, Script, plan_detailed};
 use crate::datasource::Gathered;
 use crate::error::{Error, Result};
 use crate::fsutil::NodeFs;
@@ -32,6 +31,7 @@ use crate::node::Node;
 use crate::paths::{self, BOOT_PLAN as PLAN_FILE};
 use crate::phases::{self, INIT_PHASES, InitContext, JOIN_PHASES};
 use crate::status::Reporter;
+use crate::userdata::{BootPlan, NodePlan, Script, plan_detailed};
 
 /// The boot stages are the phase tables' `stage` column.
 pub use crate::phases::Stage;
@@ -408,8 +408,8 @@ mod tests {
                     apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\ncertificateValidityPeriod: 2160h\n\
                     encryptionAlgorithm: ECDSA-P256\n";
         let docs = crate::config::load::parse_documents("user-data", docs).unwrap();
-        let plan = crate::config::userdata::BootPlan {
-            node: crate::config::userdata::NodePlan::Init { docs, upload_certs: false, join_existing: None },
+        let plan = crate::userdata::BootPlan {
+            node: crate::userdata::NodePlan::Init { docs, upload_certs: false, join_existing: None },
             script: None,
         };
         fs.write(&super::PLAN_FILE, super::scrub_tokens(&plan.to_yaml().unwrap()).as_bytes()).unwrap();

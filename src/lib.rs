@@ -37,3 +37,4 @@ pub mod status;
 pub mod systemd;
 pub mod timeouts;
 pub mod token;
+pub mod userdata;

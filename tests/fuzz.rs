@@ -305,7 +305,7 @@ fn fuzz_user_data() {
             notices: Vec::new(),
             hostname: String::new(),
         };
-        if let Ok(kubestrap::config::userdata::NodePlan::Init { docs, .. }) = kubestrap::config::userdata::plan(&g) {
+        if let Ok(kubestrap::userdata::NodePlan::Init { docs, .. }) = kubestrap::userdata::plan(&g) {
             let _ = kubestrap::config::resolve_init("fuzz", docs, &kubestrap::config::HostFacts::default());
         }
     });

@@ -11,5 +11,5 @@ fuzz_target!(|data: &[u8]| {
         notices: Vec::new(),
         hostname: "node-1".into(),
     };
-    let _ = kubestrap::config::userdata::plan(&g);
+    let _ = kubestrap::userdata::plan(&g);
 });

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::*;
-use crate::config::userdata::{BootPlan, NodePlan};
+use crate::userdata::{BootPlan, NodePlan};
 
 fn args(root: &Path, stage: Stage) -> BootArgs {
     BootArgs {

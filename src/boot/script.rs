@@ -9,11 +9,11 @@ use std::process::Stdio;
 
 use log::info;
 
-use crate::config::userdata::{Action, Command, WriteFile};
 use crate::error::{Error, Result};
 use crate::fsutil::NodeFs;
 use crate::paths;
 use crate::status::Reporter;
+use crate::userdata::{Action, Command, WriteFile};
 
 /// Mode of a file a shell redirect creates (0666 under umask 022).
 const REDIRECT_MODE: u32 = 0o644;

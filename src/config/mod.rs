@@ -7,7 +7,6 @@ pub mod flags;
 pub mod load;
 mod resolve;
 pub mod types;
-pub mod userdata;
 pub mod v1beta3;
 pub mod values;
 

@@ -48,6 +48,10 @@ fn only_the_orchestration_imports_the_app_error() {
 fn init_never_imports_join_and_config_never_reaches_the_commands() {
     assert_eq!(naming("init/", "crate::join"), Vec::<String>::new());
     assert_eq!(naming("config/", "crate::commands"), Vec::<String>::new());
+    // config/ is kubeadm's API only: user-data (src/userdata/) and where it comes from are above it.
+    for above in ["crate::userdata", "crate::datasource", "crate::discovery"] {
+        assert_eq!(naming("config/", above), Vec::<String>::new(), "config/ names {above}");
+    }
 }
 
 /// Top-level module of a file under src/ (`boot/every_boot.rs` -> `boot`).

@@ -9,8 +9,8 @@ use crate::common::*;
 
 use std::path::Path;
 
-use kubestrap::config::userdata::{NodePlan, plan_detailed};
 use kubestrap::datasource::{Gathered, MetaData};
+use kubestrap::userdata::{NodePlan, plan_detailed};
 
 const SENTINEL: &str = "run/cluster-api/bootstrap-success.complete";
 

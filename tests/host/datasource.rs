@@ -10,11 +10,11 @@ use std::time::Duration;
 
 use crate::common::{TOKEN, fixture, free_port, write_file};
 use kubestrap::clock::FakeClock;
-use kubestrap::config::userdata::{NodePlan, plan_detailed};
 use kubestrap::datasource::block::{self, FsType};
 use kubestrap::datasource::nocloud::Cidata;
 use kubestrap::datasource::{Datasource, Env};
 use kubestrap::error::Kind;
+use kubestrap::userdata::{NodePlan, plan_detailed};
 
 /// A worker's #cloud-config user-data (the token comes as a credential).
 const WORKER: &str = fixture!("nocloud-worker/user-data");

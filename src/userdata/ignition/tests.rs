@@ -7,10 +7,10 @@ use sha2::Digest;
 
 use super::super::test_support::*;
 use super::*;
-use crate::config::userdata::{BootPlan, NodePlan, Planned, plan_detailed};
+use crate::userdata::{BootPlan, NodePlan, Planned, plan_detailed};
 
-const CP: &str = include_str!("../../../../tests/fixtures/user-data/ignition-capi-control-plane/user-data");
-const WORKER: &str = include_str!("../../../../tests/fixtures/user-data/ignition-capi-worker/user-data");
+const CP: &str = include_str!("../../../tests/fixtures/user-data/ignition-capi-control-plane/user-data");
+const WORKER: &str = include_str!("../../../tests/fixtures/user-data/ignition-capi-worker/user-data");
 
 /// A percent-encoded `data:,` URL, as Cluster API's transpiler writes them.
 fn pct(s: &str) -> String {
@@ -394,7 +394,7 @@ fn ignition_kubeadm_sh_shape() {
 #[test]
 fn ignition_cabpk_render_test_output_is_read_part_by_part() {
     let cfg: Value =
-        serde_json::from_str(include_str!("../../../../tests/fixtures/user-data/ignition-cabpk-render-test/user-data"))
+        serde_json::from_str(include_str!("../../../tests/fixtures/user-data/ignition-cabpk-render-test/user-data"))
             .unwrap();
     let mut notices = Vec::new();
     let layers = references::layers("u", cfg).unwrap();

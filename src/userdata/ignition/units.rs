@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::references::Layer;
 use crate::config::ConfigError;
-use crate::config::userdata::{Action, Command, WriteFile};
+use crate::userdata::{Action, Command, WriteFile};
 
 /// Where Ignition writes units.
 const UNIT_DIR: &str = "/etc/systemd/system";

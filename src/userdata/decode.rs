@@ -126,8 +126,8 @@ pub(super) fn refuse_private_keys(
 mod tests {
     use super::super::test_support::*;
     use super::*;
-    use crate::config::userdata::{NodePlan, plan_detailed};
     use crate::datasource::CRED_USER_DATA;
+    use crate::userdata::{NodePlan, plan_detailed};
 
     #[test]
     fn userdata_gzip_of_both_formats() {

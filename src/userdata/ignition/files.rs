@@ -7,7 +7,7 @@ use super::detect::Spec;
 use super::references::Layer;
 use super::resource;
 use crate::config::ConfigError;
-use crate::config::userdata::WriteFile;
+use crate::userdata::WriteFile;
 
 /// Ignition's mode when none is given.
 const DEFAULT_MODE: u32 = 0o644;

@@ -111,7 +111,7 @@ mod tests {
 
     use super::super::test_support::*;
     use crate::config::resolve_init;
-    use crate::config::userdata::plan_detailed;
+    use crate::userdata::plan_detailed;
 
     #[test]
     fn userdata_kubeadm_init_documents_load_and_resolve() {

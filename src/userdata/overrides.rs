@@ -164,8 +164,8 @@ pub(super) fn node_name(src: &str, name: &mut String, machine: Machine, doc: &st
 #[cfg(test)]
 mod tests {
     use super::super::test_support::*;
-    use crate::config::userdata::{NodePlan, plan_detailed};
     use crate::datasource::{CRED_CA_CERT_HASH, CRED_TOKEN, CRED_USER_DATA};
+    use crate::userdata::{NodePlan, plan_detailed};
 
     #[test]
     fn userdata_credentials_override_user_data_fields() {

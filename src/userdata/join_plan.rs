@@ -194,8 +194,8 @@ fn validate_join(src: &str, join: &JoinConfiguration, shorthand: bool) -> Result
 #[cfg(test)]
 mod tests {
     use super::super::test_support::*;
-    use crate::config::userdata::plan_detailed;
     use crate::constants::KUBEADM_API_VERSION;
+    use crate::userdata::plan_detailed;
 
     #[test]
     fn userdata_kubeadm_join_document_is_join() {

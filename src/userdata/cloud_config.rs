@@ -151,7 +151,7 @@ pub(super) fn not_for(role: &str, what: &[(&str, bool)], src: &str, notices: &mu
 #[cfg(test)]
 mod tests {
     use super::super::test_support::*;
-    use crate::config::userdata::plan_detailed;
+    use crate::userdata::plan_detailed;
 
     #[test]
     fn userdata_ignored_cloud_config_keys_are_listed() {

@@ -14,7 +14,7 @@ pub(super) enum Spec {
 
 /// Some(config) when `text` is an Ignition config; None when it is not JSON at all or a
 /// kubeadm document written as JSON (YAML reads it).
-pub(in crate::config::userdata) fn detect(src: &str, text: &str) -> Result<Option<Value>, ConfigError> {
+pub(in crate::userdata) fn detect(src: &str, text: &str) -> Result<Option<Value>, ConfigError> {
     if !text.trim_start().starts_with('{') {
         return Ok(None);
     }

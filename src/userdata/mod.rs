@@ -40,8 +40,8 @@ use serde::{Deserialize, Serialize};
 
 use self::cloud_config::{CloudConfig, Shorthand};
 use self::overrides::Overrides;
-use super::types::JoinConfiguration;
-use super::{ConfigError, Documents, parse_documents};
+use crate::config::types::JoinConfiguration;
+use crate::config::{ConfigError, Documents, parse_documents};
 use crate::datasource::{CRED_USER_DATA, Gathered};
 
 pub use self::decode::MAX_USER_DATA_BYTES;

@@ -27,7 +27,7 @@ fn join_of(g: &Gathered) -> (String, Vec<String>) {
 
 #[test]
 fn provider_templates_render_from_each_datasource() {
-    let aws = include_str!("../../../tests/fixtures/jinja-vars/aws-worker");
+    let aws = include_str!("../../tests/fixtures/jinja-vars/aws-worker");
     let tree = json!({"instance-id": "i-0abc", "local-hostname": "ip-10-0-0-7.ec2.internal",
         "placement": {"availability-zone": "us-east-1a", "region": "us-east-1"}});
     let (name, args) = join_of(&gathered("ec2", aws, "i-0abc", "ip-10-0-0-7.ec2.internal", tree));
@@ -39,7 +39,7 @@ fn provider_templates_render_from_each_datasource() {
         "{args:?}"
     );
 
-    let vsphere = include_str!("../../../tests/fixtures/jinja-vars/vsphere-worker");
+    let vsphere = include_str!("../../tests/fixtures/jinja-vars/vsphere-worker");
     let g = gathered(
         "nocloud",
         vsphere,
@@ -49,14 +49,14 @@ fn provider_templates_render_from_each_datasource() {
     );
     assert_eq!(join_of(&g).0, "md-0-abcde");
 
-    let openstack = include_str!("../../../tests/fixtures/jinja-vars/openstack-worker");
+    let openstack = include_str!("../../tests/fixtures/jinja-vars/openstack-worker");
     let tree = json!({"uuid": "u-1", "hostname": "w-0.novalocal", "availability_zone": "nova"});
     let (name, args) = join_of(&gathered("configdrive", openstack, "u-1", "w-0.novalocal", tree));
     assert_eq!(name, "w-0.novalocal");
     assert!(args.contains(&"provider-id=openstack:///u-1".into()), "{args:?}");
     assert!(args.contains(&"node-labels=topology.kubernetes.io/zone=nova".into()), "{args:?}");
 
-    let azure = include_str!("../../../tests/fixtures/jinja-vars/azure-worker");
+    let azure = include_str!("../../tests/fixtures/jinja-vars/azure-worker");
     let g = gathered("nocloud", azure, "i-9", "az-worker", json!({}));
     let (name, args) = join_of(&g);
     assert_eq!(name, "az-worker");
@@ -65,7 +65,7 @@ fn provider_templates_render_from_each_datasource() {
 
 #[test]
 fn a_name_the_datasource_lacks_is_refused_naming_both() {
-    let aws = include_str!("../../../tests/fixtures/jinja-vars/aws-worker");
+    let aws = include_str!("../../tests/fixtures/jinja-vars/aws-worker");
     // The same template on a NoCloud seed without placement: refused, not rendered empty.
     let g = gathered("nocloud-seed", aws, "i-1", "n-1", json!({}));
     let e = plan_detailed(&g).unwrap_err().to_string();
