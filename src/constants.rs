@@ -6,6 +6,9 @@ pub(crate) const DEFAULT_KUBERNETES_VERSION: &str = "v1.37.0";
 /// Oldest and newest Kubernetes minor versions kubestrap generates for.
 pub(crate) const MIN_MINOR: u32 = 35;
 pub(crate) const MAX_MINOR: u32 = 37;
+/// kubeadm 1.37's MinimumKubeletVersion (three minors below its own): older kubelets are refused
+/// whatever the cluster's version.
+pub(crate) const MIN_KUBELET_MINOR: u32 = MAX_MINOR - 3;
 
 /// kubeadm config API group/version we read.
 pub(crate) const KUBEADM_API_VERSION: &str = "kubeadm.k8s.io/v1beta4";

@@ -373,11 +373,20 @@ fn kubelet_version(h: &dyn Host, input: &Input) -> Probe {
     let Some(v) = out.split_whitespace().find_map(|w| crate::config::values::Version::parse(w).ok()) else {
         return Probe::Fail(format!("couldn't parse kubelet version from {out:?}"));
     };
-    let cp = input.kubernetes_version.minor;
-    if v.minor + 3 < cp {
-        Probe::Fail(format!("Kubelet version {v} is lower than the supported minimum v1.{}", cp - 3))
-    } else if v.minor > cp {
-        Probe::Fail(format!("the kubelet version {v} is higher than the control plane version v1.{cp}"))
+    // kubeadm's KubeletVersionCheck: the minimum is kubeadm's own (MinimumKubeletVersion, three
+    // minors below its own: v1.34.0 for 1.37), whatever the cluster's version; only the minor is
+    // compared with the control plane's.
+    // Versions as Go's version.String() gives them: no "v".
+    let cp = &input.kubernetes_version;
+    let (kv, cv) = (v.to_string(), cp.to_string());
+    let (kv, cv) = (kv.trim_start_matches('v'), cv.trim_start_matches('v'));
+    if (v.major, v.minor) < (1, MIN_KUBELET_MINOR) {
+        Probe::Fail(format!("Kubelet version \"{kv}\" is lower than kubeadm can support. Please upgrade kubelet"))
+    } else if v.major > cp.major || v.minor > cp.minor {
+        Probe::Fail(format!(
+            "the kubelet version is higher than the control plane version. This is not a supported version skew and \
+             may lead to a malfunctional cluster. Kubelet version: \"{kv}\" Control plane version: \"{cv}\""
+        ))
     } else {
         Probe::Pass(format!("kubelet {v}"))
     }

@@ -379,9 +379,18 @@ fn busy_port_cri_down_kubelet_skew() {
     let r = run(&h, &input(Role::ControlPlane), &[]);
     assert_eq!(row(&r, "Port-6443").result, Outcome::Error);
     assert_eq!(row(&r, "CRI").result, Outcome::Error);
-    assert!(row(&r, "KubeletVersion").message.contains("lower than the supported minimum v1.34"));
+    let low = "Kubelet version \"1.33.1\" is lower than kubeadm can support. Please upgrade kubelet";
+    assert_eq!(row(&r, "KubeletVersion").message, low);
+    // The minimum is kubeadm's own, not three minors below the cluster's: a v1.33 kubelet is
+    // refused on a v1.36 cluster too, a v1.34 one accepted on a v1.37 cluster.
+    let mut older = input(Role::ControlPlane);
+    older.kubernetes_version = crate::config::values::Version::parse("v1.36.3").unwrap();
+    assert_eq!(row(&run(&h, &older, &[]), "KubeletVersion").message, low);
+    h.kubelet = Some("Kubernetes v1.34.0".into());
+    assert_eq!(row(&run(&h, &input(Role::ControlPlane), &[]), "KubeletVersion").result, Outcome::Pass);
     h.kubelet = Some("Kubernetes v1.38.0".into());
-    assert!(row(&run(&h, &input(Role::ControlPlane), &[]), "KubeletVersion").message.contains("higher"));
+    let high = row(&run(&h, &input(Role::ControlPlane), &[]), "KubeletVersion").message.clone();
+    assert!(high.ends_with("Kubelet version: \"1.38.0\" Control plane version: \"1.37.0\""), "{high}");
     h.path_cmds.retain(|c| *c != "kubelet");
     assert!(row(&run(&h, &input(Role::ControlPlane), &[]), "KubeletVersion").message.contains("not found"));
 }
