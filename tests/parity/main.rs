@@ -105,6 +105,15 @@ fn golden_external_etcd_ipv6() {
     golden("golden-external-etcd-ipv6", fixture!("golden-external-etcd-ipv6/kubeadm.yaml"));
 }
 
+/// The sample (stacked etcd) on the previous minor: kubeadm 1.37.2's v1.36.3 cluster (its
+/// images, etcd pin, flags and kubelet files) is kubestrap's.
+#[test]
+fn sample_previous_minor() {
+    let config = fixture!("parity/sample.yaml").replace("kubernetesVersion: v1.37.2", "kubernetesVersion: v1.36.3");
+    assert!(config.contains("v1.36.3"));
+    parity("sample-v1.36", &config);
+}
+
 /// A rich manifest: a repeated flag, defaults overridden, volumes read-only and not, envs with
 /// valueFrom, on every component; kubelet extra args.
 #[test]
