@@ -26,10 +26,11 @@ use crate::config::types::JoinConfiguration;
 use crate::datasource::Gathered;
 use crate::error::{Error, Result};
 use crate::fsutil::NodeFs;
+use crate::init::{InitContext, UploadCerts};
 use crate::join::{JoinContext, JoinFlags};
 use crate::node::Node;
 use crate::paths::{self, BOOT_PLAN as PLAN_FILE};
-use crate::phases::{self, INIT_PHASES, InitContext, JOIN_PHASES};
+use crate::phases::{self, INIT_PHASES, JOIN_PHASES};
 use crate::status::Reporter;
 use crate::userdata::{BootPlan, NodePlan, Script, plan_detailed};
 
@@ -266,7 +267,7 @@ fn pre_kubelet_plan(
 fn init_stage(stage: Stage, cfg: InitConfig, node: Node<'_>, upload_certs: bool) -> Result<()> {
     let mut ctx = InitContext::new(cfg, node, Vec::new());
     // The key came with the user-data: the console and journal need not show it again.
-    ctx.upload = phases::UploadCerts { enabled: upload_certs, certificate_key: None, skip_key_print: true };
+    ctx.upload = UploadCerts { enabled: upload_certs, certificate_key: None, skip_key_print: true };
     phases::check_skip(INIT_PHASES, "init", &ctx.cfg.init.skip_phases)?;
     let mut skip: Vec<String> = phases::outside(INIT_PHASES, stage).collect();
     skip.extend(ctx.cfg.init.skip_phases.iter().cloned());

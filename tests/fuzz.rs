@@ -246,7 +246,7 @@ fn fuzz_api_responses() {
         }
     });
     fuzz("cri-reply", |b| {
-        let _ = kubestrap::preflight::cri::parse_reply(b);
+        let _ = kubestrap::cri::parse_reply(b);
     });
 }
 

@@ -3,5 +3,5 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let _ = kubestrap::preflight::cri::parse_reply(data);
+    let _ = kubestrap::cri::parse_reply(data);
 });

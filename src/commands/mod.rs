@@ -19,8 +19,9 @@ use crate::config::flags::InitFlags;
 use crate::config::values::CertificateKey;
 use crate::error::{Context, Error, Result};
 use crate::fsutil::NodeFs;
+use crate::init::{InitContext, UploadCerts};
 use crate::node::Node;
-use crate::phases::{self, INIT_PHASES, InitContext, JOIN_PHASES};
+use crate::phases::{self, INIT_PHASES, JOIN_PHASES};
 
 pub fn run(cli: cli::Cli) -> Result<()> {
     match cli.command {
@@ -68,11 +69,7 @@ fn init_phase(p: cli::InitPhase) -> Result<()> {
         root: &p.root,
         dry_run: p.dry_run,
         ignore_preflight: cli::split_all(&p.ignore_preflight_errors),
-        upload: phases::UploadCerts {
-            enabled: p.upload_certs,
-            certificate_key,
-            skip_key_print: p.skip_certificate_key_print,
-        },
+        upload: UploadCerts { enabled: p.upload_certs, certificate_key, skip_key_print: p.skip_certificate_key_print },
     };
     init(run, |ctx| selected.iter().try_for_each(|phase| phases::run_init_phase(ctx, phase)))
 }
@@ -84,7 +81,7 @@ fn init_all(i: &cli::Init) -> Result<()> {
     if i.on_disk_only {
         skip.extend(phases::outside(INIT_PHASES, phases::Stage::PreKubelet));
     }
-    let upload = phases::UploadCerts {
+    let upload = UploadCerts {
         enabled: i.upload_certs,
         // The flag sets InitConfiguration.certificateKey (InitFlags), parsed into cfg.certificate_key.
         certificate_key: None,
@@ -123,7 +120,7 @@ fn list_phases() -> Result<()> {
 fn certs(c: cli::Certs) -> Result<()> {
     match c.command {
         cli::CertsCommand::CertificateKey(_) => {
-            println!("{}", crate::pki::copycerts::CertificateKey::generate()?.to_hex());
+            println!("{}", crate::config::values::CertificateKey::generate()?.to_hex());
             Ok(())
         }
         cli::CertsCommand::CaHash(h) => {
@@ -148,7 +145,7 @@ struct InitRun<'a> {
     root: &'a Path,
     dry_run: bool,
     ignore_preflight: Vec<String>,
-    upload: phases::UploadCerts,
+    upload: UploadCerts,
 }
 
 fn init(run: InitRun, body: impl FnOnce(&InitContext) -> Result<()>) -> Result<()> {

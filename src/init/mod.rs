@@ -77,7 +77,7 @@ impl InitContext<'_> {
         api::admin(self)
     }
     /// The key that seals kubeadm-certs (see `upload_certs::certificate_key`).
-    pub(crate) fn certificate_key(&self) -> Result<crate::pki::copycerts::CertificateKey> {
+    pub(crate) fn certificate_key(&self) -> Result<crate::config::values::CertificateKey> {
         upload_certs::certificate_key(self)
     }
     /// Retrying against the control plane, with kubeadm's poll figures and this run's clock.

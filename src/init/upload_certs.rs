@@ -6,11 +6,12 @@ use log::info;
 
 use super::InitContext;
 use crate::config::types::BootstrapToken;
+use crate::config::values::CertificateKey;
 use crate::error::{Error, Result};
 use crate::kube::Created;
 use crate::objects;
 use crate::paths::GENERATED_CERTIFICATE_KEY;
-use crate::pki::copycerts::{self, CertificateKey};
+use crate::pki::copycerts;
 
 /// `--upload-certs`, `--certificate-key`, `--skip-certificate-key-print`.
 #[derive(Debug, Default, Clone)]

@@ -9,12 +9,13 @@ use log::info;
 use super::{Found, JoinArgs, JoinContext};
 use crate::config::InitConfig;
 use crate::config::types::{ApiEndpoint, InitConfiguration, NodeRegistrationOptions};
+use crate::config::values::CertificateKey;
 use crate::error::{Error, Result};
 use crate::init::InitContext;
 use crate::kube::{Auth, Client, Trust};
 use crate::kubeconfig::Kubeconfig;
 use crate::paths;
-use crate::pki::copycerts::{self, CertificateKey};
+use crate::pki::copycerts;
 
 /// What makes a join a control-plane join.
 #[derive(Debug, Clone, Default)]

@@ -5,14 +5,12 @@
 //! phase that makes it), commits its own writes, and reports itself in the boot status.
 
 use crate::error::{Error, Result};
+use crate::init::InitContext;
 use crate::init::{
     addons, api, certs, control_plane, etcd, kubeconfig, kubelet_finalize, kubelet_start, preflight, upload_certs,
 };
 use crate::join::JoinContext;
 use crate::node::Node;
-
-// The init context and writers keep their old paths here (tests and callers use them).
-pub use crate::init::{InitContext, KUBECONFIGS, KubeconfigSpec, UploadCerts, context, host_env};
 
 /// One row of a phase table.
 pub struct Phase<F> {

@@ -9,7 +9,7 @@ use thiserror::Error;
 
 use crate::config::InitConfig;
 
-pub use crate::config::values::{BadCertificateKey, CERTIFICATE_KEY_SIZE, CertificateKey};
+use crate::config::values::{BadCertificateKey, CERTIFICATE_KEY_SIZE, CertificateKey};
 pub(crate) const SECRET_NAME: &str = "kubeadm-certs";
 /// The Role and RoleBinding that let bootstrap tokens read the Secret.
 pub(crate) const RBAC_NAME: &str = "kubeadm:kubeadm-certs";

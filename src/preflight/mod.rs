@@ -7,8 +7,6 @@ mod checks;
 mod input;
 pub use checks::RUNTIME_CONFIG_MISSING;
 pub use input::{PreflightError, enforce};
-// The CRI client moved to its own module; the old path stays for callers.
-pub use crate::cri;
 mod proxy;
 mod system;
 

@@ -124,7 +124,7 @@ fn wait_control_plane(root: &Path, kubelet_port: u16, api_port: u16) -> (Duratio
     let cfg = resolve_init("t", parse_documents("t", &text).unwrap(), &host).unwrap();
     let fs = NodeFs::new(root);
     let clock = FakeClock::new();
-    let ctx = phases::context(&cfg, &fs, Vec::new(), None, &clock);
+    let ctx = kubestrap::init::context(&cfg, &fs, Vec::new(), None, &clock);
     let phase = phases::lookup(INIT_PHASES, "init", "wait-control-plane").unwrap();
     let err = phases::run_init_phase(&ctx, phase).unwrap_err();
     (clock.elapsed(), err.to_string())

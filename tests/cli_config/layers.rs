@@ -97,6 +97,46 @@ fn no_import_circle_between_top_level_modules() {
     assert!(done.len() > 10, "the graph names the modules: {done:?}");
 }
 
+/// lib.rs's layers, top first: each `// <layer>: …` comment opens a group of `pub mod`s.
+fn layers() -> Vec<(String, Vec<String>)> {
+    let lib = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs")).expect("lib.rs");
+    let mut out: Vec<(String, Vec<String>)> = Vec::new();
+    for line in lib.lines() {
+        if let Some(c) = line.strip_prefix("// ").and_then(|c| c.split_once(':')) {
+            out.push((c.0.to_string(), Vec::new()));
+        } else if let Some(m) = line.strip_prefix("pub mod ").and_then(|m| m.strip_suffix(';')) {
+            out.last_mut().expect("a pub mod before any layer comment").1.push(m.to_string());
+        }
+    }
+    out
+}
+
+/// The architecture is lib.rs's table, checked: every module is in a layer, and no file imports
+/// from a layer above its own.
+#[test]
+fn every_import_points_down_the_layers_of_lib_rs() {
+    let layers = layers();
+    assert!(layers.len() >= 6, "lib.rs names its layers: {layers:?}");
+    let rank = |m: &str| layers.iter().position(|(_, mods)| mods.iter().any(|x| x == m));
+    let mut up = Vec::new();
+    for (file, code) in sources() {
+        let from = top(&file);
+        if file.ends_with("tests.rs") || from == "lib" || from == "main" {
+            continue;
+        }
+        let Some(r) = rank(from) else { panic!("src/{file}: module {from} is in no layer of lib.rs") };
+        for part in code.split("crate::").skip(1) {
+            let to: String = part.chars().take_while(|c| c.is_ascii_lowercase() || *c == '_').collect();
+            if let Some(t) = rank(&to).filter(|t| *t < r) {
+                up.push(format!("src/{file}: {from} ({}) -> {to} ({})", layers[r].0, layers[t].0));
+            }
+        }
+    }
+    up.sort();
+    up.dedup();
+    assert!(up.is_empty(), "imports pointing up the layers:\n{}", up.join("\n"));
+}
+
 /// The tests' own rules (issue #35), checked on their source: no test passes by skipping what it
 /// names (a printed skip, then return), none is ignored by attribute, and the golden files can
 /// only be rewritten by hand (scripts/test refuses UPDATE_GOLDEN).

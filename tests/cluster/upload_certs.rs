@@ -6,7 +6,7 @@ use crate::common::*;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use kubestrap::pki::copycerts::CertificateKey;
+use kubestrap::config::values::CertificateKey;
 
 /// AES-256-GCM in Python: `open HEXKEY B64BLOB` prints the plaintext as base64;
 /// `seal HEXKEY B64PLAIN` prints nonce‖ct‖tag as base64.

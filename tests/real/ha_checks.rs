@@ -36,7 +36,7 @@ pub fn check_uploaded_certs(c: &Cluster, hex: &str) {
     assert_eq!(secret["type"], "Opaque");
     let data = secret["data"].as_object().expect("data");
     assert_eq!(data.len(), ENTRIES.len(), "{:?}", data.keys().collect::<Vec<_>>());
-    let key = kubestrap::pki::copycerts::CertificateKey::parse(hex).expect("key");
+    let key = kubestrap::config::values::CertificateKey::parse(hex).expect("key");
     for (k, file) in ENTRIES {
         let on_disk = std::fs::read(c.scratch.pki(file)).unwrap();
         let blob = data[k].as_str().unwrap();
