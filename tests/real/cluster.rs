@@ -48,6 +48,9 @@ pub struct Cluster {
     pub netns: Arc<Netns>,
     /// Every namespace above is gone before the LAN is.
     pub lan: Lan,
+    /// The Kubernetes version of each node's kubelet set by [`Cluster::set_version`] (others
+    /// run v1.37.2's; cp-1's is its init config's `kubernetesVersion`).
+    versions: Vec<(String, &'static str)>,
     /// Released last, once everything of this cluster is gone.
     _lock: MutexGuard<'static, ()>,
 }
@@ -114,7 +117,9 @@ impl Cluster {
             ("addr", &CP_ADDR),
             ("cluster_extra", &cluster_extra),
         ];
-        std::fs::write(scratch.config(), fill(template, &vars)).expect("write config");
+        let text = fill(template, &vars);
+        std::fs::write(scratch.config(), &text).expect("write config");
+        let version = kubelet_version_of(&text);
         let (config, root_arg) = (scratch.config(), scratch.root_str());
         let root = scratch.root();
         for (path, text) in files {
@@ -123,14 +128,14 @@ impl Cluster {
         if tool == Tool::Kubeadm {
             let mut args = vec!["init", "--config", config.as_str(), "--ignore-preflight-errors=all"];
             args.extend_from_slice(flags);
-            return Cluster::bring_up(lock, lan, port, scratch, &[], &|host, logs| {
+            return Cluster::bring_up(lock, lan, (port, version), scratch, &[], &|host, logs| {
                 run_kubeadm(&host.netns, &root, logs, &args, &|| host.health())
             });
         }
         let mut init = vec!["init", "--config", config.as_str(), "--root", root_arg.as_str()];
         init.extend_from_slice(flags);
         let on_disk = ["init", "--on-disk-only", "--config", &config, "--root", &root_arg];
-        Cluster::bring_up(lock, lan, port, scratch, &on_disk, &|host, logs| api(host, logs, &init))
+        Cluster::bring_up(lock, lan, (port, version), scratch, &on_disk, &|host, logs| api(host, logs, &init))
     }
 
     /// A control plane from `kubestrap boot` alone: `user_data` (`{port}`, `{cri}`, `{addr}`
@@ -155,17 +160,18 @@ impl Cluster {
         let root_arg = scratch.root_str();
         let stage = |s: &'static str| boot_args(s, &root_arg);
         let post = stage("post-kubelet");
-        Cluster::bring_up(lock, lan, port, scratch, &stage("pre-kubelet"), &|host, logs| {
+        Cluster::bring_up(lock, lan, (port, bins::K8S_VERSION), scratch, &stage("pre-kubelet"), &|host, logs| {
             run_watched(&host.netns, &post, logs, &|| host.health())
         })
     }
 
     /// Runs `first` (the on-disk part, if any) in cp-1's namespace, starts cp-1's host, runs
-    /// `second` (the API part) while watching it, and waits for cp-1 to be Ready.
+    /// `second` (the API part) while watching it, and waits for cp-1 to be Ready; cp-1's kubelet
+    /// is Kubernetes `version`'s.
     fn bring_up(
         lock: MutexGuard<'static, ()>,
         lan: Lan,
-        port: u16,
+        (port, version): (u16, &'static str),
         scratch: Scratch,
         first: &[&str],
         second: &dyn Fn(&Host, &Path) -> Run,
@@ -178,14 +184,28 @@ impl Cluster {
         let started = Instant::now();
         let pre = if first.is_empty() { Run { out: empty_output() } } else { run_in(&netns, first) };
         assert_eq!(pre.code(), 0, "{first:?} failed:\n{}\n{}", pre.stdout(), pre.stderr());
-        let host = Host::start("cp-1", netns, &root, &logs, None, false);
+        let host = Host::start_at(version, "cp-1", netns, &root, &logs, None, false);
         let init = second(&host, &logs);
         let wall = started.elapsed();
         let netns = host.netns.clone();
-        let c = Cluster { _lock: lock, scratch, port, logs, first: pre, init, wall, hosts: vec![host], netns, lan };
+        let versions = vec![("cp-1".to_string(), version)];
+        let hosts = vec![host];
+        let c = Cluster { _lock: lock, scratch, port, logs, first: pre, init, wall, hosts, netns, lan, versions };
         assert_eq!(c.init.code(), 0, "init failed:\n{}\n{}\n{}", c.init.stdout(), c.init.stderr(), c.status());
         c.wait_ready("cp-1");
         c
+    }
+
+    /// Node `name`, when it starts, runs Kubernetes `version`'s kubelet (a node image of that
+    /// version).
+    pub fn set_version(&mut self, name: &str, version: &'static str) {
+        self.versions.retain(|(n, _)| n != name);
+        self.versions.push((name.to_string(), bins::version_for(version)));
+    }
+
+    /// The Kubernetes version of node `name`'s kubelet.
+    pub fn version(&self, name: &str) -> &'static str {
+        self.versions.iter().find(|(n, _)| n == name).map_or(bins::K8S_VERSION, |(_, v)| v)
     }
 
     pub fn root(&self) -> PathBuf {
@@ -365,11 +385,18 @@ impl Cluster {
         std::fs::create_dir_all(&logs).expect("logs dir");
         let root = w.root();
         let netns = self.lan.host(name, &addr(i));
-        let host = Host::start(name, netns, &root, &logs, Some(w), bootstraps);
+        let host = Host::start_at(self.version(name), name, netns, &root, &logs, Some(w), bootstraps);
         let out = f(self, &host, &logs);
         self.hosts.push(host);
         out
     }
+}
+
+/// The kubelet version of a control plane inited from `config`: its `kubernetesVersion`'s (the
+/// node image is the cluster's version), v1.37.2 without one.
+fn kubelet_version_of(config: &str) -> &'static str {
+    let v = config.lines().find_map(|l| l.trim().strip_prefix("kubernetesVersion:"));
+    v.map_or(bins::K8S_VERSION, |v| bins::version_for(v.trim()))
 }
 
 /// A NoCloud seed under a node root, and nothing else to probe (never a metadata server).

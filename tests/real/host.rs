@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
+use super::bins;
 use super::net::Netns;
 use super::node::Node;
 use super::proc::{Proc, tail};
@@ -49,6 +50,20 @@ impl Host {
         scratch: Option<Scratch>,
         bootstraps: bool,
     ) -> Host {
+        Host::start_at(bins::K8S_VERSION, name, netns, root, logs, scratch, bootstraps)
+    }
+
+    /// [`Host::start`] of a node whose kubelet is Kubernetes `version`'s (its static Pods run
+    /// their images' versions).
+    pub fn start_at(
+        version: &'static str,
+        name: &str,
+        netns: impl Into<Arc<Netns>>,
+        root: &Path,
+        logs: &Path,
+        scratch: Option<Scratch>,
+        bootstraps: bool,
+    ) -> Host {
         let netns = netns.into();
         let (failure, status, stop) = Default::default();
         let mut host = Host {
@@ -63,8 +78,9 @@ impl Host {
         };
         let (n, ns, r, l) = (name.to_string(), host.netns.clone(), root.to_path_buf(), logs.to_path_buf());
         let (failure, status, stop) = (host.failure.clone(), host.status.clone(), host.stop.clone());
-        host.thread =
-            Some(std::thread::spawn(move || supervise(&n, &ns, (&r, bootstraps), &l, &failure, &status, &stop)));
+        host.thread = Some(std::thread::spawn(move || {
+            supervise((&n, version), &ns, (&r, bootstraps), &l, &failure, &status, &stop)
+        }));
         host
     }
 
@@ -121,7 +137,7 @@ fn kubelet_files_ready(root: &Path, bootstraps: bool) -> bool {
 
 /// Runs the node rooted at `root` (`bootstraps`: see [`Host::start`]) until `stop`.
 fn supervise(
-    name: &str,
+    (name, version): (&str, &str),
     netns: &Netns,
     (root, bootstraps): (&Path, bool),
     logs: &Path,
@@ -140,7 +156,8 @@ fn supervise(
     let manifests = root.join("etc/kubernetes/manifests");
     while !stop.load(Ordering::SeqCst) {
         if node.is_none() && kubelet_files_ready(root, bootstraps) {
-            node = Some(Node::start(netns, name, root, &root.with_file_name(format!("{name}-containerd")), logs));
+            node =
+                Some(Node::start(netns, name, version, root, &root.with_file_name(format!("{name}-containerd")), logs));
         }
         if let Some(s) = node.as_mut().and_then(|n| n.proc.exited()) {
             fail(format!("the kubelet exited ({s})"));

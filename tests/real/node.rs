@@ -1,4 +1,4 @@
-//! A real node: containerd v2 and the kubelet v1.37.2 in one private mount namespace, started
+//! A real node: containerd v2 and the kubelet (v1.37.2 unless the node's version says) in one private mount namespace, started
 //! from exactly what kubestrap wrote, through the kubeadm drop-in's command line
 //! (units/kubelet-dropin/10-kubeadm.conf) with its environment files read from the node root.
 
@@ -89,11 +89,12 @@ pub struct Node {
 }
 
 impl Node {
-    /// Starts containerd and the kubelet of the node rooted at `root`; the CRI socket is
-    /// `<state>/containerd.sock` (give it to kubestrap as the node's criSocket).
-    pub fn start(netns: &Netns, name: &str, root: &Path, state: &Path, logs: &Path) -> Node {
+    /// Starts containerd and the kubelet (of Kubernetes `version`, the node image's) of the node
+    /// rooted at `root`; the CRI socket is `<state>/containerd.sock` (give it to kubestrap as the
+    /// node's criSocket).
+    pub fn start(netns: &Netns, name: &str, version: &str, root: &Path, state: &Path, logs: &Path) -> Node {
         let bin = bins::dir();
-        bins::bin("kubelet");
+        let kubelet = bins::bin_of(version, "kubelet");
         make_cgroup_root(name);
         for dir in ["certs.d/_default", "net.d"] {
             std::fs::create_dir_all(state.join(dir)).expect("mkdir state");
@@ -108,7 +109,7 @@ impl Node {
             std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("units/kubelet-dropin/10-kubeadm.conf"))
                 .expect("drop-in");
         let mut argv = kubelet_argv(root, &dropin);
-        argv[0] = bins::bin("kubelet").display().to_string();
+        argv[0] = kubelet.display().to_string();
         let mut full =
             vec!["sh".to_string(), fixture_path("real/node.sh").display().to_string(), state.display().to_string()];
         full.extend(argv);

@@ -116,11 +116,17 @@ impl StaticPod {
         out
     }
 
-    /// Starts the real binary the manifest names, with its exact arguments.
+    /// The container's image.
+    pub fn image(&self) -> &str {
+        self.container()["image"].as_str().unwrap_or("")
+    }
+
+    /// Starts the real binary the manifest names, of its image's version (a v1.36.3 image runs
+    /// v1.36.3's binary), with its exact arguments.
     pub fn start(&self, netns: &Netns, root: &Path, logs: &Path) -> Result<Proc, String> {
         self.check_volumes(root)?;
         let mut argv = self.argv();
-        argv[0] = bins::bin(&argv[0]).display().to_string();
+        argv[0] = bins::bin_for_image(self.image(), &argv[0]).display().to_string();
         let name = self.doc["metadata"]["name"].as_str().expect("name").to_string();
         Ok(Proc::start(netns, &name, &node_binds(root), &argv, &[], &logs.join(format!("{name}.log"))))
     }
