@@ -53,6 +53,8 @@ pub(crate) struct LocalEtcd {
     pub endpoints: Vec<String>,
     /// The host path of the `etcd-data` volume.
     pub data_dir: String,
+    /// The manifest names no other member (the first control plane's: its initial cluster).
+    pub alone: bool,
 }
 
 /// Reads the local etcd manifest; `Ok(None)` when there is none, an error text when it cannot
@@ -89,12 +91,13 @@ pub(crate) fn local_etcd(fs: &NodeFs) -> std::result::Result<Option<LocalEtcd>, 
             endpoints.push(client);
         }
     }
+    let alone = endpoints.is_empty();
     for own in flag("advertise-client-urls").unwrap_or_default().split(',').filter(|u| !u.is_empty()) {
         if !endpoints.iter().any(|e| e == own) {
             endpoints.push(own.to_string());
         }
     }
-    Ok(Some(LocalEtcd { name: flag("name").unwrap_or_default(), peer_url, endpoints, data_dir }))
+    Ok(Some(LocalEtcd { name: flag("name").unwrap_or_default(), peer_url, endpoints, data_dir, alone }))
 }
 
 pub(crate) fn run(fs: &NodeFs, args: &ResetArgs, env: &mut ResetEnv<'_>) -> Result<()> {
@@ -141,7 +144,16 @@ enum Removal {
 }
 
 fn remove_member(fs: &NodeFs, args: &ResetArgs, env: &mut ResetEnv<'_>, local: &LocalEtcd) -> Result<(), EtcdError> {
-    let client = env.etcd.connect(fs, &args.cert_dir, &local.endpoints)?;
+    let mut client = env.etcd.connect(fs, &args.cert_dir, &local.endpoints)?;
+    // The first control plane's manifest names no other member, and a member asked to remove
+    // itself may stop before it answers (the removal went through, unseen, and every retry to it
+    // fails until the timeout): the others' client URLs come from the member list, as kubeadm's
+    // client syncs its endpoints with it.
+    if local.alone
+        && let Some(endpoints) = client.member_list().ok().and_then(|m| others_first(&m, local))
+    {
+        client = env.etcd.connect(fs, &args.cert_dir, &endpoints)?;
+    }
     // etcd refuses a removal that would leave the cluster unhealthy (a member connected for
     // less than 5 s, no leader): wait on what time can fix, as kubeadm's client retries.
     let retry = Retry {
@@ -190,6 +202,18 @@ fn remove_member(fs: &NodeFs, args: &ResetArgs, env: &mut ResetEnv<'_>, local: &
         }
     }
     Ok(())
+}
+
+/// The other members' client URLs, then `local`'s endpoints, when the list names one they lack.
+fn others_first(members: &[Member], local: &LocalEtcd) -> Option<Vec<String>> {
+    let others = members.iter().filter(|m| !m.has_peer_url(&local.peer_url)).flat_map(|m| m.client_urls.iter());
+    let mut endpoints: Vec<String> = Vec::new();
+    for url in others.chain(local.endpoints.iter()) {
+        if !endpoints.contains(url) {
+            endpoints.push(url.clone());
+        }
+    }
+    endpoints.iter().any(|e| !local.endpoints.contains(e)).then_some(endpoints)
 }
 
 /// Empties the etcd data directory when it holds anything.

@@ -123,6 +123,34 @@ fn reset(a: &ResetArgs, host: &Fake, cluster: &Rc<Cluster>, stdin: &str) -> (Res
     (r, String::from_utf8(out).unwrap())
 }
 
+/// The first control plane after a second joined: its manifest names only itself, the members
+/// advertise their client URLs.
+#[test]
+fn the_first_control_plane_removes_itself_through_the_other_member() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path();
+    control_plane(root);
+    let manifest = etcd_manifest("/var/lib/etcd").replace(&format!("cp-2={OTHER},"), "");
+    put(root, "/etc/kubernetes/manifests/etcd.yaml", &manifest);
+    let cluster = two_members();
+    for m in cluster.members.borrow_mut().iter_mut() {
+        m.client_urls = vec![m.peer_urls[0].replace(":2380", ":2379")];
+    }
+    let mut a = args(root);
+    a.only = Some("remove-etcd-member".into());
+    reset(&a, &Fake::good(), &cluster, "").0.unwrap();
+    assert_eq!(
+        *cluster.calls.borrow(),
+        [
+            "connect /etc/kubernetes/pki https://10.0.0.10:2379",
+            "list",
+            "connect /etc/kubernetes/pki https://10.0.0.11:2379,https://10.0.0.10:2379",
+            "list",
+            "remove a1"
+        ]
+    );
+}
+
 fn two_members() -> Rc<Cluster> {
     let c = Cluster::default();
     *c.members.borrow_mut() = vec![member(0xa1, "cp-1", ME), member(0xb2, "cp-2", OTHER)];
