@@ -33,7 +33,19 @@ pub fn settings(config: Option<&Path>, cert_dir: Option<&str>) -> Result<Setting
     Ok(s)
 }
 
+/// `--kubeconfig` is kubeadm's way to the cluster's configuration, which kubestrap never reads
+/// here: said at run time, not silently dropped.
+pub(super) fn unused_kubeconfig(flag: Option<&Path>, verb: &str) {
+    if let Some(p) = flag {
+        warn!(
+            "--kubeconfig {}: kubestrap {verb} reads no configuration from the cluster (only --config, or kubeadm's defaults); the flag is ignored",
+            p.display()
+        );
+    }
+}
+
 pub fn check_expiration(c: cli::CheckExpiration) -> Result<()> {
+    unused_kubeconfig(c.kubeconfig.as_deref(), "certs check-expiration");
     let format = c.output.as_str();
     if !matches!(format, "text" | "json" | "yaml") {
         return Err(Error::usage(format!("-o {format:?}: kubestrap prints text, json or yaml")));
@@ -54,6 +66,7 @@ pub fn check_expiration(c: cli::CheckExpiration) -> Result<()> {
 }
 
 pub fn renew_command(r: cli::Renew) -> Result<()> {
+    unused_kubeconfig(r.kubeconfig.as_deref(), "certs renew");
     let s = settings(r.config.as_deref(), r.cert_dir.as_deref())?;
     let fs = NodeFs::new(&r.root);
     let clock = SystemClock;

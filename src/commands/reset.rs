@@ -35,6 +35,12 @@ pub(super) fn run(r: cli::Reset) -> Result<()> {
             only: None,
         },
     };
+    if let Some(k) = &args.kubeconfig {
+        // kubeadm reads the cluster's kubeadm-config through it; reset reads the node's own files.
+        log::warn!(
+            "--kubeconfig {k}: kubestrap reset finds etcd from this node's own manifest and reads nothing through a kubeconfig; the flag is ignored"
+        );
+    }
     let live = crate::node::is_live(&args.root);
     let stdin = std::io::stdin();
     let mut input = stdin.lock();

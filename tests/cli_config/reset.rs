@@ -111,3 +111,15 @@ fn reset_help_lists_kubeadm_flags() {
         assert!(r.stdout().contains(flag), "{flag} not in reset --help:\n{}", r.stdout());
     }
 }
+
+/// reset's `--kubeconfig` is accepted and said to be unused (it finds etcd from the node's own
+/// manifest), never dropped in silence.
+#[test]
+fn reset_says_its_kubeconfig_is_unused() {
+    let s = Scratch::new(BASE_CONFIG);
+    let root = s.root_str();
+    let r =
+        kubestrap(&["reset", "--force", "--dry-run", "--kubeconfig", "/etc/kubernetes/admin.conf", "--root", &root]);
+    assert!(r.stderr().contains("--kubeconfig /etc/kubernetes/admin.conf: kubestrap reset"), "{}", r.stderr());
+    assert!(r.stderr().contains("the flag is ignored"), "{}", r.stderr());
+}

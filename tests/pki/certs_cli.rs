@@ -70,3 +70,19 @@ fn renew_one_prints_kubeadms_line_and_keeps_a_backup() {
     assert_eq!(r.code(), 2, "the CA is where --cert-dir says: {}", r.stderr());
     assert!(r.stderr().contains("/nowhere/ca.crt is missing"), "{}", r.stderr());
 }
+
+/// `--kubeconfig` is accepted (kubeadm's scripts pass it) and said to be unused, never dropped in
+/// silence: kubestrap reads no configuration from the cluster here.
+#[test]
+fn kubeconfig_is_accepted_and_said_to_be_unused() {
+    let s = node();
+    for args in [
+        &["check-expiration", "--kubeconfig", "/etc/kubernetes/admin.conf"][..],
+        &["renew", "apiserver", "--kubeconfig", "/etc/kubernetes/admin.conf"],
+    ] {
+        let r = certs(&s, args);
+        assert_eq!(r.code(), 0, "{args:?}: {}", r.stderr());
+        assert!(r.stderr().contains("--kubeconfig /etc/kubernetes/admin.conf: kubestrap certs"), "{}", r.stderr());
+        assert!(r.stderr().contains("the flag is ignored"), "{}", r.stderr());
+    }
+}
