@@ -1,6 +1,7 @@
 //! kubestrap against the real Kubernetes v1.37.2 (API server, controller-manager, scheduler,
 //! etcd, kubelet on containerd v2, kubectl), built from their Go modules by scripts/real-k8s and
-//! run on loopback. Every success path here ends in state the real components accept.
+//! run on loopback (and v1.36.3's, for nodes of the previous minor: upgrade.rs). Every success
+//! path here ends in state the real components accept.
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -29,6 +30,7 @@ mod renewal;
 mod rotation;
 mod static_pods;
 mod storm;
+mod upgrade;
 mod workers;
 
 // The parity facts and allow-list, shared with tests/parity (join parity runs here, on a real
