@@ -355,8 +355,8 @@ leader_election_args() {
     local c
     for c in controllerManager scheduler; do
         printf '%s%s:\n%s  extraArgs:\n' "$1" "$c" "$1"
-        printf '%s  - {name: %s, value: %s}\n' "$1" leader-elect-lease-duration 60s "$1" leader-elect-renew-deadline 40s \
-            "$1" leader-elect-retry-period 4s
+        printf '%s  - {name: %s, value: %s}\n' "$1" leader-elect-lease-duration 120s "$1" leader-elect-renew-deadline 90s \
+            "$1" leader-elect-retry-period 10s
     done
 }
 
