@@ -220,13 +220,8 @@ impl Patches {
                 k.unwrap_or("")
             )));
         }
-        let mut out = decode::reencode(target.schema_root(), &patched).map_err(result)?;
-        // TypeMeta is inline in the Go type: the decode keeps it.
-        if let Value::Object(m) = &mut out {
-            m.insert("apiVersion".into(), kind.0.into());
-            m.insert("kind".into(), kind.1.into());
-        }
-        Ok(out)
+        // TypeMeta is inline in the Go types, so the schema's fields carry apiVersion and kind.
+        decode::reencode(target.schema_root(), &patched).map_err(result)
     }
 }
 
