@@ -13,16 +13,16 @@ fn budget(results: &str, budget_s: &str) -> (i32, String) {
     (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-const RESULTS: &str = "PASS cluster 512.4s 5 boots (cp-1 + 2 workers)\nPASS no-images 21.0s 1 boots\n\
+const RESULTS: &str = "PASS cp-lifecycle 512.4s 3 boots (cp-1)\nPASS no-images 21.0s 1 boots\n\
                        FAIL broken-user-data 19.9s 1 boots: something\n";
 
 #[test]
 fn within_budget_the_table_is_printed_and_the_run_passes() {
     let (code, out) = budget(RESULTS, "900");
     assert_eq!(code, 0, "{out}");
-    let row = out.lines().find(|l| l.starts_with("cluster ")).unwrap_or_default();
+    let row = out.lines().find(|l| l.starts_with("cp-lifecycle ")).unwrap_or_default();
     // Expected, actual, ratio and boots, from budget.tsv and the results.
-    assert!(row.contains("512.4s") && row.contains("x") && row.contains(" 5 "), "{out}");
+    assert!(row.contains("512.4s") && row.contains("x") && row.contains(" 3 "), "{out}");
     assert!(out.lines().any(|l| l.starts_with("total ") && l.contains("553.3s")), "{out}");
     assert!(out.contains("budget: ok"), "{out}");
 }
