@@ -8,6 +8,8 @@ pub mod archive;
 mod ctr;
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
@@ -78,12 +80,15 @@ pub(crate) fn archives(dirs: &[PathBuf]) -> Result<Vec<PathBuf>, ImageError> {
     Ok(out)
 }
 
-/// Imports every archive in `dirs` whose images are not all in the runtime yet; `each` hears of
-/// every archive as it is done. Reads every archive's names first, so a corrupt one fails the
-/// boot before anything is imported.
+/// Imports every archive in `dirs` whose images are not all in the runtime yet, `width` at a
+/// time (an import is CPU-bound decompression and a sync; containerd takes concurrent imports,
+/// shared layers included); `each` hears of every archive as it is done, in the order they end.
+/// Reads every archive's names first, so a corrupt one fails the boot before anything is
+/// imported; after a failed import no new one starts. The result keeps the archives' order.
 pub(crate) fn preload(
     dirs: &[PathBuf],
     ctr: &Ctr,
+    width: usize,
     each: &mut dyn FnMut(&Preloaded),
 ) -> Result<Vec<Preloaded>, ImageError> {
     let files = archives(dirs)?;
@@ -93,24 +98,32 @@ pub(crate) fn preload(
     let named: Vec<(PathBuf, Vec<String>)> =
         files.into_iter().map(|f| archive::names(&f).map(|n| (f, n))).collect::<Result<_, _>>()?;
     let present = ctr.list()?;
-    let mut done = Vec::new();
-    for (file, images) in named {
-        let t = Instant::now();
-        let state = if images.iter().all(|i| present.contains(i)) {
-            "present"
+    let mut done: Vec<(usize, Preloaded)> = Vec::new();
+    let mut todo = Vec::new();
+    for (i, (file, images)) in named.iter().enumerate() {
+        if images.iter().all(|im| present.contains(im)) {
+            let p = Preloaded { archive: file.display().to_string(), images: images.clone(), state: "present".into(), ms: 0 };
+            each(&p);
+            done.push((i, p));
         } else {
-            ctr.import(&file)?;
-            "imported"
-        };
+            todo.push(i);
+        }
+    }
+    let failed = import_all(&named, &todo, ctr, width, &mut |i, ms| {
         let p = Preloaded {
-            archive: file.display().to_string(),
-            images,
-            state: state.into(),
-            ms: t.elapsed().as_millis() as u64,
+            archive: named[i].0.display().to_string(),
+            images: named[i].1.clone(),
+            state: "imported".into(),
+            ms,
         };
         each(&p);
-        done.push(p);
+        done.push((i, p));
+    });
+    if let Some(e) = failed {
+        return Err(e);
     }
+    done.sort_by_key(|(i, _)| *i);
+    let done: Vec<Preloaded> = done.into_iter().map(|(_, p)| p).collect();
     // One listing after all imports: an archive whose images containerd does not list after
     // a successful import holds none for this platform.
     if done.iter().any(|p| p.state == "imported") {
@@ -127,6 +140,48 @@ pub(crate) fn preload(
         }
     }
     Ok(done)
+}
+
+/// Runs `ctr.import` for `named[i]`, `i` in `todo`, on up to `width` threads; `ok(i, ms)` on this
+/// thread as each succeeds. The first error, after the imports already running have ended.
+fn import_all(
+    named: &[(PathBuf, Vec<String>)],
+    todo: &[usize],
+    ctr: &Ctr,
+    width: usize,
+    ok: &mut dyn FnMut(usize, u64),
+) -> Option<ImageError> {
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let (tx, rx) = mpsc::channel();
+    std::thread::scope(|s| {
+        for _ in 0..width.clamp(1, todo.len().max(1)) {
+            let tx = tx.clone();
+            let (next, stop) = (&next, &stop);
+            s.spawn(move || {
+                while !stop.load(Ordering::SeqCst) {
+                    let Some(&i) = todo.get(next.fetch_add(1, Ordering::SeqCst)) else { break };
+                    let t = Instant::now();
+                    let r = ctr.import(&named[i].0);
+                    if r.is_err() {
+                        stop.store(true, Ordering::SeqCst);
+                    }
+                    if tx.send((i, r, t.elapsed().as_millis() as u64)).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        let mut first = None;
+        for (i, r, ms) in rx {
+            match r {
+                Ok(()) => ok(i, ms),
+                Err(e) => first = first.or(Some(e)),
+            }
+        }
+        first
+    })
 }
 
 #[cfg(test)]

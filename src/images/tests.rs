@@ -101,3 +101,90 @@ fn archives_are_listed_in_order_and_a_missing_dir_holds_none() {
     let names: Vec<_> = got.iter().map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
     assert_eq!(names, ["a.tar.gz", "b.tar", "c.tgz"]);
 }
+
+/// A stand-in for `ctr` beside its state: `images list` prints what was imported; `images import`
+/// of N.tar logs its start and end around 300 ms of work and lists example.com/N:1, or fails
+/// for fail.tar as a truncated archive does.
+const FAKE_CTR: &str = r#"#!/bin/sh
+state=$(dirname "$0")
+while [ "$1" != images ]; do shift; done
+case "$2" in
+list) cat "$state/listed" 2>/dev/null; exit 0 ;;
+esac
+for f; do :; done
+n=$(basename "$f" .tar)
+echo "start $n $(date +%s%N)" >>"$state/log"
+sleep 0.3
+echo "end $n $(date +%s%N)" >>"$state/log"
+[ "$n" = fail ] && { echo "ctr: unexpected EOF" >&2; exit 1; }
+echo "example.com/$n:1" >>"$state/listed"
+"#;
+
+/// A directory of archives, each naming example.com/N:1, and the fake ctr.
+fn fake_node(names: &[&str]) -> (tempfile::TempDir, std::path::PathBuf, super::Ctr) {
+    use std::os::unix::fs::PermissionsExt;
+    let d = tempfile::tempdir().unwrap();
+    let images = d.path().join("images");
+    std::fs::create_dir(&images).unwrap();
+    for n in names {
+        let index = format!(
+            r#"{{"schemaVersion":2,"manifests":[{{"digest":"sha256:00","annotations":{{"io.containerd.image.name":"example.com/{n}:1"}}}}]}}"#
+        );
+        std::fs::write(images.join(format!("{n}.tar")), tar_with(&[("index.json", index.as_bytes())])).unwrap();
+    }
+    let binary = d.path().join("ctr");
+    std::fs::write(&binary, FAKE_CTR).unwrap();
+    std::fs::set_permissions(&binary, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let ctr = super::Ctr { binary, address: d.path().join("containerd.sock") };
+    (d, images, ctr)
+}
+
+/// The most imports the fake's log shows running at once.
+fn most_at_once(dir: &std::path::Path) -> usize {
+    let log = std::fs::read_to_string(dir.join("log")).unwrap_or_default();
+    let mut edges: Vec<(u128, i32)> = log
+        .lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f[2].parse().unwrap(), if f[0] == "start" { 1 } else { -1 })
+        })
+        .collect();
+    edges.sort();
+    let (mut now, mut most) = (0, 0);
+    for (_, d) in edges {
+        now += d;
+        most = most.max(now);
+    }
+    most as usize
+}
+
+#[test]
+fn archives_import_width_at_a_time_and_report_in_archive_order() {
+    let (d, images, ctr) = fake_node(&["a", "b", "c", "d", "e"]);
+    let mut heard = Vec::new();
+    let done = super::preload(&[images.clone()], &ctr, 2, &mut |p| heard.push(p.archive.clone())).unwrap();
+    let order: Vec<_> = done.iter().map(|p| (p.images[0].clone(), p.state.clone())).collect();
+    let want: Vec<_> = ["a", "b", "c", "d", "e"].iter().map(|n| (format!("example.com/{n}:1"), "imported".into())).collect();
+    assert_eq!(order, want);
+    assert_eq!(heard.len(), 5);
+    assert_eq!(most_at_once(d.path()), 2, "two imports at a time");
+
+    // Again: every image is present, nothing is imported.
+    std::fs::remove_file(d.path().join("log")).unwrap();
+    let again = super::preload(&[images], &ctr, 2, &mut |_| {}).unwrap();
+    assert!(again.iter().all(|p| p.state == "present"), "{again:?}");
+    assert!(!d.path().join("log").exists(), "an import ran for present images");
+}
+
+#[test]
+fn one_at_a_time_and_no_new_import_after_a_failure() {
+    let (d, images, ctr) = fake_node(&["a", "fail", "z"]);
+    let mut heard = Vec::new();
+    let err = super::preload(&[images], &ctr, 1, &mut |p| heard.push(p.archive.clone())).unwrap_err();
+    assert!(matches!(err, ImageError::Archive { ref path, .. } if path.ends_with("fail.tar")), "{err}");
+    assert!(err.to_string().contains("unexpected EOF"), "{err}");
+    assert_eq!(heard.len(), 1, "only a.tar was reported: {heard:?}");
+    let log = std::fs::read_to_string(d.path().join("log")).unwrap();
+    assert!(!log.contains(" z "), "z.tar was imported after fail.tar failed:\n{log}");
+    assert_eq!(most_at_once(d.path()), 1);
+}

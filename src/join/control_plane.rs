@@ -27,7 +27,7 @@ pub struct ControlPlaneJoin {
     pub certificate_key: Option<CertificateKey>,
 }
 
-const KUBEADM_CONFIG: &str = "/api/v1/namespaces/kube-system/configmaps/kubeadm-config";
+pub(super) const KUBEADM_CONFIG: &str = "/api/v1/namespaces/kube-system/configmaps/kubeadm-config";
 const KUBEADM_CERTS: &str = "/api/v1/namespaces/kube-system/secrets/kubeadm-certs";
 
 pub(super) fn control_plane<'a>(ctx: &'a JoinContext, phase: &str) -> Option<&'a ControlPlaneJoin> {

@@ -80,7 +80,8 @@ impl Found {
 
 /// The `discovery` phase: finds and verifies the cluster, or reuses what an interrupted run of
 /// this same join found (same token, CA matching the pins).
-pub fn phase(ctx: &JoinContext) -> Result<()> {
+/// `check` judges the verified cluster before discovery's files are written.
+pub fn phase(ctx: &JoinContext, check: &dyn Fn(&Found) -> Result<()>) -> Result<()> {
     let a = ctx.args;
     let d = a.discovery.as_ref().ok_or_else(|| {
         Error::usage("discovery needs the API server endpoint and --token (kubestrap join HOST:PORT --token ...), or --discovery-file")
@@ -92,10 +93,11 @@ pub fn phase(ctx: &JoinContext) -> Result<()> {
             "[discovery] Using the cluster an earlier, interrupted join verified: {} (CA {}), from {BOOTSTRAP_KUBELET_CONF}",
             prev.server, prev.ca_pin
         );
-        return Ok(());
+        return check(&prev);
     }
     let found = discover(d, a.discovery_timeout, ctx.node.clock, ctx.dry_run_api.as_ref())?;
     info!("[discovery] Cluster {} verified (CA {})", found.server, found.ca_pin);
+    check(&found)?;
     found.save(ctx.node.fs, &a.ca_cert_path)
 }
 

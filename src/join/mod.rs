@@ -14,6 +14,7 @@ pub mod control_plane;
 mod discover;
 pub mod dry_run;
 mod kubelet_start;
+mod skew;
 mod tls_bootstrap;
 pub mod wait_control_plane;
 
@@ -165,7 +166,8 @@ pub fn preflight(ctx: &JoinContext) -> Result<()> {
     Ok(ctx.node.fs.write(&paths::JOIN_IN_PROGRESS, b"")?)
 }
 
-/// The `discovery` phase.
+/// The `discovery` phase; the kubelet's version is checked against the verified cluster's
+/// before discovery writes its files.
 pub fn discovery(ctx: &JoinContext) -> Result<()> {
-    discover::phase(ctx)
+    discover::phase(ctx, &|found| skew::check(ctx, found))
 }

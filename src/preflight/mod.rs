@@ -183,12 +183,23 @@ impl Report {
 /// Runs every check for `input.role` (on `PROBE_THREADS` threads; rows in table order); `ignore`
 /// names (case-insensitive, or `all`) turn errors into warnings.
 pub fn run(host: &dyn Host, input: &Input, ignore: &[String]) -> Report {
+    run_where(host, input, ignore, &|_| true)
+}
+
+/// [`run`] for the named checks of `input.role` only (a check that needs what only discovery
+/// learns, such as the cluster's version); `ignore` is still judged against the whole set.
+pub fn run_only(host: &dyn Host, input: &Input, ignore: &[String], names: &[&str]) -> Report {
+    run_where(host, input, ignore, &|c| names.contains(&c.name.as_str()))
+}
+
+fn run_where(host: &dyn Host, input: &Input, ignore: &[String], keep: &dyn Fn(&Check) -> bool) -> Report {
     let start = Instant::now();
     let table: Vec<Check> = checks::table(input).into_iter().filter(|c| c.roles.contains(&input.role)).collect();
     let ignore: Vec<String> = ignore.iter().map(|s| s.trim().to_lowercase()).filter(|s| !s.is_empty()).collect();
     let all = ignore.iter().any(|i| i == "all");
     let unknown_ignores =
         ignore.iter().filter(|i| *i != "all" && !table.iter().any(|c| c.name.to_lowercase() == **i)).cloned().collect();
+    let table: Vec<Check> = table.into_iter().filter(|c| keep(c)).collect();
     let row = |c: &Check| {
         let t = Instant::now();
         let probe = (c.probe)(host);

@@ -395,6 +395,26 @@ fn busy_port_cri_down_kubelet_skew() {
     assert!(row(&run(&h, &input(Role::ControlPlane), &[]), "KubeletVersion").message.contains("not found"));
 }
 
+/// A worker's kubelet against the cluster's version (join, after discovery): only that check
+/// runs; an ignore of another check's name is still known; the ignore turns the error into a
+/// warning.
+#[test]
+fn run_only_runs_the_named_check() {
+    let mut h = Fake::good();
+    h.kubelet = Some("Kubernetes v1.37.2".into());
+    let mut w = input(Role::Worker);
+    w.kubernetes_version = crate::config::values::Version::parse("v1.36.3").unwrap();
+    let r = super::run_only(&h, &w, &["Swap".into()], &["KubeletVersion"]);
+    assert_eq!(r.rows.len(), 1, "{:?}", r.rows);
+    assert_eq!(r.rows[0].result, Outcome::Error);
+    assert!(r.rows[0].message.ends_with("Kubelet version: \"1.37.2\" Control plane version: \"1.36.3\""), "{:?}", r.rows[0]);
+    assert!(r.unknown_ignores.is_empty(), "{:?}", r.unknown_ignores);
+    let r = super::run_only(&h, &w, &["kubeletversion".into()], &["KubeletVersion"]);
+    assert_eq!((r.rows[0].result, r.rows[0].ignored), (Outcome::Warning, true));
+    w.kubernetes_version = crate::config::values::Version::parse("v1.37.0").unwrap();
+    assert_eq!(super::run_only(&h, &w, &[], &["KubeletVersion"]).rows[0].result, Outcome::Pass);
+}
+
 #[test]
 fn proxies_and_no_proxy_cidrs() {
     let mut h = Fake::good();

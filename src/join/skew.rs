@@ -1,0 +1,60 @@
+//! The kubelet against the cluster's version, once discovery has verified the cluster and before
+//! any of the node's files is written: kubeadm runs its KubeletVersion check with the cluster's
+//! `kubernetesVersion` (kubeadm-config) for a control-plane join; kubestrap runs it for a worker
+//! too (a kubelet newer than the control plane is outside Kubernetes' skew policy; kubeadm lets a
+//! worker join with one). `--ignore-preflight-errors=KubeletVersion` lets it through, as kubeadm's.
+
+use log::{info, warn};
+
+use super::JoinContext;
+use super::control_plane::KUBEADM_CONFIG;
+use super::discover::Found;
+use crate::config::values::Version;
+use crate::error::{Error, Result};
+use crate::kube::{Auth, Client, Trust};
+
+pub(super) fn check(ctx: &JoinContext, found: &Found) -> Result<()> {
+    let a = ctx.args;
+    if !ctx.node.live || ctx.dry_run_api.is_some() {
+        return Ok(());
+    }
+    let version = match cluster_version(ctx, found) {
+        Ok(v) => v,
+        // kubeadm needs the cluster's configuration to join a control plane; a worker does not.
+        Err(e) if a.control_plane.is_none() => {
+            warn!("[preflight] The kubelet's version is not checked against the cluster's: {e}");
+            return Ok(());
+        }
+        Err(e) => return Err(e),
+    };
+    info!("[preflight] Checking the kubelet against the cluster's version {version} (kubeadm-config)");
+    let host = a.discovery.as_ref().and_then(super::Discovery::endpoint_host);
+    let mut input =
+        crate::preflight::Input::worker(ctx.node.fs.root(), a.node_name.clone(), Some(a.cri_socket.clone()), host);
+    input.kubernetes_version = version;
+    let pf = crate::preflight::run_only(ctx.node.host, &input, &a.ignore_preflight, &["KubeletVersion"]);
+    Ok(crate::preflight::enforce(&pf)?)
+}
+
+/// kubeadm-config's `kubernetesVersion`, read with the bootstrap token (kubeadm's RBAC lets
+/// bootstrappers read that ConfigMap).
+fn cluster_version(ctx: &JoinContext, found: &Found) -> Result<Version> {
+    let c = Client::new(
+        &found.server,
+        Trust::Ca(found.ca_pem.clone()),
+        Auth::Token(found.tls_token.clone()),
+        crate::timeouts::REQUEST,
+    )?;
+    let c = ctx.api(c);
+    let source = "ConfigMap kube-system/kubeadm-config";
+    let cm = ctx
+        .bootstrap_call("preflight", "reading the kubeadm-config ConfigMap", || c.get(KUBEADM_CONFIG))?
+        .ok_or_else(|| Error::runtime(format!("the {source} does not exist")))?;
+    let text = cm["data"]["ClusterConfiguration"]
+        .as_str()
+        .ok_or_else(|| Error::runtime(format!("{source} has no data.ClusterConfiguration")))?;
+    let doc: serde_yaml::Value =
+        serde_yaml::from_str(text).map_err(|e| Error::runtime(format!("{source}: ClusterConfiguration: {e}")))?;
+    let v = doc["kubernetesVersion"].as_str().unwrap_or_default();
+    Version::parse(v).map_err(|e| Error::runtime(format!("{source}: kubernetesVersion {v:?}: {e}")))
+}
