@@ -162,9 +162,10 @@ fn most_at_once(dir: &std::path::Path) -> usize {
 fn archives_import_width_at_a_time_and_report_in_archive_order() {
     let (d, images, ctr) = fake_node(&["a", "b", "c", "d", "e"]);
     let mut heard = Vec::new();
-    let done = super::preload(&[images.clone()], &ctr, 2, &mut |p| heard.push(p.archive.clone())).unwrap();
+    let done = super::preload(std::slice::from_ref(&images), &ctr, 2, &mut |p| heard.push(p.archive.clone())).unwrap();
     let order: Vec<_> = done.iter().map(|p| (p.images[0].clone(), p.state.clone())).collect();
-    let want: Vec<_> = ["a", "b", "c", "d", "e"].iter().map(|n| (format!("example.com/{n}:1"), "imported".into())).collect();
+    let want: Vec<_> =
+        ["a", "b", "c", "d", "e"].iter().map(|n| (format!("example.com/{n}:1"), "imported".into())).collect();
     assert_eq!(order, want);
     assert_eq!(heard.len(), 5);
     assert_eq!(most_at_once(d.path()), 2, "two imports at a time");

@@ -1,74 +1,18 @@
-//! What kubeadm defaults, kubestrap defaults: a bootstrap token entry without a token gets a
-//! generated one (the one init creates and prints), release labels fall back offline, kubeadm's
-//! timeout names decode and each wait takes its own timeout.
+//! What kubeadm defaults, kubestrap defaults: release labels fall back offline, kubeadm's
+//! timeout names decode and each wait takes its own timeout. (A bootstrap token entry without a
+//! token gets a generated one, created, printed and joined with: tests/real/tokenless.rs.)
 
 use crate::common::*;
 
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::path::Path;
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use kubestrap::clock::FakeClock;
 use kubestrap::config::{HostFacts, parse_documents, resolve_init};
 use kubestrap::fsutil::NodeFs;
 use kubestrap::phases::{self, INIT_PHASES};
-
-/// A control plane on 127.0.0.1:`port` whose only bootstrap token entry has no token.
-fn tokenless_config(port: u16, healthz: u16) -> String {
-    format!(
-        "apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\nbootstrapTokens:\n- description: made by init\n  \
-         ttl: 2h0m0s\nnodeRegistration:\n  name: cp-1\nlocalAPIEndpoint:\n  advertiseAddress: 127.0.0.1\n  bindPort: {port}\n\
-         ---\napiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\nkubernetesVersion: v1.37.0\n\
-         controllerManager: {{extraArgs: [{{name: secure-port, value: \"{port}\"}}]}}\n\
-         scheduler: {{extraArgs: [{{name: secure-port, value: \"{port}\"}}]}}\n---\n\
-         apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nhealthzPort: {healthz}\n"
-    )
-}
-
-#[test]
-fn a_tokenless_bootstrap_token_is_generated_created_and_printed() {
-    let (port, healthz) = (free_port(), free_port());
-    let scratch = Scratch::new(&tokenless_config(port, healthz));
-    let root = scratch.root();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let manifest = root.join("etc/kubernetes/manifests/kube-apiserver.yaml");
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while !manifest.exists() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = tx.send(start_double(&root.join("etc/kubernetes/pki"), port, healthz, |_| {}));
-    });
-    let init = scratch.init_full(&[]);
-    let double = rx.recv_timeout(Duration::from_secs(60)).expect("double started");
-    assert_eq!(init.code(), 0, "init failed:\n{}\n{}", init.stdout(), init.stderr());
-
-    let out = init.stdout();
-    let token = out
-        .split_whitespace()
-        .skip_while(|w| *w != "--token")
-        .nth(1)
-        .unwrap_or_else(|| panic!("no --token in the join command:\n{out}"));
-    assert!(kubestrap::token::is_valid_token(token), "{token}");
-    assert_ne!(token, TOKEN);
-    let (id, secret) = token.split_once('.').unwrap();
-    assert!(!init.stderr().contains(secret), "the generated secret reached the log");
-
-    let obj = double
-        .object(&format!("/api/v1/namespaces/kube-system/secrets/bootstrap-token-{id}"))
-        .unwrap_or_else(|| panic!("no Secret for the printed token {id}"));
-    let data = |k: &str| {
-        String::from_utf8(kubestrap::kubeconfig::decode_b64(obj["data"][k].as_str().unwrap()).unwrap()).unwrap()
-    };
-    assert_eq!(data("token-secret"), secret);
-    assert_eq!(data("description"), "made by init");
-    // Only the configured entry: no second, default token.
-    let tokens = double.list("/api/v1/namespaces/kube-system/secrets");
-    let names: Vec<&str> = tokens.iter().filter_map(|s| s["metadata"]["name"].as_str()).collect();
-    assert_eq!(names.iter().filter(|n| n.starts_with("bootstrap-token-")).count(), 1, "{names:?}");
-}
 
 #[test]
 fn release_labels_fall_back_to_kubestraps_version_offline() {

@@ -12,6 +12,7 @@ mod boot;
 mod boot_ha;
 mod capi;
 mod cluster;
+mod dry_run;
 mod e2e;
 mod ha;
 mod ha_checks;
@@ -30,6 +31,7 @@ mod renewal;
 mod rotation;
 mod static_pods;
 mod storm;
+mod tokenless;
 mod upgrade;
 mod workers;
 
