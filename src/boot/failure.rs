@@ -31,7 +31,7 @@ pub struct Failure {
     pub stage: String,
     /// The phase that was running (`gather`, `preflight`, `certs`, `kubelet-start`, ...).
     pub phase: String,
-    /// The exit code of `kubestrap boot` (see the README's table).
+    /// The exit code of `kubestrap boot` (see docs/cli.md's exit codes).
     pub exit_code: i32,
     /// Which attempt of the stage this was (a failed stage is retried at the next boot).
     pub attempt: u32,

@@ -59,7 +59,7 @@ pub struct Init {
     /// the node name (default: the hostname)
     pub node_name: Option<String>,
     #[argh(option)]
-    /// kubeadm patch directory: not supported (refused with advice)
+    /// a directory of kubeadm patches named "target[suffix][+patchtype].extension" (e.g. "kube-apiserver0+merge.yaml")
     pub patches: Option<String>,
     #[argh(option)]
     /// the pod network CIDR(s); the controller-manager allocates node CIDRs from it

@@ -65,6 +65,6 @@ pub struct Join {
     /// with --control-plane: the key that decrypts the kubeadm-certs Secret (from `init --upload-certs`)
     pub certificate_key: Option<String>,
     #[argh(option)]
-    /// kubeadm patch directory: not supported (refused with advice)
+    /// a directory of kubeadm patches named "target[suffix][+patchtype].extension" (e.g. "kube-apiserver0+merge.yaml")
     pub patches: Option<String>,
 }

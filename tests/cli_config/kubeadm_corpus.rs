@@ -117,7 +117,7 @@ fn kubeadm_accepts(text: &str, what: &str) -> (bool, String) {
 }
 
 /// The EXPECT verdict (`accept`/`refuse`) against the real kubeadm's on the same text; a
-/// `differs <reason>` line records a deliberate difference (README's differences table), which
+/// `differs <reason>` line records a deliberate difference (docs/differences.md), which
 /// must still be one.
 fn oracle(c: &Case, what: &str, text: &str, want: &str, failures: &mut Vec<String>) {
     let (accepts, why) = kubeadm_accepts(text, what);

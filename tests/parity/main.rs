@@ -84,7 +84,7 @@ fn control_plane_endpoint() {
 
 /// A golden config (its ClusterConfiguration last) with a fixed token (a random one cannot
 /// compare) and the key algorithm spelled out, as kubestrap's default differs (ECDSA-P256;
-/// README's differences table).
+/// docs/differences.md).
 fn golden(name: &str, config: &str) {
     let token = "kind: InitConfiguration\nbootstrapTokens:\n- token: abcdef.0123456789abcdef\n";
     let config = config.replacen("kind: InitConfiguration\n", token, 1);

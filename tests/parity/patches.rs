@@ -339,7 +339,7 @@ struct Expected {
     /// Base name of a written file -> texts it contains (or, after `!`, lacks).
     #[serde(default)]
     files: BTreeMap<String, Vec<String>>,
-    /// A deliberate difference (README's differences table): `refuses` where kubeadm accepts.
+    /// A deliberate difference (docs/differences.md): `refuses` where kubeadm accepts.
     kubestrap: Option<String>,
 }
 
