@@ -102,7 +102,12 @@ pub(crate) fn preload(
     let mut todo = Vec::new();
     for (i, (file, images)) in named.iter().enumerate() {
         if images.iter().all(|im| present.contains(im)) {
-            let p = Preloaded { archive: file.display().to_string(), images: images.clone(), state: "present".into(), ms: 0 };
+            let p = Preloaded {
+                archive: file.display().to_string(),
+                images: images.clone(),
+                state: "present".into(),
+                ms: 0,
+            };
             each(&p);
             done.push((i, p));
         } else {

@@ -407,7 +407,11 @@ fn run_only_runs_the_named_check() {
     let r = super::run_only(&h, &w, &["Swap".into()], &["KubeletVersion"]);
     assert_eq!(r.rows.len(), 1, "{:?}", r.rows);
     assert_eq!(r.rows[0].result, Outcome::Error);
-    assert!(r.rows[0].message.ends_with("Kubelet version: \"1.37.2\" Control plane version: \"1.36.3\""), "{:?}", r.rows[0]);
+    assert!(
+        r.rows[0].message.ends_with("Kubelet version: \"1.37.2\" Control plane version: \"1.36.3\""),
+        "{:?}",
+        r.rows[0]
+    );
     assert!(r.unknown_ignores.is_empty(), "{:?}", r.unknown_ignores);
     let r = super::run_only(&h, &w, &["kubeletversion".into()], &["KubeletVersion"]);
     assert_eq!((r.rows[0].result, r.rows[0].ignored), (Outcome::Warning, true));

@@ -7,38 +7,10 @@ use serde_json::Value;
 use super::cluster::*;
 use crate::common::*;
 
-/// The API server writes every request to an audit log under cp-1's /etc/kubernetes (the node
-/// root's, bound over the host path), mounted into its Pod by an extra volume.
-const AUDIT: &str = "apiServer:
-  extraArgs:
-  - name: audit-policy-file
-    value: /etc/kubernetes/audit/policy.yaml
-  - name: audit-log-path
-    value: /etc/kubernetes/audit/audit.log
-  extraVolumes:
-  - name: audit
-    hostPath: /etc/kubernetes/audit
-    mountPath: /etc/kubernetes/audit
-    pathType: DirectoryOrCreate
-";
+// The API server writes every request to an audit log under cp-1's /etc/kubernetes, as for
+// the peers' tests.
+use super::peers::{AUDIT, POLICY, audit};
 const POLICY_PATH: &str = "/etc/kubernetes/audit/policy.yaml";
-const LOG_PATH: &str = "/etc/kubernetes/audit/audit.log";
-/// Every request, once, when its response is complete (the log backend writes it, blocking,
-/// before the response ends: a client that has read its answer finds the event logged).
-const POLICY: &str = "apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages: [RequestReceived, ResponseStarted]
-rules:
-- level: Metadata
-";
-
-/// The audit log's complete events (a line being appended as it is read is left out).
-fn audit(c: &Cluster) -> Vec<Value> {
-    let log = std::fs::read_to_string(at(&c.root(), LOG_PATH)).expect("audit log");
-    let mut lines: Vec<&str> = log.split('\n').collect();
-    lines.pop(); // after the last newline: empty, or a partial line
-    lines.iter().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("audit event ({e}): {l}"))).collect()
-}
 
 /// A plan's verb as the HTTP method that makes it.
 fn plan_method(verb: &str) -> &'static str {

@@ -13,7 +13,7 @@ use super::join_parity::kubeadm_join;
 use crate::common::*;
 
 /// The API server writes every request to an audit log under cp-1's /etc/kubernetes.
-const AUDIT: &str = "apiServer:
+pub(super) const AUDIT: &str = "apiServer:
   extraArgs:
   - name: audit-policy-file
     value: /etc/kubernetes/audit/policy.yaml
@@ -25,17 +25,21 @@ const AUDIT: &str = "apiServer:
     mountPath: /etc/kubernetes/audit
     pathType: DirectoryOrCreate
 ";
-const POLICY: &str = "apiVersion: audit.k8s.io/v1
+/// Every request, once, when its response is complete (the log backend writes it, blocking,
+/// before the response ends: a client that has read its answer finds the event logged).
+pub(super) const POLICY: &str = "apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: [RequestReceived, ResponseStarted]
 rules:
 - level: Metadata
 ";
 
-/// The audit log's events.
-fn audit(c: &Cluster) -> Vec<Value> {
+/// The audit log's complete events (a line being appended as it is read is left out).
+pub(super) fn audit(c: &Cluster) -> Vec<Value> {
     let log = std::fs::read_to_string(at(&c.root(), "/etc/kubernetes/audit/audit.log")).expect("audit log");
-    log.lines().map(|l| serde_json::from_str(l).expect("audit event")).collect()
+    let mut lines: Vec<&str> = log.split('\n').collect();
+    lines.pop(); // after the last newline: empty, or a partial line
+    lines.iter().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("audit event ({e}): {l}"))).collect()
 }
 
 /// Requests whose user agent starts with `agent`; their lines (verb, URI, code) are kept in
