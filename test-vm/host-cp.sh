@@ -58,3 +58,10 @@ host_cp_init() {
 
 # host_kubectl ARGS...: the real kubectl as the host control plane's admin.
 host_kubectl() { ip netns exec "$NS" "$HOST_K8S_BIN/kubectl" --kubeconfig "$WORK/cp/etc/kubernetes/admin.conf" "$@"; }
+
+# host_signed_csrs: how many kubelet client CSRs from the bootstrap token abcdef the controller
+# manager approved and signed.
+host_signed_csrs() {
+    host_kubectl get csr -o jsonpath='{range .items[*]}{.spec.username} {.spec.signerName} {.status.conditions[0].type} {.status.certificate}{"\n"}{end}' 2>>"$WORK/host-kubectl.log" \
+        | awk '$1 == "system:bootstrap:abcdef" && $2 == "kubernetes.io/kube-apiserver-client-kubelet" && $3 == "Approved" && $4 != ""' | wc -l
+}

@@ -137,8 +137,7 @@ check_worker() {
     expect_event "$log" "done" post-kubelet
     reject_line "$log" "$(event_re error)" "no error event"
     expect_no_secret "$log"
-    n=$(host_kubectl get csr -o jsonpath='{range .items[*]}{.spec.username} {.status.conditions[0].type} {.status.certificate}{"\n"}{end}' 2>>"$WORK/host-kubectl.log" \
-        | awk '$1 == "system:bootstrap:abcdef" && $2 == "Approved" && $3 != ""' | wc -l)
+    n=$(host_signed_csrs)
     [ "$n" = 1 ] && say "ok: the API server has one CSR from system:bootstrap:abcdef, approved and signed" \
         || fail "$n approved CSRs from system:bootstrap:abcdef, want 1"
     mkdir -p "$pki"
@@ -289,6 +288,8 @@ lan_up() {   # lan_up: the namespace and bridge; sets NS
     ip -n "$NS" link set br0 up
 }
 
+lan_tap() { ip -n "$NS" tuntap add dev "$1" mode tap && ip -n "$NS" link set "$1" master br0 up; }   # lan_tap TAP: on the bridge
+
 lan_ca() {   # lan_ca: the cluster CA made beforehand, as an operator would; sets LAN_CA_HASH
     "$BIN_DIR/kubestrap" init phase certs --root "$WORK/ca" >"$WORK/ca.log" 2>&1
     LAN_CA_HASH=$("$BIN_DIR/kubestrap" certs ca-hash "$WORK/ca/etc/kubernetes/pki/ca.crt")
@@ -301,8 +302,7 @@ lan_boot() {
     shift 3
     make_seed "$WORK/$n.seed.iso" "$WORK/seed-$n"
     cp "$WORK/seed-$n/user-data" "$WORK/$n.user-data.yaml"
-    ip -n "$NS" tuntap add dev "tap$i" mode tap
-    ip -n "$NS" link set "tap$i" master br0 up
+    lan_tap "tap$i"
     mkfifo "$WORK/$n.release.in" "$WORK/$n.release.out"
     [ "$disk" = "$IMAGE_ROOTFS" ] && snap=(--snapshot)
     (
@@ -382,8 +382,7 @@ scenario_workers() {
         else fail "the API server does not list $n as Ready (host-kubectl.log)"; fi
     done
     host_kubectl get nodes -o wide >>"$WORK/host-kubectl.log" 2>&1 || true
-    n=$(host_kubectl get csr -o jsonpath='{range .items[*]}{.spec.username} {.spec.signerName} {.status.conditions[0].type} {.status.certificate}{"\n"}{end}' 2>>"$WORK/host-kubectl.log" \
-        | awk '$1 == "system:bootstrap:abcdef" && $2 == "kubernetes.io/kube-apiserver-client-kubelet" && $3 == "Approved" && $4 != ""' | wc -l)
+    n=$(host_signed_csrs)
     [ "$n" = 2 ] && say "ok: two bootstrap CSRs approved and signed by the controller manager" || fail "$n approved bootstrap CSRs, want 2"
     for i in 1 2; do ha_release "${LAN_NAMES[$i-1]}" exit; done
     for i in 1 2; do rcs[i]=0; wait "${LAN_PIDS[$i-1]}" || rcs[i]=$?; done
@@ -437,8 +436,7 @@ print(json.dumps({"data": {"ClusterConfiguration": c.replace("kubernetesVersion:
     render "$SCN/workers/newer-kubelet.user-data" >"$WORK/seed-worker-3/user-data"
     printf 'instance-id: iid-lan-worker-3\nlocal-hostname: worker-3\n' >"$WORK/seed-worker-3/meta-data"
     make_seed "$WORK/worker-3.seed.iso" "$WORK/seed-worker-3"
-    ip -n "$NS" tuntap add dev tap9 mode tap
-    ip -n "$NS" link set tap9 master br0 up
+    lan_tap tap9
     disk=$(fresh_disk worker-3 "$PRELOADED_ROOTFS")
     boot_vm worker-3 "$disk" --seed "$WORK/worker-3.seed.iso" --netns "$NS" --tap tap9 52:54:00:0a:0a:0c || rc=$?
     expect_rc "$rc" 3 "worker-3 (a kubelet newer than the cluster): kubestrap.service failed"
@@ -469,8 +467,7 @@ scenario_cp-lifecycle() {
     cp "$WORK/seed-cp-1/user-data" "$WORK/cp-1.user-data.yaml"
     printf 'instance-id: iid-lan-cp-1\nlocal-hostname: cp-1\n' >"$WORK/seed-cp-1/meta-data"
     make_seed "$WORK/cp-1.seed.iso" "$WORK/seed-cp-1"
-    ip -n "$NS" tuntap add dev tap0 mode tap
-    ip -n "$NS" link set tap0 master br0 up
+    lan_tap tap0
     cred=(--cred-file "kubestrap.ca-crt=$WORK/ca/etc/kubernetes/pki/ca.crt" --cred-file "kubestrap.ca-key=$WORK/ca/etc/kubernetes/pki/ca.key")
     cpdisk=$(fresh_disk cp-1 "$AS_BUILT_ROOTFS")
     rc=0
@@ -656,8 +653,7 @@ scenario_ha-control-plane() {
         make_seed "$WORK/$n.seed.iso" "$WORK/seed-$n"
         cp "$WORK/seed-$n/user-data" "$WORK/$n.user-data.yaml"
         cp "$WORK/seed-$n/meta-data" "$WORK/$n.meta-data.txt"
-        ip -n "$NS" tuntap add dev "tap$i" mode tap
-        ip -n "$NS" link set "tap$i" master br0 up
+        lan_tap "tap$i"
         mkfifo "$WORK/$n.release.in" "$WORK/$n.release.out"
     done
     if [ "$(for n in "${names[@]}"; do [[ $n == cp-* ]] && sha256sum <"$WORK/seed-$n/user-data"; done | sort -u | wc -l)" = 1 ]; then

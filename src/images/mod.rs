@@ -156,11 +156,14 @@ fn import_all(
     width: usize,
     ok: &mut dyn FnMut(usize, u64),
 ) -> Option<ImageError> {
+    if todo.is_empty() {
+        return None;
+    }
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
     let (tx, rx) = mpsc::channel();
     std::thread::scope(|s| {
-        for _ in 0..width.clamp(1, todo.len().max(1)) {
+        for _ in 0..width.clamp(1, todo.len()) {
             let tx = tx.clone();
             let (next, stop) = (&next, &stop);
             s.spawn(move || {

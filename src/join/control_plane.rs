@@ -12,7 +12,7 @@ use crate::config::types::{ApiEndpoint, InitConfiguration, NodeRegistrationOptio
 use crate::config::values::CertificateKey;
 use crate::error::{Error, Result};
 use crate::init::InitContext;
-use crate::kube::{Auth, Client, Trust};
+use crate::kube::Client;
 use crate::kubeconfig::Kubeconfig;
 use crate::paths;
 use crate::pki::copycerts;
@@ -27,7 +27,7 @@ pub struct ControlPlaneJoin {
     pub certificate_key: Option<CertificateKey>,
 }
 
-pub(super) const KUBEADM_CONFIG: &str = "/api/v1/namespaces/kube-system/configmaps/kubeadm-config";
+const KUBEADM_CONFIG: &str = "/api/v1/namespaces/kube-system/configmaps/kubeadm-config";
 const KUBEADM_CERTS: &str = "/api/v1/namespaces/kube-system/secrets/kubeadm-certs";
 
 pub(super) fn control_plane<'a>(ctx: &'a JoinContext, phase: &str) -> Option<&'a ControlPlaneJoin> {
@@ -55,9 +55,7 @@ fn client(ctx: &JoinContext) -> Result<Client> {
             paths::BOOTSTRAP_KUBELET_CONF
         ))
     })?;
-    let c =
-        Client::new(&found.server, Trust::Ca(found.ca_pem), Auth::Token(found.tls_token), crate::timeouts::REQUEST)?;
-    Ok(ctx.api(c))
+    found.client(ctx)
 }
 
 /// This node's InitConfig: the cluster's ClusterConfiguration, this node's registration and
@@ -76,16 +74,21 @@ fn init_context<'c, 'a>(ctx: &'c JoinContext<'a>, cp: &ControlPlaneJoin) -> Resu
 }
 
 fn fetch_node_config(ctx: &JoinContext, cp: &ControlPlaneJoin) -> Result<InitConfig> {
-    let c = client(ctx)?;
-    let cm =
-        ctx.bootstrap_call("control-plane-prepare", "reading the kubeadm-config ConfigMap", || c.get(KUBEADM_CONFIG))?;
+    let text = stored_cluster_configuration(ctx, &client(ctx)?, "control-plane-prepare")?;
+    node_config_from(&text, ctx.args, cp)
+}
+
+/// The ClusterConfiguration the kubeadm-config ConfigMap holds, read through `c` (retried as a
+/// bootstrap call, `tag` naming the phase).
+pub(super) fn stored_cluster_configuration(ctx: &JoinContext, c: &Client, tag: &str) -> Result<String> {
+    let cm = ctx.bootstrap_call(tag, "reading the kubeadm-config ConfigMap", || c.get(KUBEADM_CONFIG))?;
     let cm = cm.ok_or_else(|| {
         Error::runtime("the ConfigMap kube-system/kubeadm-config does not exist: the first control plane has not finished its upload-config phase")
     })?;
     let text = cm["data"]["ClusterConfiguration"]
         .as_str()
         .ok_or_else(|| Error::runtime("ConfigMap kube-system/kubeadm-config has no data.ClusterConfiguration"))?;
-    node_config_from(text, ctx.args, cp)
+    Ok(text.to_string())
 }
 
 /// The cluster's stored ClusterConfiguration with this node's own InitConfiguration: its name,

@@ -67,6 +67,17 @@ impl Found {
         Ok(Some(found(server, ca_pem, token)))
     }
 
+    /// A client for the verified cluster with the bootstrap token (a dry run's recorder in front).
+    pub(super) fn client(&self, ctx: &JoinContext) -> Result<Client> {
+        let c = Client::new(
+            &self.server,
+            Trust::Ca(self.ca_pem.clone()),
+            Auth::Token(self.tls_token.clone()),
+            REQUEST_TIMEOUT,
+        )?;
+        Ok(ctx.api(c))
+    }
+
     /// The discovery phase's product: a kubeconfig the kubelet could bootstrap with.
     fn save(&self, fs: &crate::fsutil::NodeFs, ca_cert_path: &str) -> Result<()> {
         let conf = crate::objects::kubelet::bootstrap_kubelet_conf(&self.server, &self.ca_pem, &self.tls_token);

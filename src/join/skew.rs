@@ -7,11 +7,10 @@
 use log::{info, warn};
 
 use super::JoinContext;
-use super::control_plane::KUBEADM_CONFIG;
+use super::control_plane;
 use super::discover::Found;
 use crate::config::values::Version;
 use crate::error::{Error, Result};
-use crate::kube::{Auth, Client, Trust};
 
 pub(super) fn check(ctx: &JoinContext, found: &Found) -> Result<()> {
     let a = ctx.args;
@@ -39,22 +38,8 @@ pub(super) fn check(ctx: &JoinContext, found: &Found) -> Result<()> {
 /// kubeadm-config's `kubernetesVersion`, read with the bootstrap token (kubeadm's RBAC lets
 /// bootstrappers read that ConfigMap).
 fn cluster_version(ctx: &JoinContext, found: &Found) -> Result<Version> {
-    let c = Client::new(
-        &found.server,
-        Trust::Ca(found.ca_pem.clone()),
-        Auth::Token(found.tls_token.clone()),
-        crate::timeouts::REQUEST,
-    )?;
-    let c = ctx.api(c);
+    let text = control_plane::stored_cluster_configuration(ctx, &found.client(ctx)?, "preflight")?;
     let source = "ConfigMap kube-system/kubeadm-config";
-    let cm = ctx
-        .bootstrap_call("preflight", "reading the kubeadm-config ConfigMap", || c.get(KUBEADM_CONFIG))?
-        .ok_or_else(|| Error::runtime(format!("the {source} does not exist")))?;
-    let text = cm["data"]["ClusterConfiguration"]
-        .as_str()
-        .ok_or_else(|| Error::runtime(format!("{source} has no data.ClusterConfiguration")))?;
-    let doc: serde_yaml::Value =
-        serde_yaml::from_str(text).map_err(|e| Error::runtime(format!("{source}: ClusterConfiguration: {e}")))?;
-    let v = doc["kubernetesVersion"].as_str().unwrap_or_default();
-    Version::parse(v).map_err(|e| Error::runtime(format!("{source}: kubernetesVersion {v:?}: {e}")))
+    let v = crate::config::parse_stored(source, &text)?.cluster.map(|c| c.kubernetes_version).unwrap_or_default();
+    Version::parse(&v).map_err(|e| Error::runtime(format!("{source}: kubernetesVersion {v:?}: {e}")))
 }

@@ -266,9 +266,15 @@ impl Cluster {
     /// Waits for the controller-manager's bootstrap signer to sign cluster-info for the test
     /// token (join's discovery needs the signature).
     pub fn wait_cluster_info_signed(&self) {
-        self.wait("cluster-info signed", || {
+        self.wait_cluster_info_signed_for("abcdef");
+    }
+
+    /// [`Cluster::wait_cluster_info_signed`] for the token whose id is `id`.
+    pub fn wait_cluster_info_signed_for(&self, id: &str) {
+        let key = format!("jws-kubeconfig-{id}");
+        self.wait(&format!("cluster-info signed for {id}"), || {
             let info = self.get(&["-n", "kube-public", "configmap", "cluster-info"]);
-            info["data"].as_object()?.keys().any(|k| k == "jws-kubeconfig-abcdef").then_some(())
+            info["data"].as_object()?.contains_key(&key).then_some(())
         });
     }
 

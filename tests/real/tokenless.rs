@@ -2,8 +2,6 @@
 //! creates its Secret on the real API server, prints it in the join command (never in its log),
 //! and a worker joins the real cluster with the printed token, to a Ready Node.
 
-use serde_json::Value;
-
 use super::cluster::*;
 use crate::common::*;
 
@@ -58,11 +56,7 @@ fn a_tokenless_bootstrap_token_is_generated_created_printed_and_joins() {
     assert_eq!(tokens, [name.as_str()], "exactly one bootstrap token Secret");
 
     // A worker joins with the printed token once the signer has signed cluster-info for it.
-    let jws = format!("jws-kubeconfig-{id}");
-    c.wait(&format!("cluster-info signed for {id}"), || {
-        let info: Value = c.get(&["-n", "kube-public", "configmap", "cluster-info"]);
-        info["data"].get(&jws).map(|_| ())
-    });
+    c.wait_cluster_info_signed_for(id);
     let join = fixture!("real/join.yaml");
     assert!(join.contains(TOKEN), "the join fixture's token changed:\n{join}");
     let r = c.join("worker-1", 21, &join.replace(TOKEN, token), &[]);
