@@ -5,7 +5,7 @@
 use crate::common::*;
 
 use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -86,73 +86,6 @@ pub fn assert_no_credentials(root: &Path) {
     ] {
         assert!(!root.join(p).exists(), "{p} left behind");
     }
-}
-
-pub fn check_joined_node(root: &Path, c: &Cluster) {
-    let at = |p: &str| root.join(p.trim_start_matches('/'));
-    assert!(!at("/etc/kubernetes/bootstrap-kubelet.conf").exists(), "bootstrap-kubelet.conf must be deleted");
-    assert!(!at("/var/lib/kubelet/pki/kubelet-client.key.tmp").exists());
-    let link = at("/var/lib/kubelet/pki/kubelet-client-current.pem");
-    let target = std::fs::read_link(&link).expect("kubelet-client-current.pem must be a symlink");
-    assert!(
-        target.is_absolute() && target.to_string_lossy().starts_with("/var/lib/kubelet/pki/kubelet-client-"),
-        "{target:?}"
-    );
-    let real: PathBuf = at(target.to_str().unwrap());
-    assert_eq!(mode(&real), 0o600);
-    let bundle = std::fs::read_to_string(&real).unwrap();
-    assert!(bundle.contains("BEGIN CERTIFICATE") && bundle.contains("PRIVATE KEY"));
-    let cert_file = root.join("client.crt");
-    std::fs::write(&cert_file, &bundle).unwrap();
-    let (code, out, err) = sh(&format!(
-        "openssl verify -CAfile {ca} {crt} && openssl x509 -in {crt} -noout -subject -ext extendedKeyUsage -nameopt RFC2253",
-        ca = c.scratch.pki("ca.crt").display(),
-        crt = cert_file.display()
-    ));
-    assert_eq!(code, 0, "{out}{err}");
-    assert!(out.contains("CN=system:node:worker-1,O=system:nodes"), "{out}");
-    assert!(out.contains("TLS Web Client Authentication"), "{out}");
-    assert_eq!(
-        std::fs::read(at("/etc/kubernetes/pki/ca.crt")).unwrap(),
-        std::fs::read(c.scratch.pki("ca.crt")).unwrap()
-    );
-    let kcfg = std::fs::read_to_string(at("/etc/kubernetes/kubelet.conf")).unwrap();
-    assert!(kcfg.contains("client-certificate: /var/lib/kubelet/pki/kubelet-client-current.pem"), "{kcfg}");
-    assert_eq!(mode(&at("/etc/kubernetes/kubelet.conf")), 0o600);
-    // kubeadm 1.37: config.yaml is the cluster's KubeletConfiguration with instance-config.yaml
-    // (this node's CRI endpoint) merged in; the flags carry neither the endpoint nor the pause image.
-    let socket = "unix:///var/run/containerd/containerd.sock";
-    assert_eq!(
-        std::fs::read_to_string(at("/var/lib/kubelet/instance-config.yaml")).unwrap(),
-        format!("containerRuntimeEndpoint: \"{socket}\"\n")
-    );
-    let cm = c.double.object("/api/v1/namespaces/kube-system/configmaps/kubelet-config").unwrap();
-    let mut want: serde_yaml::Mapping = serde_yaml::from_str(cm["data"]["kubelet"].as_str().unwrap()).unwrap();
-    assert_eq!(want["containerRuntimeEndpoint"], "", "the cluster-wide copy names no node's socket (Go's zero value)");
-    want.insert("containerRuntimeEndpoint".into(), socket.into());
-    let config: serde_yaml::Mapping =
-        serde_yaml::from_str(&std::fs::read_to_string(at("/var/lib/kubelet/config.yaml")).unwrap()).unwrap();
-    assert_eq!(config, want);
-    let flags = std::fs::read_to_string(at("/var/lib/kubelet/kubeadm-flags.env")).unwrap();
-    assert!(flags.starts_with("KUBELET_KUBEADM_ARGS=\""), "{flags}");
-    assert!(
-        !flags.contains("--container-runtime-endpoint") && !flags.contains("--pod-infra-container-image"),
-        "{flags}"
-    );
-
-    // The identity works: the API authenticates the kubelet.conf's certificate as the node.
-    let kc = kubestrap::kubeconfig::Kubeconfig::parse(kcfg.as_bytes()).unwrap();
-    // Absolute symlinks point at host paths: resolve them inside the root.
-    let read = |p: &str| {
-        let f = at(p);
-        let f = std::fs::read_link(&f).map(|t| at(t.to_str().unwrap())).unwrap_or(f);
-        std::fs::read(f).ok()
-    };
-    let client = kubestrap::kube::Client::from_kubeconfig(&kc, &read, Duration::from_secs(5)).unwrap();
-    c.double.clear_request_log();
-    let _ = client.request("GET", "/api/v1/nodes/worker-1", None).unwrap();
-    let log = c.double.request_log();
-    assert_eq!(log.last().map(|l| l.user.as_str()), Some("system:node:worker-1"), "{log:?}");
 }
 
 /// Runs a join that must fail with exit 1 and `why` in the error, leaving no credential behind.

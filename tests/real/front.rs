@@ -1,0 +1,148 @@
+//! A fault-injecting front for the real API server, for joins run in-process on a fake clock. A
+//! node's namespace gets cp-1's address on its loopback, so every connection the node opens to
+//! the API server (discovery's endpoint and cluster-info's server alike) reaches this front,
+//! which refuses it, hangs up on it or forwards it from cp-1's namespace, as told.
+
+use std::fs::File;
+use std::io;
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use nix::sched::{CloneFlags, setns};
+
+use super::cluster::CP_ADDR;
+use super::net::Netns;
+use crate::common::sh;
+
+/// What the front does with a connection.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(u8)]
+pub enum Mode {
+    /// No listener: the node sees "connection refused".
+    Refuse = 0,
+    /// Accepts and closes at once (an API server restarting, an overloaded load balancer).
+    HangUp = 1,
+    /// Forwards to the real API server.
+    Forward = 2,
+}
+
+/// The front's controls, shareable with a fake clock's hook.
+#[derive(Clone)]
+pub struct Switch {
+    wanted: Arc<AtomicU8>,
+    applied: Arc<AtomicU8>,
+}
+
+impl Switch {
+    /// Sets the mode and returns once the front acts on it (its listener bound or closed), so
+    /// the next connection the node opens meets the new mode.
+    pub fn set(&self, mode: Mode) {
+        self.wanted.store(mode as u8, Ordering::SeqCst);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while self.applied.load(Ordering::SeqCst) != mode as u8 {
+            assert!(Instant::now() < deadline, "the front did not switch to {mode:?}");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+}
+
+pub struct Front {
+    pub switch: Switch,
+    stop: Arc<AtomicBool>,
+}
+
+/// Moves the calling thread (and the threads it spawns) into `netns`'s network namespace.
+pub fn enter(netns: &Netns) {
+    enter_named(&netns.name);
+}
+
+fn enter_named(name: &str) {
+    let path = format!("/run/netns/{name}");
+    let f = File::open(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    setns(f, CloneFlags::CLONE_NEWNET).unwrap_or_else(|e| panic!("setns {path}: {e}"));
+}
+
+/// Runs `f` on a thread in `netns`, as a process started there would run.
+pub fn in_netns<T: Send>(netns: &Netns, f: impl FnOnce() -> T + Send) -> T {
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            enter(netns);
+            f()
+        })
+        .join()
+        .unwrap_or_else(|e| std::panic::resume_unwind(e))
+    })
+}
+
+impl Front {
+    /// A front in `node`'s namespace for the API server at cp-1's address and `port`, whose
+    /// upstream connections are made in `upstream` (cp-1's namespace).
+    pub fn start(node: &Netns, upstream: &Netns, port: u16, mode: Mode) -> Front {
+        let (code, out, err) = sh(&format!("ip -n {} addr add {CP_ADDR}/32 dev lo", node.name));
+        assert_eq!(code, 0, "cp-1's address on {}'s loopback: {out}{err}", node.name);
+        let addr: SocketAddr = format!("{CP_ADDR}:{port}").parse().expect("address");
+        let switch = Switch { wanted: Arc::new(AtomicU8::new(mode as u8)), applied: Arc::new(AtomicU8::new(u8::MAX)) };
+        let stop = Arc::new(AtomicBool::new(false));
+
+        // Upstream: connects from cp-1's namespace and pipes both ways.
+        let (tx, rx) = mpsc::channel::<TcpStream>();
+        let up_ns = upstream.name.clone();
+        std::thread::spawn(move || {
+            enter_named(&up_ns);
+            for conn in rx {
+                if let Ok(back) = TcpStream::connect(addr) {
+                    pipe(&conn, &back);
+                    pipe(&back, &conn);
+                }
+            }
+        });
+
+        // The node's side: listens (or not) on cp-1's address as the mode says.
+        let (node_ns, sw, halt) = (node.name.clone(), switch.clone(), stop.clone());
+        std::thread::spawn(move || {
+            enter_named(&node_ns);
+            let mut listener: Option<TcpListener> = None;
+            while !halt.load(Ordering::SeqCst) {
+                let mode = sw.wanted.load(Ordering::SeqCst);
+                if mode == Mode::Refuse as u8 {
+                    listener = None;
+                } else if listener.is_none() {
+                    let l = TcpListener::bind(addr).unwrap_or_else(|e| panic!("front on {addr}: {e}"));
+                    l.set_nonblocking(true).expect("nonblocking listener");
+                    listener = Some(l);
+                }
+                sw.applied.store(mode, Ordering::SeqCst);
+                match listener.as_ref().map(TcpListener::accept) {
+                    Some(Ok((conn, _))) => {
+                        conn.set_nonblocking(false).expect("blocking stream");
+                        if mode == Mode::Forward as u8 {
+                            let _ = tx.send(conn);
+                        }
+                    }
+                    Some(Err(e)) if e.kind() != io::ErrorKind::WouldBlock => panic!("front accept: {e}"),
+                    _ => std::thread::sleep(Duration::from_millis(1)),
+                }
+            }
+        });
+        switch.set(mode);
+        Front { switch, stop }
+    }
+}
+
+impl Drop for Front {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+}
+
+/// Copies `from` to `to` on a thread until `from` ends, then ends `to`'s writing side.
+fn pipe(from: &TcpStream, to: &TcpStream) {
+    let (mut from, mut to) = (from.try_clone().expect("clone"), to.try_clone().expect("clone"));
+    std::thread::spawn(move || {
+        let _ = io::copy(&mut from, &mut to);
+        let _ = to.shutdown(Shutdown::Write);
+    });
+}
