@@ -8,9 +8,27 @@ use std::time::Duration;
 
 use super::bins;
 use super::cluster::*;
+use super::front::in_netns;
 use super::ha_checks::*;
 use super::proc::wait_for;
 use crate::common::*;
+
+/// The etcd client URLs a joining control plane finds (`endpoints_from_cluster`, in-process in
+/// cp-1's namespace, as admin), once `want` etcd Pods are mirrored.
+fn etcd_endpoints(c: &Cluster, want: usize) -> Vec<String> {
+    let admin = std::fs::read(c.admin_conf()).expect("admin.conf");
+    let kc = kubestrap::kubeconfig::Kubeconfig::parse(&admin).expect("admin.conf");
+    let server = format!("https://{CP_ADDR}:{}", c.port);
+    c.wait(&format!("{want} etcd endpoints from the mirror Pods"), || {
+        in_netns(&c.netns, || {
+            let api =
+                kubestrap::kube::Client::from_kubeconfig(&kc, &|_| None, Duration::from_secs(5)).ok()?.at(&server);
+            let clock = kubestrap::clock::FakeClock::new();
+            let eps = kubestrap::etcd::endpoints_from_cluster(&api, Duration::from_secs(5), &clock).ok()?;
+            (eps.len() == want).then_some(eps)
+        })
+    })
+}
 
 /// The etcd members as cp-1's etcd reports them: (name, is_learner).
 fn members(c: &Cluster) -> Vec<(String, bool)> {
@@ -53,6 +71,9 @@ fn three_control_planes_join_with_real_etcd_learners() {
     let template = fixture!("real/join-control-plane.yaml").replace("{key}", &key);
     let run = c.join("cp-2", 1, &template, &[]);
     assert_eq!(run.code(), 0, "cp-2 join failed:\n{}\n{}\n{}", run.stdout(), run.stderr(), c.status());
+
+    // What cp-3's join reads to find etcd: the real kubelets' mirror Pods of both members.
+    assert_eq!(etcd_endpoints(&c, 2), [addr(0), addr(1)].map(|a| format!("https://{a}:2379")));
 
     // cp-3's join, SIGKILLed once its learner is in the member list, then run again.
     let w = Scratch::new("");

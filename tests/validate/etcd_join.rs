@@ -16,16 +16,14 @@ use kubestrap::clock::FakeClock;
 use kubestrap::config::{HostFacts, InitConfig, load_init};
 use kubestrap::etcd::{self, Announced, Credentials, NewMember};
 use kubestrap::fsutil::NodeFs;
-use kubestrap::kube;
-use kubestrap::kubeconfig::Kubeconfig;
 use kubestrap::manifests::{self, HostEnv};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::common::etcd::{
     RecordingClock, args_from_command, etcdctl, free_ports, health_tls, is_healthy, manifest_command, member_list,
-    need_etcd, refs, rewrite_value, start_etcd, without_newer_flags,
+    need_etcd, refs, start_etcd, without_newer_flags,
 };
-use crate::common::{ChildGuard, Scratch, fill, fixture, free_port, start_double, write_file};
+use crate::common::{ChildGuard, Scratch, fill, fixture, write_file};
 
 /// A control plane named `{name}` advertising `{address}`.
 const CONFIG: &str = fixture!("etcd-join/kubeadm.yaml");
@@ -121,26 +119,6 @@ impl Node {
         let probe = etcd::Client::new(&[self.client_url()], &self.creds()).expect("client");
         self.start(&command, &|| probe.status(&self.client_url()).is_ok(), deadline)
     }
-
-    /// The mirror Pod a kubelet posts for this node's etcd: the manifest's labels and its
-    /// advertise-client-urls annotation (ports as the test runs them).
-    fn mirror_pod(&self) -> Value {
-        let text = std::fs::read_to_string(self.s.path("/etc/kubernetes/manifests/etcd.yaml")).unwrap();
-        let pod: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
-        let url = pod["metadata"]["annotations"][etcd::ADVERTISE_CLIENT_URLS_ANNOTATION].as_str().expect("annotation");
-        assert_eq!(url, format!("https://{}:2379", self.ip));
-        json!({
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {
-                "name": format!("etcd-{}", self.name),
-                "namespace": "kube-system",
-                "labels": {"component": "etcd", "tier": "control-plane"},
-                "annotations": {etcd::ADVERTISE_CLIENT_URLS_ANNOTATION: rewrite_value(&self.s, url, self.ports)},
-            },
-            "status": {"conditions": [{"type": "Ready", "status": "True"}]},
-        })
-    }
 }
 
 /// (name, peer URL, started, learner) of every member, sorted by peer URL.
@@ -210,25 +188,16 @@ fn three_members_form_by_learner_add_and_promote() {
     let n3 = Node::new("cp-3", "127.0.0.4", Some(&n1));
     let _e1 = n1.start_first(deadline);
 
-    // The API (the test double, on cp-1's PKI) holds the mirror Pods the kubelets post.
-    let api_port = free_port();
-    let double = start_double(&n1.s.pki(""), api_port, free_port(), |c| {
-        c.listen = std::net::SocketAddr::from(([127, 0, 0, 2], api_port));
-    });
-    let kc = Kubeconfig::parse(&std::fs::read(n1.s.path("/etc/kubernetes/super-admin.conf")).unwrap()).unwrap();
-    let api = kube::Client::from_kubeconfig(&kc, &|_| None, Duration::from_secs(5))
-        .unwrap()
-        .at(&format!("https://127.0.0.2:{api_port}"));
-    double.put_object(n1.mirror_pod()).unwrap();
     // Data for the learners to catch up on: 32 values of 1 MiB.
     let db_mib = load(&n1, 32);
     println!("cp-1 holds {db_mib} MiB of etcd database before the joins");
 
     let mut running = Vec::new();
     for (node, before) in [(&n2, vec![&n1]), (&n3, vec![&n1, &n2])] {
+        // The members' client URLs, as a join reads them from the etcd mirror Pods
+        // (tests/real/ha.rs reads them from the real kubelets' mirror Pods).
+        let eps: Vec<String> = before.iter().map(|n| n.client_url()).collect();
         let fake = FakeClock::new();
-        let eps = etcd::endpoints_from_cluster(&api, std::time::Duration::from_secs(60), &fake).unwrap();
-        assert_eq!(eps, before.iter().map(|n| n.client_url()).collect::<Vec<_>>());
         let client = etcd::connect(&eps, &node.creds(), &fake).unwrap();
         assert!(fake.waits().is_empty(), "{:?}", fake.waits());
         // Real time: etcd refuses new members ("unhealthy cluster") until every voter has been
@@ -263,7 +232,6 @@ fn three_members_form_by_learner_add_and_promote() {
             t0.elapsed()
         );
         running.push(guard);
-        double.put_object(node.mirror_pod()).unwrap();
     }
 
     // etcdctl, with the healthcheck client: three started voters, one per node.
