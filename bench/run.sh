@@ -9,13 +9,14 @@
 #       another with Go's crypto/rsa, as kubeadm makes them), and the ratios;
 #   (c) peak RSS (ru_maxrss) of a kubestrap init run per algorithm;
 #   (d) size of the stripped release binary and `file` output (is it static?);
-#   (e) bench/join_preflight.py: preflight; a full `init` (all twelve phases) and `join` against
-#       the API test double (kube-double), with the HTTP requests each makes;
+#   (e) bench/preflight.py: preflight; then bench/real-peers.sh (root, scripts/real-k8s): the whole
+#       `init` and `join` on the real components beside the real kubeadm v1.37.2, with the API
+#       requests each makes (PEER_RUNS rounds, default 1);
 #   (f) where RSA key generation's time goes: 1024-bit primes found as the rsa crate finds them
 #       and as kubestrap-primes does, alternated, with candidates tested and time per test
 #       (primes/examples/prime_search.rs).
 # Targets: ECDSA <= 50 ms, RSA-2048 <= 0.5x the Go peer, RSS <= 20 MB, binary <= 5 MiB,
-# join <= 7 HTTP requests.
+# preflight <= 20 ms.
 #
 # Run roots are made under $TMPDIR (default /tmp) and, if it is a different tmpfs, also /dev/shm:
 # kubestrap makes its writes durable (syncfs per phase), so on a disk-backed /tmp its wall time
@@ -29,7 +30,7 @@
 # PRIMES (primes per side in (f), default 64),
 # BENCH_ROOTS (colon-separated dirs to put run roots in; overrides the default above),
 # SKIP_BUILD=1 (use the existing binaries), SKIP_OPENSSL_RSA=1 (leave out the slow openssl RSA
-# script), SKIP_API=1 (leave out (e)).
+# script), SKIP_API=1 (leave out (e)'s real init and join).
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -37,11 +38,10 @@ cd "$repo"
 
 bin=$repo/target/x86_64-unknown-linux-gnu/release/kubestrap
 if [[ ${SKIP_BUILD:-0} != 1 ]]; then
-  # Two builds: one would unify the two packages' dependency features (the double's rustls
-  # "logging", for one) into the kubestrap binary measured here.
-  echo "building: cargo build --release -p kubestrap; cargo build --release -p kube-double" >&2
+  # One package per build: a workspace build would unify other packages' dependency features
+  # into the kubestrap binary measured here.
+  echo "building: cargo build --release -p kubestrap" >&2
   cargo build --release -p kubestrap >&2
-  cargo build --release -p kube-double >&2
   cargo build --release -p kubestrap-primes --example prime_search >&2
 fi
 [[ -x $bin ]] || { echo "no binary at $bin" >&2; exit 1; }
@@ -96,10 +96,11 @@ python3 -u "$repo/bench/measure.py" \
   --runs-rsa "${RUNS_RSA:-7}" \
   --work "$work"
 
+echo
+echo "== (e) preflight; the whole init and join on the real components beside the real kubeadm =="
+python3 -u "$repo/bench/preflight.py"
 if [[ ${SKIP_API:-0} != 1 ]]; then
-  echo
-  echo "== (e) preflight; full init and join against the API test double =="
-  python3 -u "$repo/bench/join_preflight.py"
+  RUNS=${PEER_RUNS:-1} bash "$repo/bench/real-peers.sh"
 fi
 
 echo

@@ -101,40 +101,14 @@ fn assert_join_fails(endpoint: &str, args: &[&str], why: &str) -> Run {
     r
 }
 
+/// A forged signature on cluster-info (the double's signer held back so the forgery stays; the
+/// real signer would restore it). The refusals a real server can show — a wrong pin, an
+/// unknown or expired token, a denied CSR — are tests/real/join_refusals.rs's.
 #[test]
-fn join_fails_closed_on_attacks_and_faults() {
+fn join_fails_closed_on_a_forged_signature() {
     let c = init_cluster(|_| {});
     let ep = format!("127.0.0.1:{}", c.port);
     let hash = c.ca_hash();
-    // Wrong CA pin.
-    let wrong = "sha256:345959acb2c3b2feb87d281961c893f62a314207ef02599f1cc4a5fb255480b3";
-    assert_join_fails(
-        &ep,
-        &["--token", TOKEN, "--discovery-token-ca-cert-hash", wrong],
-        "does not match any --discovery-token-ca-cert-hash",
-    );
-    // Unknown token (valid format, never created).
-    let r = assert_join_fails(
-        &ep,
-        &["--token", "zzzzzz.0123456789abcdef", "--discovery-token-ca-cert-hash", &hash],
-        "no signature for token id \"zzzzzz\"",
-    );
-    assert!(r.stderr().contains("rejects this token"), "{}", r.stderr());
-    // Expired token: the signer drops its signature and the API server rejects it.
-    let expired = serde_json::json!({
-        "apiVersion": "v1", "kind": "Secret", "type": "bootstrap.kubernetes.io/token",
-        "metadata": {"name": "bootstrap-token-oldtok", "namespace": "kube-system"},
-        "stringData": {"token-id": "oldtok", "token-secret": "0123456789abcdef", "expiration": "2020-01-01T00:00:00Z",
-                       "usage-bootstrap-signing": "true", "usage-bootstrap-authentication": "true",
-                       "auth-extra-groups": "system:bootstrappers:kubeadm:default-node-token"}
-    });
-    c.double.put_object(expired).unwrap();
-    let r = assert_join_fails(
-        &ep,
-        &["--token", "oldtok.0123456789abcdef", "--discovery-token-ca-cert-hash", &hash],
-        "unknown or expired",
-    );
-    assert!(r.stderr().contains("gave up"), "{}", r.stderr());
     // Tampered signature (the signer is held back so the forgery stays).
     c.double.set_knobs(|k| k.signer_delay = Duration::from_secs(3600));
     let mut ci = c.double.object("/api/v1/namespaces/kube-public/configmaps/cluster-info").unwrap();
@@ -148,26 +122,15 @@ fn join_fails_closed_on_attacks_and_faults() {
 }
 
 #[test]
-fn join_fails_closed_when_another_ca_serves_or_the_csr_is_denied() {
+fn join_fails_closed_when_another_ca_serves() {
     let a = init_cluster(|_| {});
-    let b = init_cluster(|cfg| cfg.deny_csrs = true);
+    let b = init_cluster(|_| {});
     // b serves its own CA: a's pin must not accept it.
     assert_join_fails(
         &format!("127.0.0.1:{}", b.port),
         &["--token", TOKEN, "--discovery-token-ca-cert-hash", &a.ca_hash()],
         "does not match any",
     );
-    // b denies CSRs: discovery passes, the TLS bootstrap fails, and the token is removed again.
-    let w = tempfile::tempdir().unwrap();
-    let r = join(
-        &format!("127.0.0.1:{}", b.port),
-        w.path(),
-        &["--token", TOKEN, "--discovery-token-ca-cert-hash", &b.ca_hash()],
-    );
-    assert_eq!(r.code(), 1, "{}", r.stderr());
-    assert!(r.stderr().contains("was denied"), "{}", r.stderr());
-    assert_no_secret(&r);
-    assert_no_credentials(w.path());
 }
 
 /// Copies one direction of a proxied connection on its own thread.

@@ -1,6 +1,6 @@
 //! User-data that runs kubeadm (tests/fixtures/user-data/): Cluster API's control-plane and
-//! worker bootstrap data booted unchanged but for endpoints (moved to the API double on a free
-//! port), hand-written `#cloud-config` with `runcmd: kubeadm ...`, and the corpus table: what
+//! worker bootstrap data booted unchanged but for endpoints (moved to free loopback ports),
+//! hand-written `#cloud-config` with `runcmd: kubeadm ...`, and the corpus table: what
 //! kubeadm accepts is accepted, what it refuses is refused with the field named. Which lines
 //! kubeadm accepts is the real kubeadm v1.37.2's word (tests/common/kubeadm_oracle.rs), given the
 //! line as the shell would split it and the files the user-data writes.
@@ -41,7 +41,7 @@ pub(crate) fn capi_init(port: u16, healthz: u16) -> String {
             &format!("localAPIEndpoint: {{advertiseAddress: 127.0.0.1, bindPort: {port}}}"),
         )
         .replace("        taints: null\n      \n", &kubelet)
-        // No controller-manager or scheduler beside the double: [control-plane-check] asks it.
+        // The controller-manager's and scheduler's ports moved too, so tests run side by side.
         .replace(
             "        - name: cloud-provider\n          value: external\n",
             &format!("        - name: cloud-provider\n          value: external\n        - name: secure-port\n          value: \"{port}\"\n"),

@@ -2,10 +2,9 @@
 //! patch files in the bootstrap data's files (cloud-init `write_files`, Ignition
 //! `storage.files`), their directory in the kubeadm config's `patches.directory`. `kubestrap
 //! boot` writes the files, then runs kubeadm's phases, which read them: a control plane's
-//! pre-kubelet stage on a scratch root (no cluster needed), a worker's join against the API
-//! test double.
+//! pre-kubelet stage on a scratch root (no cluster needed; a worker's join, which reads the
+//! cluster's KubeletConfiguration, is tests/real/capi_patches.rs).
 
-use crate::cluster_e2e::init_cluster;
 use crate::common::*;
 use crate::userdata_kubeadm::{boot, capi_init, seed};
 
@@ -17,9 +16,6 @@ use serde_yaml::Value;
 /// directory mounted into the API server.
 const APISERVER_PATCH_NAME: &str = "/etc/kubernetes/patches/kube-apiserver0+strategic.yaml";
 const APISERVER_PATCH: &str = fixture!("patches/real-azimuth/kube-apiserver0+strategic.yaml");
-
-/// giantswarm/cluster's kubelet settings (tests/fixtures/patches/real-giantswarm/).
-const KUBELET_PATCH: &str = fixture!("patches/real-giantswarm/kubeletconfiguration.yaml");
 
 /// A cloud-init `write_files` entry as Cluster API renders one of `spec.files`.
 fn write_files_entry(path: &str, content: &str) -> String {
@@ -146,60 +142,4 @@ fn capi_ignition_storage_files_patch_the_api_server_manifest() {
     assert_eq!(r.code(), 0, "{}\n{}", r.stdout(), r.stderr());
     assert_apiserver_patched(r0.path(), &r);
     assert_eq!(mode(&r0.path().join(APISERVER_PATCH_NAME.trim_start_matches('/'))), 0o644);
-}
-
-/// Cluster API's worker: a `kubeletconfiguration` patch in write_files and `patches.directory`
-/// in its JoinConfiguration; the join (against the double) writes the cluster's
-/// KubeletConfiguration with the patch, then the node's instance-config, applied.
-#[test]
-fn capi_worker_write_files_patch_the_kubelet_config() {
-    let c = init_cluster(|_| {});
-    let w = tempfile::tempdir().unwrap();
-    let ud = fixture!("user-data/capi-worker/user-data")
-        .replace("127.0.0.1:6443", &format!("127.0.0.1:{}", c.port))
-        .replace("sha256:0000000000000000000000000000000000000000000000000000000000000000", &c.ca_hash())
-        .replacen(
-            "-   path: /run/kubeadm/kubeadm-join-config.yaml\n",
-            &format!(
-                "{}-   path: /run/kubeadm/kubeadm-join-config.yaml\n",
-                write_files_entry("/etc/kubernetes/patches/kubeletconfiguration.yaml", KUBELET_PATCH)
-            ),
-            1,
-        )
-        .replacen(
-            "          key: node.cluster.x-k8s.io/uninitialized\n",
-            "          key: node.cluster.x-k8s.io/uninitialized\n      patches:\n        directory: /etc/kubernetes/patches\n",
-            1,
-        );
-    assert!(ud.contains("directory: /etc/kubernetes/patches") && ud.contains(&c.ca_hash()));
-    seed(w.path(), &ud, "worker-1");
-    let r = boot(w.path(), "pre-kubelet");
-    assert_eq!(r.code(), 0, "{}\n{}", r.stdout(), r.stderr());
-
-    let config = read_yaml(&w.path().join("var/lib/kubelet/config.yaml"));
-    let config = config.as_mapping().unwrap();
-    let patch = yaml(KUBELET_PATCH);
-    let patch = patch.as_mapping().unwrap();
-    // Every key the patch sets has its value (maps merged into the cluster's, none here before).
-    for (k, v) in patch {
-        assert_eq!(config.get(k), Some(v), "{k:?}");
-    }
-    // Everything else is the cluster's KubeletConfiguration, and this node's CRI socket.
-    let cm = c.double.object("/api/v1/namespaces/kube-system/configmaps/kubelet-config").unwrap();
-    let cluster: serde_yaml::Mapping = serde_yaml::from_str(cm["data"]["kubelet"].as_str().unwrap()).unwrap();
-    for (k, v) in &cluster {
-        if patch.contains_key(k) || k == "containerRuntimeEndpoint" {
-            continue;
-        }
-        assert_eq!(config.get(k), Some(v), "{k:?}");
-    }
-    assert_eq!(config["containerRuntimeEndpoint"], "unix:///var/run/containerd/containerd.sock");
-    let extra: Vec<&Value> = config.keys().filter(|k| !cluster.contains_key(*k) && !patch.contains_key(*k)).collect();
-    assert!(extra.is_empty(), "keys from nowhere: {extra:?}");
-    let log = format!("{}{}", r.stdout(), r.stderr());
-    let applied =
-        "[patches] Applied patch of type \"application/strategic-merge-patch+json\" to target \"kubeletconfiguration\"";
-    // The user's patch, then instance-config.yaml's (kubeadm logs both).
-    assert_eq!(log.matches(applied).count(), 2, "{log}");
-    assert!(log.contains("[patches] Found the following patch files: [kubeletconfiguration.yaml]"), "{log}");
 }
