@@ -1,7 +1,9 @@
-//! A fault-injecting front for the real API server, for joins run in-process on a fake clock. A
-//! node's namespace gets cp-1's address on its loopback, so every connection the node opens to
-//! the API server (discovery's endpoint and cluster-info's server alike) reaches this front,
-//! which refuses it, hangs up on it or forwards it from cp-1's namespace, as told.
+//! Fronts for the real API servers in a node's namespace, which gets cp-1's address (the
+//! cluster's endpoint) on its loopback, so every connection the node opens to the API server
+//! (discovery's endpoint and cluster-info's server alike) reaches the front: a fault-injecting
+//! one for joins run in-process on a fake clock, which refuses, hangs up on or forwards each
+//! connection as told; and a load balancer over a pool of control planes the test drains and
+//! fills, as a cloud's or kube-vip's would be.
 
 use std::fs::File;
 use std::io;
@@ -59,7 +61,8 @@ pub fn enter(netns: &Netns) {
     enter_named(&netns.name);
 }
 
-fn enter_named(name: &str) {
+/// [`enter`] by the namespace's name.
+pub fn enter_named(name: &str) {
     let path = format!("/run/netns/{name}");
     let f = File::open(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     setns(f, CloneFlags::CLONE_NEWNET).unwrap_or_else(|e| panic!("setns {path}: {e}"));
@@ -77,13 +80,19 @@ pub fn in_netns<T: Send>(netns: &Netns, f: impl FnOnce() -> T + Send) -> T {
     })
 }
 
+/// cp-1's address on `node`'s loopback: the node's connections to the endpoint stay local.
+fn take_endpoint(node: &Netns) -> SocketAddr {
+    let (code, out, err) = sh(&format!("ip -n {} addr add {CP_ADDR}/32 dev lo", node.name));
+    assert_eq!(code, 0, "cp-1's address on {}'s loopback: {out}{err}", node.name);
+    format!("{CP_ADDR}:0").parse().expect("address")
+}
+
 impl Front {
     /// A front in `node`'s namespace for the API server at cp-1's address and `port`, whose
     /// upstream connections are made in `upstream` (cp-1's namespace).
     pub fn start(node: &Netns, upstream: &Netns, port: u16, mode: Mode) -> Front {
-        let (code, out, err) = sh(&format!("ip -n {} addr add {CP_ADDR}/32 dev lo", node.name));
-        assert_eq!(code, 0, "cp-1's address on {}'s loopback: {out}{err}", node.name);
-        let addr: SocketAddr = format!("{CP_ADDR}:{port}").parse().expect("address");
+        let mut addr = take_endpoint(node);
+        addr.set_port(port);
         let switch = Switch { wanted: Arc::new(AtomicU8::new(mode as u8)), applied: Arc::new(AtomicU8::new(u8::MAX)) };
         let stop = Arc::new(AtomicBool::new(false));
 
@@ -129,6 +138,73 @@ impl Front {
         });
         switch.set(mode);
         Front { switch, stop }
+    }
+}
+
+/// A TCP load balancer on the endpoint in a client's namespace: each connection goes to the next
+/// control plane of the pool that accepts it (connected from another namespace on the LAN).
+pub struct Balancer {
+    pool: Arc<std::sync::Mutex<Vec<String>>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Balancer {
+    /// A balancer in `client`'s namespace for the API servers at `pool`'s addresses and `port`,
+    /// connecting from `upstream`'s namespace.
+    pub fn start(client: &Netns, upstream: &Netns, port: u16, pool: &[String]) -> Balancer {
+        let mut addr = take_endpoint(client);
+        addr.set_port(port);
+        let b =
+            Balancer { pool: Arc::new(std::sync::Mutex::new(pool.to_vec())), stop: Arc::new(AtomicBool::new(false)) };
+        let (tx, rx) = mpsc::channel::<TcpStream>();
+        let (up_ns, pool) = (upstream.name.clone(), b.pool.clone());
+        std::thread::spawn(move || {
+            enter_named(&up_ns);
+            let mut next = 0usize;
+            for conn in rx {
+                let backends = pool.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                for k in 0..backends.len() {
+                    let to: SocketAddr = match format!("{}:{port}", backends[(next + k) % backends.len()]).parse() {
+                        Ok(a) => a,
+                        Err(_) => continue,
+                    };
+                    if let Ok(back) = TcpStream::connect_timeout(&to, Duration::from_secs(1)) {
+                        next = (next + k + 1) % backends.len();
+                        pipe(&conn, &back);
+                        pipe(&back, &conn);
+                        break;
+                    }
+                }
+            }
+        });
+        let (client_ns, halt) = (client.name.clone(), b.stop.clone());
+        std::thread::spawn(move || {
+            enter_named(&client_ns);
+            let l = TcpListener::bind(addr).unwrap_or_else(|e| panic!("balancer on {addr}: {e}"));
+            l.set_nonblocking(true).expect("nonblocking listener");
+            while !halt.load(Ordering::SeqCst) {
+                match l.accept() {
+                    Ok((conn, _)) => {
+                        conn.set_nonblocking(false).expect("blocking stream");
+                        let _ = tx.send(conn);
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(1)),
+                    Err(e) => panic!("balancer accept: {e}"),
+                }
+            }
+        });
+        b
+    }
+
+    /// The control planes new connections go to (a drained one keeps the ones it has).
+    pub fn set_pool(&self, pool: &[String]) {
+        *self.pool.lock().unwrap_or_else(|e| e.into_inner()) = pool.to_vec();
+    }
+}
+
+impl Drop for Balancer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
     }
 }
 

@@ -8,6 +8,7 @@ mod common;
 
 use common::real_bins as bins;
 
+mod availability;
 mod boot;
 mod boot_ha;
 mod capi;

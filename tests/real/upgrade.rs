@@ -1,19 +1,25 @@
-//! Upgrade by replacement, as Cluster API's KubeadmControlPlane rolls a cluster to the next
-//! minor, on the real components of both versions: a v1.36.3 control plane and worker made by
-//! kubestrap; `kubeadm-config`'s `kubernetesVersion` set to v1.37.2 (KCP does this before
-//! rolling); a v1.37.2 control plane joins (its etcd a learner, promoted); the old one leaves
-//! (`kubestrap reset` removes its etcd member, its Node is deleted, the endpoint address moves to
-//! the new one as a load balancer's or kube-vip's would); a v1.37.2 worker joins, and the v1.36.3
-//! worker (kubelet one minor older than the API server: allowed skew) stays Ready.
+//! Upgrade by replacement, as Cluster API's KubeadmControlPlane and MachineDeployments roll a
+//! cluster to the next minor, on the real components of both versions: three v1.36.3 control
+//! planes and a worker made by kubestrap; `kubeadm-config`'s `kubernetesVersion` set to v1.37.2
+//! (KCP does this before rolling); then, one at a time, a v1.37.2 control plane joins (its etcd a
+//! learner, promoted), the load balancer in front of the API drains an old one, and it leaves
+//! (`kubestrap reset` removes its etcd member, its Node is deleted); the v1.36.3 worker (kubelet
+//! one minor older than the API server: allowed skew) stays Ready until a v1.37.2 worker
+//! replaces it. A client polling the API through the load balancer every 200 ms throughout
+//! reports its longest gap.
 
 use std::path::Path;
-use std::time::Instant;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use super::availability::Monitor;
 use super::bins;
 use super::cluster::*;
+use super::front::Balancer;
 use super::ha_checks::check_first_join_log;
+use super::host::Host;
 use super::net::Netns;
 use crate::common::*;
 
@@ -83,12 +89,45 @@ fn ip(netns: &Netns, args: &str) {
     assert_eq!(code, 0, "ip -n {} {args}: {out}{err}", netns.name);
 }
 
+/// The index of host `name` in the cluster.
+fn host(c: &Cluster, name: &str) -> usize {
+    c.hosts.iter().position(|h| h.name == name).unwrap_or_else(|| panic!("no host {name}"))
+}
+
+/// The etcd voters (no learner left) as node `name`'s etcd lists them, sorted, once there are
+/// `n`.
+fn voters(c: &Cluster, name: &str, n: usize) -> Vec<String> {
+    c.wait(&format!("{n} etcd voters"), || {
+        let m = members(c, host(c, name));
+        let mut names: Vec<String> = m.iter().map(|(n, _)| n.clone()).collect();
+        names.sort();
+        (m.len() == n && m.iter().all(|(_, learner)| !learner)).then_some(names)
+    })
+}
+
+/// `kubestrap reset --force` on the running node `name`, which then leaves the cluster's hosts.
+/// Returns what reset said and the host, to power off.
+fn reset_node(c: &mut Cluster, name: &str) -> (String, Host) {
+    let i = host(c, name);
+    let root = c.hosts[i].root.display().to_string();
+    let reset = run_in(&c.hosts[i].netns, &["reset", "--force", "--root", &root]);
+    assert_eq!(reset.code(), 0, "{name} reset:\n{}\n{}", reset.stdout(), reset.stderr());
+    (format!("{}{}", reset.stdout(), reset.stderr()), c.hosts.remove(i))
+}
+
+/// Deletes Node `name` (as Cluster API deletes the Machine).
+fn delete_node(c: &Cluster, name: &str) {
+    let (code, _, err) = c.kubectl(&["delete", "node", name]);
+    assert_eq!(code, 0, "{err}");
+}
+
 #[test]
-fn control_plane_and_workers_replaced_by_the_next_minor() {
+fn three_control_planes_and_a_worker_replaced_by_the_next_minor() {
     let started = Instant::now();
     // cp-1: kubestrap init at v1.36.3, its node image's kubelet v1.36.3 (the harness runs the
     // kubelet of the config's version, the static Pods of their images' versions). The endpoint
-    // is cp-1's address, as a load balancer's would be; it moves when cp-1 leaves.
+    // is cp-1's address, which the nodes' kubelets use directly (it moves when cp-1 leaves, as
+    // kube-vip's would); the test's clients reach it through a load balancer.
     let template =
         fixture!("real/init.yaml").replace("kubernetesVersion: v1.37.2", &format!("kubernetesVersion: {OLD}"));
     assert!(template.contains(OLD));
@@ -102,13 +141,31 @@ fn control_plane_and_workers_replaced_by_the_next_minor() {
     let out = c.init.stdout();
     let key = out.split_whitespace().skip_while(|w| *w != "--certificate-key").nth(1).expect("key").to_string();
     c.wait_cluster_info_signed();
+    let join_cp = fixture!("real/join-control-plane.yaml").replace("{key}", &key);
 
-    // A v1.36.3 worker.
+    // Two more v1.36.3 control planes and a v1.36.3 worker.
+    for (name, i) in [("cp-2", 1), ("cp-3", 2)] {
+        c.set_version(name, OLD);
+        let run = c.join(name, i, &join_cp, &[]);
+        assert_eq!(run.code(), 0, "{name} join:\n{}\n{}\n{}", run.stdout(), run.stderr(), c.status());
+        c.wait_ready(name);
+    }
+    assert_eq!(voters(&c, "cp-1", 3), ["cp-1", "cp-2", "cp-3"]);
     c.set_version("worker-1", OLD);
     let run = c.join("worker-1", 20, fixture!("real/join.yaml"), &[]);
     assert_eq!(run.code(), 0, "worker-1 join:\n{}\n{}\n{}", run.stdout(), run.stderr(), c.status());
     c.wait_ready("worker-1");
     assert_eq!(kubelet_version(&c, "worker-1"), OLD);
+
+    // The API's clients (the monitor, kubectl) from a client machine, through a load balancer
+    // over the control planes.
+    let (client, lb) = (Arc::new(c.bare_node("client", 30)), c.bare_node("lb", 31));
+    let mut pool: Vec<String> = (0..3).map(addr).collect();
+    let balancer = Balancer::start(&client, &lb, c.port, &pool);
+    c.netns = client.clone();
+    let admin = std::fs::read(c.admin_conf()).expect("admin.conf");
+    let monitor = Monitor::start(&client, &admin, c.port);
+    let rolling = Instant::now();
 
     // KCP's first step: the cluster's ClusterConfiguration names the next version.
     let cm = c.get(&["-n", "kube-system", "configmap", "kubeadm-config"]);
@@ -121,59 +178,64 @@ fn control_plane_and_workers_replaced_by_the_next_minor() {
         c.kubectl(&["-n", "kube-system", "patch", "configmap", "kubeadm-config", "--type=merge", "-p", &patch]);
     assert_eq!(code, 0, "{err}");
 
-    // cp-2: kubestrap join --control-plane on a v1.37.2 node image; its manifests are the
-    // cluster's new version, its etcd joins as a learner and is promoted.
-    c.set_version("cp-2", NEW);
-    let join_cp = fixture!("real/join-control-plane.yaml").replace("{key}", &key);
-    let run = c.join("cp-2", 1, &join_cp, &[]);
-    assert_eq!(run.code(), 0, "cp-2 join:\n{}\n{}\n{}", run.stdout(), run.stderr(), c.status());
-    check_first_join_log(&run, &key, &addr(1), c.port);
-    assert_eq!(tags(&c.hosts[2].root), want_tags(NEW), "cp-2's manifests");
-    c.wait_ready("cp-2");
-    c.wait_probes(2);
-    assert_eq!(api_version(&c, &c.netns, &addr(1)), NEW, "cp-2's real API server");
-    assert_eq!(api_version(&c, &c.netns, CP_ADDR), OLD, "cp-1's still serves");
-    assert_eq!(kubelet_version(&c, "cp-2"), NEW);
-    c.wait("two etcd voters", || {
-        let m = members(&c, 0);
-        (m.len() == 2 && m.iter().all(|(_, learner)| !learner)).then_some(())
-    });
+    // One control plane at a time: a v1.37.2 one joins (the cluster's new version in its
+    // manifests, its etcd a learner promoted), the load balancer drains an old one, which leaves.
+    let mut moved = time::OffsetDateTime::now_utc();
+    for (k, (old, new)) in [("cp-1", "cp-4"), ("cp-2", "cp-5"), ("cp-3", "cp-6")].into_iter().enumerate() {
+        c.set_version(new, NEW);
+        let run = c.join(new, 3 + k, &join_cp, &[]);
+        assert_eq!(run.code(), 0, "{new} join:\n{}\n{}\n{}", run.stdout(), run.stderr(), c.status());
+        check_first_join_log(&run, &key, &addr(3 + k), c.port);
+        let i = host(&c, new);
+        assert_eq!(tags(&c.hosts[i].root), want_tags(NEW), "{new}'s manifests");
+        c.wait_ready(new);
+        c.wait_probes(i);
+        assert_eq!(api_version(&c, &c.hosts[i].netns, &addr(3 + k)), NEW, "{new}'s real API server");
+        assert_eq!(kubelet_version(&c, new), NEW);
+        assert_eq!(voters(&c, new, 4).len(), 4);
 
-    // cp-1 leaves: `kubestrap reset` on it while it runs removes its etcd member (as kubeadm
-    // reset does), then the machine is gone and its Node deleted (as KCP deletes the Machine).
-    let reset = run_in(&c.hosts[0].netns, &["reset", "--force", "--root", &c.scratch.root_str()]);
-    assert_eq!(reset.code(), 0, "cp-1 reset:\n{}\n{}", reset.stdout(), reset.stderr());
-    let said = format!("{}{}", reset.stdout(), reset.stderr());
-    assert!(said.contains("[reset] Removed etcd member cp-1 (https://192.0.2.10:2380); members now: cp-2"), "{said}");
-    let cp1 = c.hosts.remove(0);
-    let (cp1_netns, _) = cp1.power_off();
-    // The endpoint address moves to cp-2 (a VIP's failover; the neighbours' caches flushed as
-    // its gratuitous ARP would); kubectl now runs on cp-2 with its admin.conf.
-    ip(&cp1_netns, &format!("addr del {CP_ADDR}/24 dev eth0"));
-    ip(&c.hosts[1].netns, &format!("addr add {CP_ADDR}/32 dev eth0"));
-    for h in &c.hosts {
-        ip(&h.netns, "neigh flush all");
+        pool.retain(|a| *a != addr(k));
+        pool.push(addr(3 + k));
+        balancer.set_pool(&pool);
+        let (said, gone) = reset_node(&mut c, old);
+        if old == "cp-1" {
+            // kubectl's admin.conf and the joins' CA, which the harness reads from cp-1's root
+            // (its reset removed them), from cp-4's.
+            let from = &c.hosts[host(&c, new)].root;
+            for f in ["admin.conf", "pki/ca.crt"] {
+                let to = c.scratch.path(&format!("/etc/kubernetes/{f}"));
+                std::fs::create_dir_all(to.parent().expect("parent")).expect("dir");
+                std::fs::copy(at(from, &format!("/etc/kubernetes/{f}")), &to).expect(f);
+            }
+        }
+        delete_node(&c, old);
+        let peer = format!("https://{}:2380", addr(k));
+        assert!(said.contains(&format!("[reset] Removed etcd member {old} ({peer}); members now: ")), "{said}");
+        let (gone_netns, _) = gone.power_off();
+        if old == "cp-1" {
+            // The endpoint address moves to cp-4 (a VIP's failover; the neighbours' caches
+            // flushed as its gratuitous ARP would).
+            ip(&gone_netns, &format!("addr del {CP_ADDR}/24 dev eth0"));
+            ip(&c.hosts[host(&c, new)].netns, &format!("addr add {CP_ADDR}/32 dev eth0"));
+            ip(&lb, "neigh flush all");
+            for h in &c.hosts {
+                ip(&h.netns, "neigh flush all");
+            }
+        }
+        moved = time::OffsetDateTime::now_utc();
+        let left = voters(&c, new, 3);
+        assert!(!left.contains(&old.to_string()), "{old} is no member: {left:?}");
     }
-    let moved = time::OffsetDateTime::now_utc();
-    // The test's client (kubectl, curl, the joins' CA pin) now runs on cp-2 with cp-2's admin.conf
-    // and CA, put where the harness reads cp-1's (the reset removed those).
-    c.netns = c.hosts[1].netns.clone();
-    for f in ["admin.conf", "pki/ca.crt"] {
-        let to = c.scratch.path(&format!("/etc/kubernetes/{f}"));
-        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
-        std::fs::copy(at(&c.hosts[1].root, &format!("/etc/kubernetes/{f}")), &to).expect(f);
-    }
-    assert_eq!(members(&c, 1), [("cp-2".to_string(), false)], "one member left");
-    let (code, _, err) = c.kubectl(&["delete", "node", "cp-1"]);
-    assert_eq!(code, 0, "{err}");
+    let rolled = rolling.elapsed();
+    assert_eq!(voters(&c, "cp-6", 3), ["cp-4", "cp-5", "cp-6"]);
 
-    // The cluster works on cp-2 alone: the API at the endpoint is v1.37.2, etcd healthy, the
-    // add-ons' objects there.
-    c.wait("the API at the endpoint served by cp-2", || {
-        (c.kubectl(&["get", "--raw", "/readyz"]).1 == "ok").then_some(())
-    });
-    assert_eq!(api_version(&c, &c.netns, CP_ADDR), NEW);
-    let health = etcdctl(&c, 1, &["endpoint", "health", "-w", "json"]);
+    // The cluster is v1.37.2's: every API server, the endpoint, etcd healthy, the add-ons'
+    // objects there, kubeadm-config at the new version.
+    for k in 3..6 {
+        assert_eq!(api_version(&c, &c.netns, &addr(k)), NEW);
+    }
+    assert_eq!(api_version(&c, &c.hosts[0].netns, CP_ADDR), NEW, "the endpoint");
+    let health = etcdctl(&c, host(&c, "cp-6"), &["endpoint", "health", "-w", "json"]);
     assert!(health.contains("\"health\":true"), "{health}");
     for obj in
         [["deployment", "coredns"], ["configmap", "coredns"], ["daemonset", "kube-proxy"], ["configmap", "kube-proxy"]]
@@ -181,33 +243,50 @@ fn control_plane_and_workers_replaced_by_the_next_minor() {
         let (code, _, err) = c.kubectl(&["-n", "kube-system", "get", obj[0], obj[1]]);
         assert_eq!(code, 0, "{obj:?}: {err}");
     }
-    let names: Vec<String> = c.get(&["nodes"])["items"]
-        .as_array()
-        .expect("items")
-        .iter()
-        .map(|n| n["metadata"]["name"].as_str().unwrap().to_string())
-        .collect();
-    assert_eq!(names, ["cp-2", "worker-1"]);
+    let cfg = c.get(&["-n", "kube-system", "configmap", "kubeadm-config"]);
+    assert!(cfg["data"]["ClusterConfiguration"].as_str().unwrap().contains(&format!("kubernetesVersion: {NEW}\n")));
+    // The v1.37.2 controller-manager and scheduler lead: their leases are renewed after the last
+    // old control plane left.
+    for lease in ["kube-controller-manager", "kube-scheduler"] {
+        c.wait(&format!("the {lease} lease renewed by a new control plane"), || {
+            renewed_after(&c, "kube-system", lease, moved)
+        });
+    }
 
-    // A v1.37.2 worker joins through the endpoint.
+    // The v1.36.3 worker stays Ready on the v1.37.2 control planes (its lease renewed after the
+    // last change), until a v1.37.2 worker replaces it.
+    c.wait("worker-1's lease renewed", || renewed_after(&c, "kube-node-lease", "worker-1", moved));
+    c.wait_ready("worker-1");
+    assert_eq!(kubelet_version(&c, "worker-1"), OLD);
     c.set_version("worker-2", NEW);
     let run = c.join("worker-2", 21, fixture!("real/join.yaml"), &[]);
     assert_eq!(run.code(), 0, "worker-2 join:\n{}\n{}\n{}", run.stdout(), run.stderr(), c.status());
     c.wait_ready("worker-2");
     assert_eq!(kubelet_version(&c, "worker-2"), NEW);
+    let (_, gone) = reset_node(&mut c, "worker-1");
+    gone.power_off();
+    delete_node(&c, "worker-1");
+    let mut names: Vec<String> = c.get(&["nodes"])["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|n| n["metadata"]["name"].as_str().unwrap().to_string())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["cp-4", "cp-5", "cp-6", "worker-2"]);
 
-    // The v1.36.3 worker stays Ready on the v1.37.2 control plane: its lease is renewed after
-    // the move, through cp-2.
-    c.wait("worker-1's lease renewed through cp-2", || renewed_after(&c, "kube-node-lease", "worker-1", moved));
-    c.wait_ready("worker-1");
-    assert_eq!(kubelet_version(&c, "worker-1"), OLD);
-    assert_eq!(kubelet_version(&c, "cp-2"), NEW);
-    // cp-2's v1.37.2 controller-manager and scheduler lead: their leases are renewed after the
-    // move, when no other runs (the holder names the test machine's hostname, not the node's).
-    for lease in ["kube-controller-manager", "kube-scheduler"] {
-        c.wait(&format!("the {lease} lease renewed by cp-2's"), || renewed_after(&c, "kube-system", lease, moved));
-    }
-    let cfg = c.get(&["-n", "kube-system", "configmap", "kubeadm-config"]);
-    assert!(cfg["data"]["ClusterConfiguration"].as_str().unwrap().contains(&format!("kubernetesVersion: {NEW}\n")));
-    eprintln!("upgrade by replacement: {:.0?} from init to the last check", started.elapsed());
+    // The API through the load balancer, throughout: no gap longer than an etcd leader change and
+    // a client's retry (generous, for a loaded 2-core machine).
+    let r = monitor.stop();
+    println!(
+        "rolling replacement: 3 control planes in {rolled:.0?}, {:.0?} from init to the last check; the API through \
+         the load balancer: {} polls, {} failed, longest gap {:.1?} ({})",
+        started.elapsed(),
+        r.polls,
+        r.failed,
+        r.longest_gap,
+        r.why
+    );
+    assert!(r.polls > 100, "the monitor polled {} times", r.polls);
+    assert!(r.longest_gap < Duration::from_secs(15), "the API was unavailable for {:?}: {}", r.longest_gap, r.why);
 }
