@@ -58,10 +58,8 @@ impl Monitor {
                 r.polls += 1;
                 match poll(&api) {
                     Ok(()) => {
-                        if let Some((since, why)) = open.take() {
-                            if t - since > r.longest_gap {
-                                (r.longest_gap, r.why) = (t - since, why);
-                            }
+                        if let Some((since, why)) = open.take().filter(|(since, _)| t - *since > r.longest_gap) {
+                            (r.longest_gap, r.why) = (t - since, why);
                         }
                     }
                     Err(e) => {
