@@ -102,16 +102,19 @@ pub fn check_joined_node(root: &Path, c: &Cluster) {
     assert_eq!(mode(&real), 0o600);
     let bundle = std::fs::read_to_string(&real).unwrap();
     assert!(bundle.contains("BEGIN CERTIFICATE") && bundle.contains("PRIVATE KEY"));
-    let cert_file = root.join("client.crt");
-    std::fs::write(&cert_file, &bundle).unwrap();
-    let (code, out, err) = sh(&format!(
-        "openssl verify -CAfile {ca} {crt} && openssl x509 -in {crt} -noout -subject -ext extendedKeyUsage -nameopt RFC2253",
-        ca = c.scratch.pki("ca.crt").display(),
-        crt = cert_file.display()
-    ));
-    assert_eq!(code, 0, "{out}{err}");
-    assert!(out.contains("CN=system:node:worker-1,O=system:nodes"), "{out}");
-    assert!(out.contains("TLS Web Client Authentication"), "{out}");
+    // openssl's word on the certificate; the rest of the node is checked without it.
+    if needs::needs(needs::Need::tool("openssl")) {
+        let cert_file = root.join("client.crt");
+        std::fs::write(&cert_file, &bundle).unwrap();
+        let (code, out, err) = sh(&format!(
+            "openssl verify -CAfile {ca} {crt} && openssl x509 -in {crt} -noout -subject -ext extendedKeyUsage -nameopt RFC2253",
+            ca = c.scratch.pki("ca.crt").display(),
+            crt = cert_file.display()
+        ));
+        assert_eq!(code, 0, "{out}{err}");
+        assert!(out.contains("CN=system:node:worker-1,O=system:nodes"), "{out}");
+        assert!(out.contains("TLS Web Client Authentication"), "{out}");
+    }
     assert_eq!(
         std::fs::read(at("/etc/kubernetes/pki/ca.crt")).unwrap(),
         std::fs::read(c.scratch.pki("ca.crt")).unwrap()
