@@ -249,7 +249,7 @@ fn pre_kubelet_plan(
             None => resolved = Some(cfg),
         }
     }
-    let text = p.to_yaml().map_err(|e| Error::runtime(format!("rendering {PLAN_FILE}: {e}")))?;
+    let text = p.to_yaml().map_err(|e| Error::internal(format!("rendering {PLAN_FILE}: {e}")))?;
     fs.write(&PLAN_FILE, text.as_bytes())?;
     fs.commit()?;
     // Before any user command runs, as Afterburn's unit would be: bootcmd may source them.
@@ -308,8 +308,8 @@ fn join_stage(
 fn read_plan(fs: &NodeFs) -> Result<BootPlan> {
     let bytes = fs
         .read(&PLAN_FILE)?
-        .ok_or_else(|| Error::state(format!("{PLAN_FILE} is missing: the pre-kubelet stage has not run")))?;
-    BootPlan::from_yaml(&bytes).map_err(|e| Error::state(format!("{PLAN_FILE}: {e}")))
+        .ok_or_else(|| Error::bad_file(format!("{PLAN_FILE} is missing: the pre-kubelet stage has not run")))?;
+    BootPlan::from_yaml(&bytes).map_err(|e| Error::bad_file(format!("{PLAN_FILE}: {e}")))
 }
 
 /// The ClusterConfiguration this node made its cluster from (the boot plan of an init), for
@@ -380,14 +380,11 @@ pub fn status(root: &Path) -> Result<()> {
         Some(s) => {
             print!("{}", crate::status::describe(&s));
             if s.state == "failed" {
-                return Err(Error::new(
-                    crate::error::Kind::Runtime,
-                    format!("the last kubestrap run failed: {}", s.last_error),
-                ));
+                return Err(Error::failed(format!("the last kubestrap run failed: {}", s.last_error)));
             }
             Ok(())
         }
-        None => Err(Error::runtime(format!("no status at {} (kubestrap has not run since this boot)", paths::STATUS))),
+        None => Err(Error::failed(format!("no status at {} (kubestrap has not run since this boot)", paths::STATUS))),
     }
 }
 

@@ -5,7 +5,9 @@
 //! file, field, URL, socket or object): [`PkiError`], [`KubeconfigError`], [`ApiError`],
 //! [`CsrError`], [`SourceError`], [`FsError`], and so on. They become an [`Error`] through the
 //! `From` impls below, which are the one place that decides which [`Kind`] (and so which exit
-//! code) each failure gets; `?` does the conversion. Errors flow one way: lower layers never
+//! code) each failure gets; `?` does the conversion. A driver's own errors go through the
+//! constructors named for their situation ([`Error::bad_flag`], [`Error::bad_file`], ...), which
+//! decide the kind here too: no call site picks a [`Kind`]. Errors flow one way: lower layers never
 //! name this module, only the drivers that run them (commands, phases, join, boot, status).
 
 use std::fmt;
@@ -75,19 +77,47 @@ pub struct Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
-    pub fn new(kind: Kind, message: impl Into<String>) -> Self {
+    /// Private: a call site names its situation (the constructors below, or a layer error through
+    /// `From`), and this file alone turns the situation into a kind.
+    fn new(kind: Kind, message: impl Into<String>) -> Self {
         Error { kind, message: message.into() }
     }
-    pub fn usage(m: impl Into<String>) -> Self {
+
+    /// A flag, argument or phase name on the command line is wrong, missing or unknown (also a
+    /// flag's value the cluster refuses, such as a token id that exists).
+    pub fn bad_flag(m: impl Into<String>) -> Self {
         Self::new(Kind::Usage, m)
     }
-    pub fn config(m: impl Into<String>) -> Self {
+    /// The operator's configuration is wrong: a config file or its values, the user-data, a
+    /// credential, a discovery file; also such a file that cannot be read.
+    pub fn bad_config(m: impl Into<String>) -> Self {
         Self::new(Kind::Config, m)
     }
-    pub fn state(m: impl Into<String>) -> Self {
+    /// A file on disk (node state: a kubeconfig, certificate, plan; or one a flag names) that we
+    /// would have to trust or overwrite is missing, unreadable or invalid.
+    pub fn bad_file(m: impl Into<String>) -> Self {
         Self::new(Kind::State, m)
     }
-    pub fn runtime(m: impl Into<String>) -> Self {
+    /// A preflight check failed and was not ignored.
+    pub fn preflight(m: impl Into<String>) -> Self {
+        Self::new(Kind::Preflight, m)
+    }
+    /// Another cluster answers where this node would make its own (never two clusters).
+    pub fn other_cluster(m: impl Into<String>) -> Self {
+        Self::new(Kind::Conflict, m)
+    }
+    /// The cluster answered, but without what this node needs (a ConfigMap, a Secret's entry) or
+    /// refusing it (a CSR left unsigned, a discovery signature that does not verify).
+    pub fn cluster(m: impl Into<String>) -> Self {
+        Self::new(Kind::Runtime, m)
+    }
+    /// Something on this machine failed: I/O, a program or script, the operator's answer to a
+    /// question, the last run.
+    pub fn failed(m: impl Into<String>) -> Self {
+        Self::new(Kind::Runtime, m)
+    }
+    /// A bug: one of our own values failed to render, or an invariant did not hold.
+    pub fn internal(m: impl Into<String>) -> Self {
         Self::new(Kind::Runtime, m)
     }
     /// Prefix the message with what we were doing ("writing /etc/kubernetes/pki/ca.key").
@@ -119,13 +149,13 @@ impl<T> Context<T> for std::result::Result<T, Error> {
 
 impl<T> Context<T> for std::io::Result<T> {
     fn ctx(self, what: impl fmt::Display) -> Result<T> {
-        self.map_err(|e| Error::runtime(format!("{what}: {e}")))
+        self.map_err(|e| Error::failed(format!("{what}: {e}")))
     }
 }
 
 impl<T> Context<T> for std::result::Result<T, rcgen::Error> {
     fn ctx(self, what: impl fmt::Display) -> Result<T> {
-        self.map_err(|e| Error::runtime(format!("{what}: {e}")))
+        self.map_err(|e| Error::failed(format!("{what}: {e}")))
     }
 }
 
@@ -324,12 +354,26 @@ mod tests {
     }
 
     #[test]
+    fn situations_get_their_kind_here() {
+        let code = |e: Error| (e.kind, e.kind.exit_code());
+        assert_eq!(code(Error::bad_flag("f")), (Kind::Usage, 2));
+        assert_eq!(code(Error::bad_config("c")), (Kind::Config, 2));
+        assert_eq!(code(Error::bad_file("reading /etc/kubernetes/admin.conf: x")), (Kind::State, 2));
+        assert_eq!(code(Error::preflight("p")), (Kind::Preflight, 3));
+        assert_eq!(code(Error::other_cluster("o")), (Kind::Conflict, 4));
+        for e in [Error::cluster("c"), Error::failed("f"), Error::internal("i")] {
+            assert_eq!(code(e), (Kind::Runtime, 1));
+        }
+        assert_eq!(Error::bad_flag("the message, untouched").message, "the message, untouched");
+    }
+
+    #[test]
     fn ctx_prefixes_layer_errors() {
         let r: std::result::Result<(), KubeconfigError> = Err(KubeconfigError::Unreadable { path: "/k/key".into() });
         let e = r.ctx("connecting with /etc/kubernetes/admin.conf").unwrap_err();
         assert_eq!(e.message, "connecting with /etc/kubernetes/admin.conf: cannot read /k/key");
         assert_eq!(e.kind, Kind::State);
-        let e = Error::config("bad").context("reading x");
+        let e = Error::bad_config("bad").context("reading x");
         assert_eq!((e.kind, e.to_string().as_str()), (Kind::Config, "reading x: bad"));
     }
 }

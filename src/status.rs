@@ -177,7 +177,7 @@ impl<'a> Reporter<'a> {
         // lives under /run, which does not outlive the boot, so it is replaced atomically but
         // not fsynced (a first boot writes it ~20 times).
         let written = serde_json::to_vec_pretty(&*self.status.borrow())
-            .map_err(|e| crate::error::Error::runtime(format!("encoding {}: {e}", paths::STATUS)))
+            .map_err(|e| crate::error::Error::internal(format!("encoding {}: {e}", paths::STATUS)))
             .and_then(|json| Ok(self.fs.write_unsynced(&paths::STATUS, &json)?));
         if let Err(e) = written {
             log::warn!("[status] {e}");

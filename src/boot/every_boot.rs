@@ -16,7 +16,7 @@ use log::{info, warn};
 use time::OffsetDateTime;
 
 use crate::clock::Clock;
-use crate::error::{Error, Kind, Result};
+use crate::error::{Error, Result};
 use crate::fsutil::NodeFs;
 use crate::paths::{self, BOOTSTRAP_KUBELET_CONF, KUBELET_CLIENT_CURRENT, KUBELET_CONF};
 use crate::pki::check::{CertFile, rfc3339};
@@ -89,10 +89,7 @@ fn client_ca_path(fs: &NodeFs) -> Result<String> {
     let default = paths::default_ca_cert();
     let Some(bytes) = fs.read(paths::KUBELET_CONFIG.as_str())? else { return Ok(default) };
     let v: serde_yaml::Value = serde_yaml::from_slice(&bytes).map_err(|e| {
-        Error::new(
-            Kind::State,
-            format!("{}: not YAML ({e}); the kubelet cannot start with it either", paths::KUBELET_CONFIG),
-        )
+        Error::bad_file(format!("{}: not YAML ({e}); the kubelet cannot start with it either", paths::KUBELET_CONFIG))
     })?;
     Ok(v["authentication"]["x509"]["clientCAFile"].as_str().map_or(default, str::to_string))
 }
@@ -174,26 +171,20 @@ fn kubelet_client(fs: &NodeFs, ca_path: &str, now: OffsetDateTime, env: &Env) ->
     }
     let token = read_token_credential(env)?;
     let Some(token) = token else {
-        return Err(Error::new(
-            Kind::State,
-            format!(
-                "the node credential {path} (system:node:{node}) expired at {} and this node holds no CA key to \
+        return Err(Error::bad_file(format!(
+            "the node credential {path} (system:node:{node}) expired at {} and this node holds no CA key to \
                  renew it: give the node a new bootstrap token as the kubestrap.token credential (the kubelet then \
                  bootstraps again), or reset and re-join it",
-                rfc3339(end)
-            ),
-        ));
+            rfc3339(end)
+        )));
     };
     let kc = read_kubelet_conf(fs)?.ok_or_else(|| {
-        Error::new(
-            Kind::State,
-            format!("{KUBELET_CONF} is missing: cannot tell which API server to re-bootstrap against"),
-        )
+        Error::bad_file(format!("{KUBELET_CONF} is missing: cannot tell which API server to re-bootstrap against"))
     })?;
     let (cluster, _) = kc.current().map_err(bad_kubelet_conf)?;
     let ca_pem = crate::kubeconfig::decode_b64(&cluster.certificate_authority_data).map_err(bad_kubelet_conf)?;
     let boot = crate::objects::kubelet::bootstrap_kubelet_conf(&cluster.server, &ca_pem, &token.bearer());
-    let yaml = boot.to_yaml().map_err(|e| Error::new(Kind::Runtime, e.to_string()))?;
+    let yaml = boot.to_yaml().map_err(|e| Error::internal(e.to_string()))?;
     fs.write(&BOOTSTRAP_KUBELET_CONF, yaml.as_bytes())?;
     fs.commit()?;
     info!(
@@ -250,7 +241,7 @@ fn embedded_kubelet_identity(fs: &NodeFs, ca_path: &str, now: OffsetDateTime) ->
     }
     let ca_pem = crate::kubeconfig::decode_b64(&cluster.certificate_authority_data).map_err(state)?;
     let rotating = crate::objects::kubelet::kubelet_conf_for_rotation(&cluster.server, &ca_pem);
-    let yaml = rotating.to_yaml().map_err(|e| Error::new(Kind::Runtime, e.to_string()))?;
+    let yaml = rotating.to_yaml().map_err(|e| Error::internal(e.to_string()))?;
     fs.write(&KUBELET_CONF, yaml.as_bytes())?;
     fs.commit()?;
     info!(
@@ -264,7 +255,7 @@ fn read_token_credential(env: &Env) -> Result<Option<crate::token::Token>> {
     let creds = crate::datasource::credentials::read(&env.credentials_dir).map_err(Error::from)?;
     let Some(raw) = creds.get(crate::datasource::CRED_TOKEN) else { return Ok(None) };
     let t = crate::token::Token::parse(String::from_utf8_lossy(raw).trim())
-        .map_err(|e| Error::new(Kind::Config, format!("the {} credential: {e}", crate::datasource::CRED_TOKEN)))?;
+        .map_err(|e| Error::bad_config(format!("the {} credential: {e}", crate::datasource::CRED_TOKEN)))?;
     Ok(Some(t))
 }
 
@@ -274,7 +265,7 @@ fn read_kubelet_conf(fs: &NodeFs) -> Result<Option<crate::kubeconfig::Kubeconfig
 }
 
 fn bad_kubelet_conf(e: crate::kubeconfig::KubeconfigError) -> Error {
-    Error::new(Kind::State, format!("{KUBELET_CONF}: {e}"))
+    Error::bad_file(format!("{KUBELET_CONF}: {e}"))
 }
 
 /// The node a kubelet client certificate names (`system:node:<name>`).
@@ -283,7 +274,7 @@ fn node_name(cert: &CertFile, path: &str) -> Result<String> {
     let cn = x.subject().iter_common_name().next().and_then(|a| a.as_str().ok()).unwrap_or_default();
     match cn.strip_prefix("system:node:").filter(|n| !n.is_empty()) {
         Some(node) => Ok(node.to_string()),
-        None => Err(Error::new(Kind::State, format!("{path}: its subject CN is {cn:?}, not system:node:<name>"))),
+        None => Err(Error::bad_file(format!("{path}: its subject CN is {cn:?}, not system:node:<name>"))),
     }
 }
 

@@ -13,7 +13,7 @@ use crate::config::InitConfig;
 use crate::config::types::JoinConfiguration;
 use crate::datasource::{CRED_CA_CRT, CRED_CA_KEY, Gathered};
 use crate::discovery::{CLUSTER_INFO, CaPin};
-use crate::error::{Error, Kind, Result};
+use crate::error::{Error, Result};
 use crate::fsutil::NodeFs;
 use crate::kube::{ApiError, Auth, Client, Trust};
 use crate::paths;
@@ -77,13 +77,10 @@ pub fn decide(
             info!("[init] No cluster answers at controlPlaneEndpoint {ep} ({why}): initializing one");
             Ok(None)
         }
-        Answer::Unreadable(why) => Err(Error::new(
-            Kind::Conflict,
-            format!(
-                "an API server already answers at controlPlaneEndpoint {ep}, but {why}; refusing to initialize a second \
+        Answer::Unreadable(why) => Err(Error::other_cluster(format!(
+            "an API server already answers at controlPlaneEndpoint {ep}, but {why}; refusing to initialize a second \
                  cluster there. Check controlPlaneEndpoint, or join that cluster"
-            ),
-        )),
+        ))),
         Answer::Cluster(found) => {
             let pin = found.iter().map(CaPin::to_string).collect::<Vec<_>>().join(", ");
             match join {
@@ -94,22 +91,16 @@ pub fn decide(
                     );
                     Ok(Some(j.clone()))
                 }
-                _ if !pins.is_empty() => Err(Error::new(
-                    Kind::Conflict,
-                    format!(
-                        "a cluster with CA {pin} already answers at controlPlaneEndpoint {ep}, and caCertHashes does not pin \
+                _ if !pins.is_empty() => Err(Error::other_cluster(format!(
+                    "a cluster with CA {pin} already answers at controlPlaneEndpoint {ep}, and caCertHashes does not pin \
                      that CA: refusing to initialize a second cluster there or to join a foreign one. Check \
                      controlPlaneEndpoint and caCertHashes"
-                    ),
-                )),
-                _ => Err(Error::new(
-                    Kind::Conflict,
-                    format!(
-                        "a cluster with CA {pin} already answers at controlPlaneEndpoint {ep}: refusing to initialize a \
+                ))),
+                _ => Err(Error::other_cluster(format!(
+                    "a cluster with CA {pin} already answers at controlPlaneEndpoint {ep}: refusing to initialize a \
                      second one. To add this machine to it as a control plane, give the user-data its token, \
                      caCertHashes and certificateKey (docs/user-data.md, \"One user-data for the control plane\")"
-                    ),
-                )),
+                ))),
             }
         }
     }
@@ -125,10 +116,10 @@ pub(crate) fn prepare_ca(fs: &NodeFs, g: &Gathered, cfg: &InitConfig, join: Opti
         (None, None) => {}
         (Some(c), Some(k)) => {
             let pin = crate::pki::ca_hash(c)
-                .map_err(|e| Error::config(format!("credential {CRED_CA_CRT}: not a CA certificate: {e}")))?;
+                .map_err(|e| Error::bad_config(format!("credential {CRED_CA_CRT}: not a CA certificate: {e}")))?;
             match fs.read(&crt)? {
                 Some(on_disk) if on_disk != *c => {
-                    return Err(Error::state(format!(
+                    return Err(Error::bad_file(format!(
                         "{crt} already holds a CA other than credential {CRED_CA_CRT} ({pin}); remove one of them"
                     )));
                 }
@@ -142,7 +133,7 @@ pub(crate) fn prepare_ca(fs: &NodeFs, g: &Gathered, cfg: &InitConfig, join: Opti
             }
         }
         _ => {
-            return Err(Error::config(format!(
+            return Err(Error::bad_config(format!(
                 "credentials {CRED_CA_CRT} and {CRED_CA_KEY} go together: give both (the CA certificate and its key) or neither"
             )));
         }
@@ -152,14 +143,14 @@ pub(crate) fn prepare_ca(fs: &NodeFs, g: &Gathered, cfg: &InitConfig, join: Opti
         return Ok(());
     }
     let Some(pem) = fs.read(&crt)? else {
-        return Err(Error::config(format!(
+        return Err(Error::bad_config(format!(
             "caCertHashes pins the cluster CA, but this init node has no CA at {crt} to init with (a generated one \
              would not match): give it as the {CRED_CA_CRT} and {CRED_CA_KEY} credentials, or in write_files"
         )));
     };
-    let pin = crate::pki::ca_hash(&pem).map_err(|e| Error::state(format!("{crt}: {e}")))?;
+    let pin = crate::pki::ca_hash(&pem).map_err(|e| Error::bad_file(format!("{crt}: {e}")))?;
     if !pins.iter().any(|p| p.to_string() == pin) {
-        return Err(Error::config(format!(
+        return Err(Error::bad_config(format!(
             "the CA at {crt} ({pin}) is not one caCertHashes pins: the other control planes and workers would refuse \
              this cluster; fix caCertHashes or the CA"
         )));

@@ -35,11 +35,11 @@ impl Runner for Shell {
             .arg(line)
             .stdin(Stdio::null())
             .status()
-            .map_err(|e| Error::runtime(format!("{origin}: starting {}: {e}", self.program.display())))?;
+            .map_err(|e| Error::failed(format!("{origin}: starting {}: {e}", self.program.display())))?;
         if status.success() {
             return Ok(());
         }
-        Err(Error::runtime(format!("{origin}: `{}` failed ({status})", crate::boot::hide_tokens(line))))
+        Err(Error::failed(format!("{origin}: `{}` failed ({status})", crate::boot::hide_tokens(line))))
     }
 }
 
@@ -169,14 +169,15 @@ pub fn write_files(fs: &NodeFs, files: &[WriteFile], progress: &mut Progress, re
 /// `user[:group]` by name (from /etc/passwd and /etc/group) or number.
 fn chown(path: &str, owner: &str) -> Result<()> {
     let (user, group) = owner.split_once(':').map_or((owner, None), |(u, g)| (u, Some(g)));
-    let uid = id_of(user.trim(), "/etc/passwd").map_err(|m| Error::config(format!("write_files {path}: owner {m}")))?;
+    let uid =
+        id_of(user.trim(), "/etc/passwd").map_err(|m| Error::bad_config(format!("write_files {path}: owner {m}")))?;
     let gid = match group {
-        Some(g) => {
-            Some(id_of(g.trim(), "/etc/group").map_err(|m| Error::config(format!("write_files {path}: owner {m}")))?)
-        }
+        Some(g) => Some(
+            id_of(g.trim(), "/etc/group").map_err(|m| Error::bad_config(format!("write_files {path}: owner {m}")))?,
+        ),
         None => None,
     };
-    std::os::unix::fs::chown(path, Some(uid), gid).map_err(|e| Error::runtime(format!("chown {owner} {path}: {e}")))
+    std::os::unix::fs::chown(path, Some(uid), gid).map_err(|e| Error::failed(format!("chown {owner} {path}: {e}")))
 }
 
 /// A number, or the third field of the name's line in a passwd/group file.
@@ -208,7 +209,7 @@ mod tests {
         fn run(&self, origin: &str, line: &str) -> Result<()> {
             self.0.borrow_mut().push(line.to_string());
             if line.contains("fail") {
-                return Err(Error::runtime(format!("{origin}: `{line}` failed (exit status: 1)")));
+                return Err(Error::failed(format!("{origin}: `{line}` failed (exit status: 1)")));
             }
             Ok(())
         }

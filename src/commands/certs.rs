@@ -26,7 +26,7 @@ pub fn settings(config: Option<&Path>, cert_dir: Option<&str>) -> Result<Setting
     let mut s = Settings::from_config(&cfg);
     if let Some(dir) = cert_dir.filter(|d| !d.is_empty()) {
         if !dir.starts_with('/') {
-            return Err(Error::usage(format!("--cert-dir {dir:?} must be an absolute path")));
+            return Err(Error::bad_flag(format!("--cert-dir {dir:?} must be an absolute path")));
         }
         s.certs_dir = dir.trim_end_matches('/').to_string();
     }
@@ -48,7 +48,7 @@ pub fn check_expiration(c: cli::CheckExpiration) -> Result<()> {
     unused_kubeconfig(c.kubeconfig.as_deref(), "certs check-expiration");
     let format = c.output.as_str();
     if !matches!(format, "text" | "json" | "yaml") {
-        return Err(Error::usage(format!("-o {format:?}: kubestrap prints text, json or yaml")));
+        return Err(Error::bad_flag(format!("-o {format:?}: kubestrap prints text, json or yaml")));
     }
     let s = settings(c.config.as_deref(), c.cert_dir.as_deref())?;
     let fs = NodeFs::new(&c.root);
@@ -76,7 +76,7 @@ pub fn renew_command(r: cli::Renew) -> Result<()> {
     let mut out = std::io::stdout().lock();
     for name in names {
         let outcome = renew::renew(&fs, name, &clock, &s, &backup)?;
-        let t = expiry::find(name).ok_or_else(|| Error::usage(format!("{name} is not a valid certificate")))?;
+        let t = expiry::find(name).ok_or_else(|| Error::bad_flag(format!("{name} is not a valid certificate")))?;
         let line = match outcome {
             Outcome::Missing => format!("MISSING! {}", t.long_name),
             Outcome::ExternalCa => format!("Detected external {}, {} can't be renewed", t.ca_base, t.long_name),
@@ -276,7 +276,7 @@ pub fn to_json(inv: &Inventory, now: OffsetDateTime) -> Result<String> {
     let mut buf = Vec::new();
     let mut ser =
         serde_json::Serializer::with_formatter(&mut buf, serde_json::ser::PrettyFormatter::with_indent(b"    "));
-    info.serialize(&mut ser).map_err(|e| Error::runtime(format!("rendering JSON: {e}")))?;
+    info.serialize(&mut ser).map_err(|e| Error::internal(format!("rendering JSON: {e}")))?;
     let mut s = String::from_utf8_lossy(&buf).into_owned();
     s.push('\n');
     Ok(s)

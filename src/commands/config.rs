@@ -40,8 +40,8 @@ fn images_list(l: cli::ConfigImagesList) -> Result<()> {
     let docs = match &l.config {
         Some(path) => {
             let source = path.display().to_string();
-            let text =
-                std::fs::read_to_string(path).map_err(|e| Error::config(format!("reading config {source}: {e}")))?;
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| Error::bad_config(format!("reading config {source}: {e}")))?;
             crate::config::load::parse_documents(&source, &text)?
         }
         None => {
@@ -72,7 +72,7 @@ fn images_list(l: cli::ConfigImagesList) -> Result<()> {
             let list: String = images.iter().map(|i| format!("- {i}\n")).collect();
             format!("apiVersion: {IMAGES_API}\nimages:\n{list}kind: Images\n")
         }
-        other => return Err(Error::usage(format!("--output {other:?}: kubestrap prints text, json or yaml"))),
+        other => return Err(Error::bad_flag(format!("--output {other:?}: kubestrap prints text, json or yaml"))),
     };
     write_stdout(&text)
 }
@@ -96,16 +96,16 @@ fn component_configs(list: Option<&str>) -> Result<Vec<String>> {
         .map(|k| match k.as_str() {
             "KubeletConfiguration" => Ok(to_yaml(&crate::objects::kubelet::kubelet_configuration(&cfg))?),
             "KubeProxyConfiguration" => Ok(to_yaml(&crate::objects::proxy::kube_proxy_configuration(&cfg))?),
-            other => Err(Error::usage(format!("--component-configs {other:?}: needs to contain some of {KINDS}"))),
+            other => Err(Error::bad_flag(format!("--component-configs {other:?}: needs to contain some of {KINDS}"))),
         })
         .collect()
 }
 
 fn migrate(m: cli::ConfigMigrate) -> Result<()> {
-    let old = m.old_config.ok_or_else(|| Error::usage("the --old-config flag is mandatory"))?;
+    let old = m.old_config.ok_or_else(|| Error::bad_flag("the --old-config flag is mandatory"))?;
     let source = old.display().to_string();
     let text =
-        std::fs::read_to_string(&old).map_err(|e| Error::usage(format!("reading --old-config {source}: {e}")))?;
+        std::fs::read_to_string(&old).map_err(|e| Error::bad_config(format!("reading --old-config {source}: {e}")))?;
     let (out, warnings) = defaults::migrate(&source, &text)?;
     for w in warnings.iter().filter(|w| !w.contains("is deprecated")) {
         warn!("[config] WARNING: {w}");

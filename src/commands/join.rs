@@ -25,7 +25,7 @@ fn words(w: &[String]) -> Result<Words> {
     let (phase, rest) = match w.first().map(String::as_str) {
         Some("phase") => {
             let name = w.get(1).ok_or_else(|| {
-                Error::usage("`kubestrap join phase` needs a phase name; `kubestrap phases` lists them")
+                Error::bad_flag("`kubestrap join phase` needs a phase name; `kubestrap phases` lists them")
             })?;
             // kubeadm spells a sub-phase as a second word: `join phase control-plane-prepare certs`.
             match w.get(2).map(|sub| format!("{name}/{sub}")) {
@@ -39,7 +39,7 @@ fn words(w: &[String]) -> Result<Words> {
         [] => Ok(Words { phase, endpoint: None }),
         [e] => Ok(Words { phase, endpoint: Some(e.clone()) }),
         // Never echo the words: a mistyped flag may carry a token.
-        _ => Err(Error::usage(format!(
+        _ => Err(Error::bad_flag(format!(
             "join takes at most one endpoint (HOST:PORT) but was given {} positional arguments",
             rest.len()
         ))),
@@ -55,12 +55,12 @@ pub fn run(j: cli::Join) -> Result<()> {
     let jc = match &j.config {
         Some(p) => {
             let text = std::fs::read_to_string(p)
-                .map_err(|e| Error::config(format!("reading config {}: {e}", p.display())))?;
+                .map_err(|e| Error::bad_config(format!("reading config {}: {e}", p.display())))?;
             let docs = crate::config::parse_documents_for(&p.display().to_string(), &text, Reads::Join)?;
             for w in &docs.warnings {
                 warn!("[config] WARNING: {w}");
             }
-            docs.join.ok_or_else(|| Error::config(format!("{}: no JoinConfiguration document", p.display())))?
+            docs.join.ok_or_else(|| Error::bad_config(format!("{}: no JoinConfiguration document", p.display())))?
         }
         None => JoinConfiguration::default(),
     };
@@ -123,7 +123,7 @@ fn check_flags(j: &cli::Join) -> Result<()> {
             ("token", j.token.is_some()),
         ]);
         if let Some(m) = crate::config::flags::mixed_error(&mixed) {
-            return Err(Error::usage(m));
+            return Err(Error::bad_flag(m));
         }
     }
     let cp_flags =
@@ -141,7 +141,7 @@ fn flags(j: cli::Join, endpoint: Option<String>) -> Result<JoinFlags> {
         .discovery_timeout
         .as_deref()
         .map(|s| {
-            crate::config::values::parse_duration(s).map_err(|m| Error::usage(format!("--discovery-timeout: {m}")))
+            crate::config::values::parse_duration(s).map_err(|m| Error::bad_flag(format!("--discovery-timeout: {m}")))
         })
         .transpose()?;
     Ok(JoinFlags {

@@ -61,7 +61,7 @@ fn init_phase(p: cli::InitPhase) -> Result<()> {
     let certificate_key = p
         .certificate_key
         .as_deref()
-        .map(|k| CertificateKey::parse(k).map_err(|e| Error::usage(format!("--certificate-key: {e}"))))
+        .map(|k| CertificateKey::parse(k).map_err(|e| Error::bad_flag(format!("--certificate-key: {e}"))))
         .transpose()?;
     let run = InitRun {
         config: p.config.as_deref(),
@@ -128,8 +128,8 @@ fn certs(c: cli::Certs) -> Result<()> {
                 Some(f) => f,
                 None => NodeFs::new(&h.root).real(&crate::paths::default_ca_cert()),
             };
-            let pem = std::fs::read(&path).map_err(|e| Error::usage(format!("reading {}: {e}", path.display())))?;
-            let hash = crate::pki::ca_hash(&pem).map_err(|m| Error::state(format!("{} {m}", path.display())))?;
+            let pem = std::fs::read(&path).map_err(|e| Error::bad_file(format!("reading {}: {e}", path.display())))?;
+            let hash = crate::pki::ca_hash(&pem).map_err(|m| Error::bad_file(format!("{} {m}", path.display())))?;
             println!("{hash}");
             Ok(())
         }
@@ -182,18 +182,18 @@ fn init(run: InitRun, body: impl FnOnce(&InitContext) -> Result<()>) -> Result<(
 }
 
 fn print_json(v: &impl serde::Serialize) -> Result<()> {
-    let text = serde_json::to_string_pretty(v).map_err(|e| Error::runtime(format!("encoding JSON output: {e}")))?;
+    let text = serde_json::to_string_pretty(v).map_err(|e| Error::internal(format!("encoding JSON output: {e}")))?;
     writeln!(std::io::stdout().lock(), "{text}").ctx("writing to stdout")
 }
 
 fn preflight(p: cli::Preflight) -> Result<()> {
     let role = crate::preflight::Role::parse(&p.role).ok_or_else(|| {
-        Error::usage(format!("--role {:?}: expected control-plane, worker or control-plane-join", p.role))
+        Error::bad_flag(format!("--role {:?}: expected control-plane, worker or control-plane-join", p.role))
     })?;
     let json = match p.output.as_str() {
         "json" => true,
         "text" => false,
-        o => return Err(Error::usage(format!("--output {o:?}: expected text or json"))),
+        o => return Err(Error::bad_flag(format!("--output {o:?}: expected text or json"))),
     };
     let mut ignore = cli::split_all(&p.ignore_preflight_errors);
     let input = match role {
@@ -204,7 +204,7 @@ fn preflight(p: cli::Preflight) -> Result<()> {
         }
         crate::preflight::Role::Worker | crate::preflight::Role::ControlPlaneJoin => {
             if p.config.is_some() {
-                return Err(Error::usage(
+                return Err(Error::bad_flag(
                     "--config is read for --role control-plane; for a worker use --node-name, --cri-socket, --discovery-endpoint",
                 ));
             }
@@ -238,9 +238,11 @@ fn preflight(p: cli::Preflight) -> Result<()> {
 
 fn boot(b: cli::Boot) -> Result<()> {
     let stage = crate::boot::Stage::parse(&b.stage)
-        .ok_or_else(|| Error::usage(format!("--stage {:?}: expected pre-kubelet or post-kubelet", b.stage)))?;
+        .ok_or_else(|| Error::bad_flag(format!("--stage {:?}: expected pre-kubelet or post-kubelet", b.stage)))?;
     let datasource_timeout = match &b.datasource_timeout {
-        Some(t) => config::values::parse_duration(t).map_err(|m| Error::usage(format!("--datasource-timeout: {m}")))?,
+        Some(t) => {
+            config::values::parse_duration(t).map_err(|m| Error::bad_flag(format!("--datasource-timeout: {m}")))?
+        }
         None => crate::timeouts::DATASOURCE,
     };
     let mut env = crate::datasource::Env::from_system();

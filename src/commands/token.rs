@@ -27,12 +27,12 @@ pub fn run(t: cli::Token) -> Result<()> {
 pub fn admin(kubeconfig: Option<&Path>, root: &Path) -> Result<Client> {
     let path: PathBuf =
         kubeconfig.map(Path::to_path_buf).unwrap_or_else(|| NodeFs::new(root).real(crate::paths::ADMIN_CONF.as_str()));
-    let bytes = std::fs::read(&path).map_err(|e| Error::usage(format!("reading {}: {e}", path.display())))?;
+    let bytes = std::fs::read(&path).map_err(|e| Error::bad_file(format!("reading {}: {e}", path.display())))?;
     let kc =
-        crate::kubeconfig::Kubeconfig::parse(&bytes).map_err(|m| Error::state(format!("{} {m}", path.display())))?;
+        crate::kubeconfig::Kubeconfig::parse(&bytes).map_err(|m| Error::bad_file(format!("{} {m}", path.display())))?;
     let fs = NodeFs::new(root);
     Client::from_kubeconfig(&kc, &|p| fs.read(p).ok().flatten(), Duration::from_secs(10))
-        .map_err(|m| Error::state(format!("{}: {m}", path.display())))
+        .map_err(|m| Error::bad_file(format!("{}: {m}", path.display())))
 }
 
 fn create(c: cli::TokenCreate) -> Result<()> {
@@ -42,9 +42,9 @@ fn create(c: cli::TokenCreate) -> Result<()> {
         None => crate::token::generate()?,
     };
     if !crate::token::is_valid_token(&value) {
-        return Err(Error::usage("the token must match [a-z0-9]{6}.[a-z0-9]{16} (value hidden)"));
+        return Err(Error::bad_flag("the token must match [a-z0-9]{6}.[a-z0-9]{16} (value hidden)"));
     }
-    crate::config::values::parse_duration(&c.ttl).map_err(|m| Error::usage(format!("--ttl: {m}")))?;
+    crate::config::values::parse_duration(&c.ttl).map_err(|m| Error::bad_flag(format!("--ttl: {m}")))?;
     let bt = BootstrapToken {
         token: value.clone(),
         description: c.description.unwrap_or_default(),
@@ -55,17 +55,17 @@ fn create(c: cli::TokenCreate) -> Result<()> {
     };
     for g in &bt.groups {
         if !crate::token::is_valid_extra_group(g) {
-            return Err(Error::usage(format!(
+            return Err(Error::bad_flag(format!(
                 "--groups: {g:?} must match system:bootstrappers:[a-z0-9:-]{{0,255}}[a-z0-9]"
             )));
         }
     }
     let secret = crate::objects::tokens::token_secret(&bt, time::OffsetDateTime::now_utc())
-        .map_err(|e| Error::usage(e.to_string()))?;
+        .map_err(|e| Error::bad_flag(e.to_string()))?;
     match client.create(&secret)? {
         Created::New(_) => {}
         // kubeadm token create fails if the token exists (failIfExists=true).
-        Created::Exists => return Err(Error::usage("a token with this id already exists; pick another token")),
+        Created::Exists => return Err(Error::bad_flag("a token with this id already exists; pick another token")),
     }
     if c.print_join_command {
         let ca = client_ca_hash(&c.root)?;
@@ -79,8 +79,8 @@ fn create(c: cli::TokenCreate) -> Result<()> {
 
 fn client_ca_hash(root: &Path) -> Result<String> {
     let path = NodeFs::new(root).real(&crate::paths::default_ca_cert());
-    let pem = std::fs::read(&path).map_err(|e| Error::state(format!("reading {}: {e}", path.display())))?;
-    crate::pki::ca_hash(&pem).map_err(|m| Error::state(format!("{} {m}", path.display())))
+    let pem = std::fs::read(&path).map_err(|e| Error::bad_file(format!("reading {}: {e}", path.display())))?;
+    crate::pki::ca_hash(&pem).map_err(|m| Error::bad_file(format!("{} {m}", path.display())))
 }
 
 fn non_empty(v: Vec<String>, default: &[&str]) -> Vec<String> {
@@ -115,17 +115,17 @@ fn list(client: &Client) -> Result<()> {
 
 fn delete(client: &Client, tokens: &[String]) -> Result<()> {
     if tokens.is_empty() {
-        return Err(Error::usage("name the token ids (or tokens) to delete"));
+        return Err(Error::bad_flag("name the token ids (or tokens) to delete"));
     }
     for t in tokens {
         let id = t.split('.').next().unwrap_or_default();
         if id.len() != 6 || !id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()) {
-            return Err(Error::usage(format!("{id:?} is not a token id ([a-z0-9]{{6}})")));
+            return Err(Error::bad_flag(format!("{id:?} is not a token id ([a-z0-9]{{6}})")));
         }
         if client.delete(&format!("{SECRETS}/bootstrap-token-{id}"))? {
             println!("bootstrap token {id:?} deleted");
         } else {
-            return Err(Error::usage(format!("bootstrap token {id:?} does not exist")));
+            return Err(Error::bad_flag(format!("bootstrap token {id:?} does not exist")));
         }
     }
     Ok(())

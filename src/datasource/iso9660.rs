@@ -234,6 +234,7 @@ fn joliet_name(raw: &[u8]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::datasource::test_needs::{Need, need};
 
     /// An ISO of `files` made by xorriso with `flags` (xorriso writes Rock Ridge unless told
     /// `--norock`).
@@ -261,6 +262,7 @@ mod tests {
 
     #[test]
     fn reads_seed_files_by_rock_ridge_joliet_or_both() {
+        need!(Need::tool("xorriso"));
         for flags in [&["-J", "-r"][..], &["-r"], &["-J", "--norock"]] {
             let d = tempfile::tempdir().unwrap();
             let big: Vec<u8> = (0..5000u32).flat_map(|i| i.to_le_bytes()).collect();
@@ -286,6 +288,7 @@ mod tests {
 
     #[test]
     fn plain_iso_names_are_lowercased_without_their_version() {
+        need!(Need::tool("xorriso"));
         let d = tempfile::tempdir().unwrap();
         let path = iso(d.path(), &["--norock"], &[("user-data", USER), ("meta.txt", META)]);
         let root = Root::open(&path).unwrap().expect("a readable ISO 9660 root");

@@ -53,6 +53,12 @@ pub(crate) const OVERRIDE_FILE: &str = "etc/kubestrap/datasource";
 /// The largest user-data, meta-data or credential file we read (bounds memory on hostile input).
 pub(crate) const MAX_READ_BYTES: u64 = 1 << 20;
 
+/// Tests: what the machine must have for a test (xorriso), skipped with one line when it lacks
+/// it; the integration tests' own helper (see there).
+#[cfg(test)]
+#[path = "../../tests/common/needs.rs"]
+pub(crate) mod test_needs;
+
 /// Tests: an ISO 9660 seed (Joliet and Rock Ridge, label `cidata`) at `iso` holding `src`.
 #[cfg(test)]
 pub(crate) fn mkisofs(src: &Path, iso: &Path) {

@@ -155,6 +155,7 @@ impl Datasource for Cidata {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::datasource::test_needs::{Need, need};
 
     #[test]
     fn seed_dir_reads_user_and_meta_data_and_notes_ignored_files() {
@@ -177,6 +178,7 @@ mod tests {
     /// An ISO seed read in place: its files, and a user-data over the cap refused naming it.
     #[test]
     fn iso_seed_read_in_place_and_an_oversized_file_refused() {
+        need!(Need::tool("xorriso"));
         let d = tempfile::tempdir().unwrap();
         let src = d.path().join("src");
         std::fs::create_dir(&src).unwrap();

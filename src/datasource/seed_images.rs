@@ -49,6 +49,7 @@ pub fn find(env: &Env) -> Result<SeedImages, SourceError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::datasource::test_needs::{Need, need};
 
     fn env(root: &std::path::Path) -> Env {
         Env {
@@ -72,6 +73,7 @@ mod tests {
     /// A seed ISO without `images/` is not mounted (mounting would fail here: no such device).
     #[test]
     fn a_seed_iso_without_images_is_not_mounted() {
+        need!(Need::tool("xorriso"));
         let d = tempfile::tempdir().unwrap();
         let src = d.path().join("src");
         std::fs::create_dir(&src).unwrap();

@@ -18,12 +18,11 @@ use crate::timeouts::REQUEST;
 
 fn client_for(ctx: &InitContext, file: &str) -> Result<Client> {
     let path = format!("{KUBERNETES_DIR}/{file}");
-    let bytes = ctx
-        .node
-        .fs
-        .read(&path)?
-        .ok_or_else(|| Error::state(format!("{path} is missing; run `kubestrap init phase kubeconfig` first")))?;
-    let mut kc = Kubeconfig::parse(&bytes).map_err(|m| Error::state(format!("{path} {m}")))?;
+    let bytes =
+        ctx.node.fs.read(&path)?.ok_or_else(|| {
+            Error::bad_file(format!("{path} is missing; run `kubestrap init phase kubeconfig` first"))
+        })?;
+    let mut kc = Kubeconfig::parse(&bytes).map_err(|m| Error::bad_file(format!("{path} {m}")))?;
     // kubeadm 1.37 (initData.KubeConfig, EnsureAdminClusterRoleBinding): init talks only to the
     // local API server, so a load balancer that serves only once this API server is up works.
     // The file keeps controlPlaneEndpoint; the serving cert has the advertise address as a SAN.
@@ -31,7 +30,7 @@ fn client_for(ctx: &InitContext, file: &str) -> Result<Client> {
         c.cluster.server = ctx.cfg.local_endpoint.url();
     }
     let client = Client::from_kubeconfig(&kc, &|p| ctx.node.fs.read(p).ok().flatten(), REQUEST)
-        .map_err(|m| Error::state(format!("{path}: {m}")))?;
+        .map_err(|m| Error::bad_file(format!("{path}: {m}")))?;
     Ok(match &ctx.dry_run_api {
         Some(r) => client.recording(r.clone()),
         None => client,
@@ -282,7 +281,7 @@ pub fn bootstrap_token(ctx: &InitContext) -> Result<()> {
         .node
         .fs
         .read(crate::paths::cert(ctx.cfg.certs_dir(), "ca"))?
-        .ok_or_else(|| Error::state("ca.crt is missing"))?;
+        .ok_or_else(|| Error::bad_file("ca.crt is missing"))?;
     let (cluster_info, _) = objects::configmaps::cluster_info(&ctx.cfg, &ca);
     info!("[bootstrap-token] Creating the \"cluster-info\" ConfigMap in the \"kube-public\" namespace");
     apply_all(ctx, client, "bootstrap-token", &[cluster_info])?;
@@ -297,7 +296,7 @@ pub(crate) fn show_join_command(ctx: &InitContext) -> Result<()> {
         .node
         .fs
         .read(crate::paths::cert(ctx.cfg.certs_dir(), "ca"))?
-        .ok_or_else(|| Error::state("ca.crt is missing"))?;
+        .ok_or_else(|| Error::bad_file("ca.crt is missing"))?;
     let hash = crate::pki::ca_hash(&ca)?;
     let dry_run = ctx.dry_run_api.is_some();
     let token = if ctx.skip_token_print || dry_run {

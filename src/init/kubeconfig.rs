@@ -77,7 +77,7 @@ pub fn write(ctx: &InitContext, files: &[&str]) -> Result<()> {
     let todo: Vec<&KubeconfigSpec> = specs.iter().copied().filter(|k| !ctx.node.fs.exists(path(k))).collect();
     if !todo.is_empty() && ca.key.is_none() {
         let files: Vec<String> = todo.iter().map(|k| path(k).to_string()).collect();
-        return Err(Error::state(format!(
+        return Err(Error::bad_file(format!(
             "external CA mode (ca.crt without ca.key): {} must be provided, kubestrap cannot sign them",
             files.join(", ")
         )));
@@ -126,7 +126,7 @@ fn render(
         validity: cfg.cert_validity,
         start,
     };
-    let ca_key = ca.key.as_ref().ok_or_else(|| Error::state("the cluster CA key is missing"))?;
+    let ca_key = ca.key.as_ref().ok_or_else(|| Error::bad_file("the cluster CA key is missing"))?;
     let cert_pem = issue::signed(&req, key, &ca.cert.pem, ca_key)?;
     let creds = Credentials::Cert { cert_pem, key_pem: keys::to_pem(key) };
     Ok(kubeconfig::build(&cfg.cluster.cluster_name, &spec.server_url(cfg), ca.cert.pem.as_bytes(), &user, creds))
@@ -142,7 +142,7 @@ fn validate_existing(
     ca: &Ca,
     now: time::OffsetDateTime,
 ) -> Result<()> {
-    let bad = |m: String| Error::state(format!("{file} {m}; kubestrap will not overwrite it: fix or remove it"));
+    let bad = |m: String| Error::bad_file(format!("{file} {m}; kubestrap will not overwrite it: fix or remove it"));
     let kc = Kubeconfig::parse(bytes).map_err(|m| bad(m.to_string()))?;
     let (cluster, user) = kc.current().map_err(|m| bad(m.to_string()))?;
     let their_ca = kubeconfig::decode_b64(&cluster.certificate_authority_data)

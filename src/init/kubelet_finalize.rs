@@ -23,10 +23,11 @@ pub fn enable_client_cert_rotation(ctx: &InitContext) -> Result<()> {
     let conf = KUBELET_CONF;
     let path = conf.as_str();
     info!("[kubelet-finalize] Updating {path:?} to point to a rotatable kubelet client certificate and key");
-    let bytes = fs.read(path)?.ok_or_else(|| Error::state(format!("{path} is missing: run the kubeconfig phase")))?;
-    let mut kc = Kubeconfig::parse(&bytes).map_err(|e| Error::state(format!("{path}: {e}")))?;
-    point_at(&mut kc, &pem).map_err(|e| Error::state(format!("{path}: {e}")))?;
-    let yaml = kc.to_yaml().map_err(|e| Error::runtime(format!("{path}: {e}")))?;
+    let bytes =
+        fs.read(path)?.ok_or_else(|| Error::bad_file(format!("{path} is missing: run the kubeconfig phase")))?;
+    let mut kc = Kubeconfig::parse(&bytes).map_err(|e| Error::bad_file(format!("{path}: {e}")))?;
+    point_at(&mut kc, &pem).map_err(|e| Error::bad_file(format!("{path}: {e}")))?;
+    let yaml = kc.to_yaml().map_err(|e| Error::internal(format!("{path}: {e}")))?;
     fs.write(&KUBELET_CONF, yaml.as_bytes())?;
     fs.commit()?;
     if ctx.node.live {

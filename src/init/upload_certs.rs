@@ -69,7 +69,7 @@ pub fn run(ctx: &InitContext) -> Result<()> {
         Created::New(obj) => obj["metadata"]["uid"].as_str().map(str::to_string),
         Created::Exists => None,
     }
-    .ok_or_else(|| Error::runtime(format!("the API server returned no uid for Secret kube-system/{owner}")))?;
+    .ok_or_else(|| Error::cluster(format!("the API server returned no uid for Secret kube-system/{owner}")))?;
     info!("[upload-certs] Storing the certificates in Secret \"kubeadm-certs\" in the \"kube-system\" Namespace");
     ctx.apply(client, "upload-certs", &objects::kubeadm_certs::secret(&entries, &owner, &uid))?;
     for o in objects::rbac::kubeadm_certs_rbac() {

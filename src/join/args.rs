@@ -14,7 +14,7 @@ use crate::discovery::{CaPin, Token};
 use crate::error::{Error, Result};
 
 fn token(flag: &str, s: &str) -> Result<Token> {
-    Token::parse(s).map_err(|m| Error::usage(format!("{flag}: {m}")))
+    Token::parse(s).map_err(|m| Error::bad_flag(format!("{flag}: {m}")))
 }
 
 fn non_empty(s: &str) -> Option<String> {
@@ -27,7 +27,7 @@ pub fn resolve(f: &JoinFlags, jc: &JoinConfiguration) -> Result<JoinArgs> {
     let hostname = crate::host::hostname();
     let node_name = f.node_name.clone().or(non_empty(&nr.name)).unwrap_or_else(|| hostname.clone());
     if !is_dns1123_subdomain(&node_name) {
-        return Err(Error::usage(format!(
+        return Err(Error::bad_flag(format!(
             "node name {node_name:?} is not a valid RFC 1123 subdomain (lowercase a-z, 0-9, '-', '.')"
         )));
     }
@@ -72,7 +72,7 @@ pub fn resolve(f: &JoinFlags, jc: &JoinConfiguration) -> Result<JoinArgs> {
 /// JoinConfiguration timeouts.`field`, or `default` when it is not set.
 fn from_config(field: &str, v: &Option<String>, default: Duration) -> Result<Duration> {
     v.as_deref().map_or(Ok(default), |s| {
-        parse_duration(s).map_err(|m| Error::config(format!("JoinConfiguration timeouts.{field}: {m}")))
+        parse_duration(s).map_err(|m| Error::bad_config(format!("JoinConfiguration timeouts.{field}: {m}")))
     })
 }
 
@@ -91,14 +91,16 @@ fn discovery(f: &JoinFlags, jc: &JoinConfiguration) -> Result<Option<Discovery>>
         None if endpoint.is_none() && !token_given => None,
         None => {
             let endpoint = endpoint.ok_or_else(|| {
-                Error::usage("give the API server endpoint (kubestrap join HOST:PORT --token ...) or --discovery-file")
+                Error::bad_flag(
+                    "give the API server endpoint (kubestrap join HOST:PORT --token ...) or --discovery-file",
+                )
             })?;
             let t = f
                 .discovery_token
                 .clone()
                 .or(f.token.clone())
                 .or(non_empty(&bt.token))
-                .ok_or_else(|| Error::usage("token discovery needs --token (or --discovery-token)"))?;
+                .ok_or_else(|| Error::bad_flag("token discovery needs --token (or --discovery-token)"))?;
             let hashes = if f.discovery_token_ca_cert_hash.is_empty() {
                 &bt.ca_cert_hashes
             } else {
@@ -107,13 +109,13 @@ fn discovery(f: &JoinFlags, jc: &JoinConfiguration) -> Result<Option<Discovery>>
             let pins = hashes
                 .iter()
                 .map(|h| {
-                    CaPin::parse(h).map_err(|m| Error::usage(format!("--discovery-token-ca-cert-hash {h:?}: {m}")))
+                    CaPin::parse(h).map_err(|m| Error::bad_flag(format!("--discovery-token-ca-cert-hash {h:?}: {m}")))
                 })
                 .collect::<Result<Vec<_>>>()?;
             let unsafe_skip_ca = f.discovery_token_unsafe_skip_ca_verification || bt.unsafe_skip_ca_verification;
             // kubeadm refuses this when it validates the configuration, before any phase writes.
             if pins.is_empty() && !unsafe_skip_ca {
-                return Err(Error::usage(
+                return Err(Error::bad_flag(
                     "token discovery needs --discovery-token-ca-cert-hash sha256:<hex> (from `kubestrap certs ca-hash` on a control-plane node), or --discovery-token-unsafe-skip-ca-verification",
                 ));
             }
@@ -133,7 +135,7 @@ fn control_plane(f: &JoinFlags, jc: &JoinConfiguration) -> Result<Option<Control
     let hex = f.certificate_key.clone().or(conf.and_then(|c| non_empty(&c.certificate_key)));
     // Parsed once here; the phases take the key.
     let certificate_key = hex
-        .map(|k| CertificateKey::parse(&k).map_err(|e| Error::usage(format!("--certificate-key: {e}"))))
+        .map(|k| CertificateKey::parse(&k).map_err(|e| Error::bad_flag(format!("--certificate-key: {e}"))))
         .transpose()?;
     Ok(Some(ControlPlaneJoin {
         advertise_address: f

@@ -50,7 +50,7 @@ fn client(ctx: &JoinContext) -> Result<Client> {
         )?));
     }
     let found = Found::load(ctx.node.fs)?.ok_or_else(|| {
-        Error::state(format!(
+        Error::bad_file(format!(
             "{} is missing: run `kubestrap join phase discovery` first",
             paths::BOOTSTRAP_KUBELET_CONF
         ))
@@ -83,11 +83,11 @@ fn fetch_node_config(ctx: &JoinContext, cp: &ControlPlaneJoin) -> Result<InitCon
 pub(super) fn stored_cluster_configuration(ctx: &JoinContext, c: &Client, tag: &str) -> Result<String> {
     let cm = ctx.bootstrap_call(tag, "reading the kubeadm-config ConfigMap", || c.get(KUBEADM_CONFIG))?;
     let cm = cm.ok_or_else(|| {
-        Error::runtime("the ConfigMap kube-system/kubeadm-config does not exist: the first control plane has not finished its upload-config phase")
+        Error::cluster("the ConfigMap kube-system/kubeadm-config does not exist: the first control plane has not finished its upload-config phase")
     })?;
     let text = cm["data"]["ClusterConfiguration"]
         .as_str()
-        .ok_or_else(|| Error::runtime("ConfigMap kube-system/kubeadm-config has no data.ClusterConfiguration"))?;
+        .ok_or_else(|| Error::cluster("ConfigMap kube-system/kubeadm-config has no data.ClusterConfiguration"))?;
     Ok(text.to_string())
 }
 
@@ -113,11 +113,11 @@ fn node_config_from(text: &str, a: &JoinArgs, cp: &ControlPlaneJoin) -> Result<I
     });
     if docs.cluster.as_ref().is_some_and(|c| c.feature_gates.get("RootlessControlPlane") == Some(&true)) {
         // The cluster's control planes run as kubeadm-* users: this one would run as root.
-        return Err(Error::config(format!("{source}: featureGates.{}", crate::config::features::ROOTLESS_REFUSED)));
+        return Err(Error::bad_config(format!("{source}: featureGates.{}", crate::config::features::ROOTLESS_REFUSED)));
     }
     if docs.cluster.as_ref().is_none_or(|c| c.control_plane_endpoint.is_empty()) {
         // kubeadm's checkIfReadyForAdditionalControlPlane.
-        return Err(Error::config(
+        return Err(Error::bad_config(
             "unable to add a new control plane instance to a cluster that doesn't have a stable controlPlaneEndpoint address: set ClusterConfiguration.controlPlaneEndpoint when the first control plane is initialized",
         ));
     }
@@ -136,12 +136,12 @@ pub(crate) fn download_certs(ctx: &JoinContext) -> Result<()> {
     let c = client(ctx)?;
     let secret = ctx.bootstrap_call("download-certs", "reading the kubeadm-certs Secret", || c.get(KUBEADM_CERTS))?;
     let secret = secret.ok_or_else(|| {
-        Error::runtime("Secret \"kubeadm-certs\" was not found in the \"kube-system\" Namespace. This Secret might have expired. Please, run `kubestrap init phase upload-certs --upload-certs` on a control plane to generate a new one")
+        Error::cluster("Secret \"kubeadm-certs\" was not found in the \"kube-system\" Namespace. This Secret might have expired. Please, run `kubestrap init phase upload-certs --upload-certs` on a control plane to generate a new one")
     })?;
     let mut files = Vec::new();
     for t in copycerts::files_to_transfer(cfg) {
         let Some(b64) = secret["data"][&t.key].as_str() else {
-            return Err(Error::runtime(format!(
+            return Err(Error::cluster(format!(
                 "the Secret does not include the required certificate or key - name: {}, path: {}",
                 t.key, t.path
             )));
@@ -152,7 +152,7 @@ pub(crate) fn download_certs(ctx: &JoinContext) -> Result<()> {
         }
         let blob = base64::engine::general_purpose::STANDARD
             .decode(b64)
-            .map_err(|e| Error::runtime(format!("kubeadm-certs: {} is not base64: {e}", t.key)))?;
+            .map_err(|e| Error::cluster(format!("kubeadm-certs: {} is not base64: {e}", t.key)))?;
         let plain = key.open(&blob, &t.key)?;
         files.push((t, plain));
     }
@@ -163,7 +163,7 @@ pub(crate) fn download_certs(ctx: &JoinContext) -> Result<()> {
         } else if text.contains("-----BEGIN") {
             paths::READABLE
         } else {
-            return Err(Error::runtime(format!("unknown data found in Secret entry {}", t.key)));
+            return Err(Error::cluster(format!("unknown data found in Secret entry {}", t.key)));
         };
         ctx.node.fs.write(&paths::File::at(t.path.clone(), mode), &plain)?;
     }
@@ -190,7 +190,7 @@ fn require_shared(ctx: &JoinContext, cfg: &InitConfig) -> Result<()> {
     if missing.is_empty() {
         return Ok(());
     }
-    Err(Error::state(format!(
+    Err(Error::bad_file(format!(
         "a control-plane join needs the cluster's shared certificates, and {} is missing: join with --certificate-key (after `init --upload-certs` on the first control plane), or copy the CAs and sa keys first",
         missing.join(", ")
     )))
@@ -250,7 +250,7 @@ pub fn etcd_join(ctx: &JoinContext) -> Result<()> {
     let announced = crate::etcd::add_as_learner(&etcd, &me, ctx.node.clock)?;
     let ic = init_context(ctx, cp)?;
     let pod = crate::manifests::etcd_join(cfg, &ic.env, &announced.initial_cluster.to_string())
-        .ok_or_else(|| Error::runtime("internal: stacked etcd without an etcd manifest"))?;
+        .ok_or_else(|| Error::internal("internal: stacked etcd without an etcd manifest"))?;
     let pod = ic.patched_pod("etcd", pod, false)?;
     ctx.node.fs.mkdir(&paths::etcd_data_dir(&local.data_dir))?;
     let path = paths::manifest("etcd");

@@ -58,7 +58,7 @@ impl Found {
     pub fn load(fs: &crate::fsutil::NodeFs) -> Result<Option<Found>> {
         let Some(bytes) = fs.read(&BOOTSTRAP_KUBELET_CONF)? else { return Ok(None) };
         let bad = |m: String| {
-            Error::state(format!(
+            Error::bad_file(format!(
                 "{BOOTSTRAP_KUBELET_CONF} {m}; remove it and run `kubestrap join phase discovery` again"
             ))
         };
@@ -95,7 +95,7 @@ impl Found {
 pub fn phase(ctx: &JoinContext, check: &dyn Fn(&Found) -> Result<()>) -> Result<()> {
     let a = ctx.args;
     let d = a.discovery.as_ref().ok_or_else(|| {
-        Error::usage("discovery needs the API server endpoint and --token (kubestrap join HOST:PORT --token ...), or --discovery-file")
+        Error::bad_flag("discovery needs the API server endpoint and --token (kubestrap join HOST:PORT --token ...), or --discovery-file")
     })?;
     if let Some(prev) = Found::load(ctx.node.fs)?
         && still_valid(&prev, d)
@@ -145,12 +145,12 @@ pub(crate) fn discover(
         Discovery::File { location, tls_bootstrap_token } => {
             let text = retry("reading the discovery file").run(|| read_location(location, record))?;
             let (server, ca_pem, token) = bootstrap_parts(text.as_bytes())
-                .map_err(|e| Error::config(naming(&format!("discovery file {location}"), &e)))?;
+                .map_err(|e| Error::bad_config(naming(&format!("discovery file {location}"), &e)))?;
             let tls = match (tls_bootstrap_token, token) {
                 (Some(t), _) => t.bearer(),
                 (None, Some(t)) => t,
                 (None, None) => {
-                    return Err(Error::config(format!(
+                    return Err(Error::bad_config(format!(
                         "discovery file {location} holds no token for the TLS bootstrap; add a user token or pass --tls-bootstrap-token"
                     )));
                 }
@@ -217,7 +217,7 @@ fn token_attempt(
             ));
         }
         // Waiting cannot fix a wrong secret or a forged ConfigMap: stop now, loudly.
-        Err(p @ DiscoveryProblem::BadSignature { .. }) => return Attempt::Fail(Error::runtime(p.to_string())),
+        Err(p @ DiscoveryProblem::BadSignature { .. }) => return Attempt::Fail(Error::cluster(p.to_string())),
         Err(p) => return Attempt::Wait(p.to_string()),
     };
     if pins.is_empty() {
@@ -277,13 +277,13 @@ fn read_location(location: &str, record: Option<&Recorder>) -> Attempt<String, E
         };
     }
     if path.starts_with("http://") {
-        return Attempt::Fail(Error::usage(format!(
+        return Attempt::Fail(Error::bad_flag(format!(
             "--discovery-file {location}: plain http is not trusted; use https:// or a local path"
         )));
     }
     match std::fs::read_to_string(path) {
         Ok(s) => Attempt::Done(s),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Attempt::Wait(format!("{path} does not exist yet")),
-        Err(e) => Attempt::Fail(Error::config(format!("reading discovery file {path}: {e}"))),
+        Err(e) => Attempt::Fail(Error::bad_config(format!("reading discovery file {path}: {e}"))),
     }
 }

@@ -191,7 +191,7 @@ impl Cluster {
     }
 
     fn file(&self, path: &str) -> Result<Vec<u8>> {
-        self.pki.read(path)?.ok_or_else(|| Error::runtime(format!("internal: the dry run's stand-in has no {path}")))
+        self.pki.read(path)?.ok_or_else(|| Error::internal(format!("internal: the dry run's stand-in has no {path}")))
     }
 
     fn ca_pem(&self) -> Result<Vec<u8>> {
@@ -201,15 +201,15 @@ impl Cluster {
     fn ca_pin(&self) -> Result<CaPin> {
         let pem = self.ca_pem()?;
         let (_, p) = x509_parser::pem::parse_x509_pem(&pem)
-            .map_err(|e| Error::runtime(format!("internal: the stand-in CA: {e}")))?;
-        CaPin::of_cert_der(&p.contents).map_err(|e| Error::runtime(format!("internal: the stand-in CA: {e}")))
+            .map_err(|e| Error::internal(format!("internal: the stand-in CA: {e}")))?;
+        CaPin::of_cert_der(&p.contents).map_err(|e| Error::internal(format!("internal: the stand-in CA: {e}")))
     }
 
     /// A recorder holding what the cluster would answer the join's reads with.
     fn recorder(&self, args: &JoinArgs) -> Result<Recorder> {
         let r = Recorder::default();
         let seed = |obj: Value| -> Result<()> {
-            let path = crate::kube::paths::object(&obj).map_err(|e| Error::runtime(format!("internal: {e}")))?;
+            let path = crate::kube::paths::object(&obj).map_err(|e| Error::internal(format!("internal: {e}")))?;
             r.seed(&path, obj);
             Ok(())
         };
@@ -220,8 +220,8 @@ impl Cluster {
                 json!(crate::discovery::jws_sign(&kubeconfig, token));
         }
         r.seed(CLUSTER_INFO, info);
-        seed(crate::objects::configmaps::kubelet_config_map(&self.cfg).map_err(|e| Error::runtime(e.to_string()))?)?;
-        seed(crate::objects::configmaps::kubeadm_config(&self.cfg).map_err(|e| Error::runtime(e.to_string()))?)?;
+        seed(crate::objects::configmaps::kubelet_config_map(&self.cfg).map_err(|e| Error::internal(e.to_string()))?)?;
+        seed(crate::objects::configmaps::kubeadm_config(&self.cfg).map_err(|e| Error::internal(e.to_string()))?)?;
         // Init made it; mark-control-plane's create of it is refused as existing.
         seed(crate::objects::rbac::cluster_admins_binding())?;
         if let Some(key) = args.control_plane.as_ref().and_then(|cp| cp.certificate_key.as_ref()) {

@@ -18,7 +18,7 @@ pub fn kubelet_start(ctx: &JoinContext) -> Result<()> {
             info!("[kubelet-start] Already done: {why}");
             return Ok(());
         }
-        return Err(Error::state(format!(
+        return Err(Error::bad_file(format!(
             "{BOOTSTRAP_KUBELET_CONF} is missing: run `kubestrap join phase discovery` first"
         )));
     };
@@ -51,10 +51,10 @@ fn start(ctx: &JoinContext, found: &Found) -> Result<()> {
     let cm = ctx.bootstrap_call("kubelet-start", "reading the kubelet-config ConfigMap", || {
         client.get("/api/v1/namespaces/kube-system/configmaps/kubelet-config")
     })?
-    .ok_or_else(|| Error::runtime("the ConfigMap kube-system/kubelet-config does not exist: the control plane has not finished its upload-config phase"))?;
+    .ok_or_else(|| Error::cluster("the ConfigMap kube-system/kubelet-config does not exist: the control plane has not finished its upload-config phase"))?;
     let kubelet_yaml = cm["data"]["kubelet"]
         .as_str()
-        .ok_or_else(|| Error::runtime("ConfigMap kube-system/kubelet-config has no data.kubelet"))?;
+        .ok_or_else(|| Error::cluster("ConfigMap kube-system/kubelet-config has no data.kubelet"))?;
     // kubeadm 1.37 join's order: instance config, config.yaml (with it merged), flags env.
     info!("[kubelet-start] Writing kubelet configuration to file {:?}", KUBELET_INSTANCE_CONFIG.as_str());
     fs.write(&KUBELET_INSTANCE_CONFIG, kubelet::instance_config_yaml(&a.cri_socket).as_bytes())?;
@@ -101,7 +101,7 @@ fn refuse_ready_node(ctx: &JoinContext, client: &Client, name: &str) -> Result<(
         .and_then(|n| n["status"]["conditions"].as_array())
         .is_some_and(|cs| cs.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"));
     if ready {
-        return Err(Error::state(format!(
+        return Err(Error::bad_file(format!(
             "a Node named {name:?} already exists in the cluster and is Ready; join with another --node-name, or delete that Node first"
         )));
     }

@@ -41,5 +41,5 @@ fn cluster_version(ctx: &JoinContext, found: &Found) -> Result<Version> {
     let text = control_plane::stored_cluster_configuration(ctx, &found.client(ctx)?, "preflight")?;
     let source = "ConfigMap kube-system/kubeadm-config";
     let v = crate::config::parse_stored(source, &text)?.cluster.map(|c| c.kubernetes_version).unwrap_or_default();
-    Version::parse(&v).map_err(|e| Error::runtime(format!("{source}: kubernetesVersion {v:?}: {e}")))
+    Version::parse(&v).map_err(|e| Error::cluster(format!("{source}: kubernetesVersion {v:?}: {e}")))
 }

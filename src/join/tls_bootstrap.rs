@@ -144,11 +144,11 @@ fn wait_for_certificate(client: &Client, name: &str, timeout: Duration, clock: &
         let left = deadline.saturating_duration_since(clock.now());
         if left.is_zero() {
             if let Some(e) = rejected {
-                return Err(Error::runtime(format!(
+                return Err(Error::cluster(format!(
                     "reading certificate signing request {name}: still rejected after {timeout:?}: {e}"
                 )));
             }
-            return Err(Error::runtime(format!(
+            return Err(Error::cluster(format!(
                 "certificate signing request {name} was not approved and signed within {timeout:?}: check `kubectl get csr {name}`, the kubeadm:node-autoapprove-bootstrap binding and the controller-manager's signing flags"
             )));
         }

@@ -132,7 +132,7 @@ pub(crate) fn lookup_all<F>(list: &'static [Phase<F>], workflow: &str, name: &st
 
 fn unknown<F>(list: &'static [Phase<F>], workflow: &str, name: &str) -> Error {
     let known: Vec<&str> = list.iter().map(|p| p.name).collect();
-    Error::usage(format!("unknown {workflow} phase {name:?}; {workflow} phases are: {}", known.join(", ")))
+    Error::bad_flag(format!("unknown {workflow} phase {name:?}; {workflow} phases are: {}", known.join(", ")))
 }
 
 /// Checks `--skip-phases` names so a typo is an error rather than a phase that silently runs.

@@ -10,7 +10,7 @@ mod etcd_member;
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 
-use crate::error::{Error, Kind, Result};
+use crate::error::{Error, Result};
 use crate::fsutil::NodeFs;
 use crate::host::Host;
 
@@ -87,13 +87,13 @@ fn select(args: &ResetArgs) -> Result<Vec<&'static str>> {
         |n: &str| RESET_PHASES.iter().map(|(p, _)| *p).find(|p| *p == n || (*p == "preflight" && n == "pre-flight"));
     if let Some(only) = &args.only {
         let p = find(only)
-            .ok_or_else(|| Error::usage(format!("unknown reset phase {only:?}; reset's phases: {}", known())))?;
+            .ok_or_else(|| Error::bad_flag(format!("unknown reset phase {only:?}; reset's phases: {}", known())))?;
         return Ok(vec![p]);
     }
     let mut skip = Vec::new();
     for s in &args.skip_phases {
         skip.push(find(s).ok_or_else(|| {
-            Error::usage(format!("--skip-phases: unknown reset phase {s:?}; reset's phases: {}", known()))
+            Error::bad_flag(format!("--skip-phases: unknown reset phase {s:?}; reset's phases: {}", known()))
         })?);
     }
     Ok(RESET_PHASES.iter().map(|(n, _)| *n).filter(|n| !skip.contains(n)).collect())
@@ -101,7 +101,7 @@ fn select(args: &ResetArgs) -> Result<Vec<&'static str>> {
 
 /// A line on stdout, as kubeadm prints its reset progress.
 pub(crate) fn say(env: &mut ResetEnv<'_>, line: &str) -> Result<()> {
-    writeln!(env.out, "{line}").map_err(|e| Error::runtime(format!("writing to stdout: {e}")))
+    writeln!(env.out, "{line}").map_err(|e| Error::failed(format!("writing to stdout: {e}")))
 }
 
 /// kubeadm's reset preflight: the confirmation (unless `--force` or `--dry-run`), then the root
@@ -113,20 +113,18 @@ fn preflight(args: &ResetArgs, env: &mut ResetEnv<'_>) -> Result<()> {
         );
         write!(env.out, "[reset] Are you sure you want to proceed? [y/N]: ")
             .and_then(|()| env.out.flush())
-            .map_err(|e| Error::runtime(format!("writing to stdout: {e}")))?;
+            .map_err(|e| Error::failed(format!("writing to stdout: {e}")))?;
         let mut answer = String::new();
-        env.input.read_line(&mut answer).map_err(|e| Error::runtime(format!("reading the answer from stdin: {e}")))?;
+        env.input.read_line(&mut answer).map_err(|e| Error::failed(format!("reading the answer from stdin: {e}")))?;
         if !matches!(answer.trim(), "y" | "Y") {
-            return Err(Error::new(
-                Kind::Runtime,
+            return Err(Error::failed(
                 "won't proceed; the user didn't answer (Y|y) in order to continue (use --force to skip the question)",
             ));
         }
     }
     say(env, "[preflight] Running pre-flight checks")?;
     if env.live && env.host.euid() != 0 {
-        return Err(Error::new(
-            Kind::Preflight,
+        return Err(Error::preflight(
             "[preflight] Some fatal errors occurred: [ERROR IsPrivilegedUser]: user is not running as root; run reset as root",
         ));
     }

@@ -6,10 +6,9 @@
 use serde::Deserialize;
 use serde_yaml::{Mapping, Value};
 
-use super::Role;
 use super::cloud_init;
 use super::decode::{private_key_line, refuse_private_keys};
-use super::script::Script;
+use super::{Notices, Parsed, Shape};
 use crate::config::{ConfigError, Documents, parse_documents};
 
 /// The `kubestrap:` mapping of `#cloud-config` user-data. Unknown keys are errors.
@@ -40,24 +39,10 @@ pub(super) struct Shorthand {
     pub certificate_key: Option<Value>,
 }
 
-/// What a `#cloud-config` asks for.
-// Built once per boot and moved; boxing would only add noise.
-#[allow(clippy::large_enum_variant)]
-pub(super) enum CloudConfig {
-    /// The `kubestrap:` mapping and its embedded documents.
-    Shorthand(Documents, Shorthand),
-    /// runcmd runs `kubeadm init|join`: its role and documents, and the script around it.
-    Kubeadm(Role, Documents, Script),
-}
-
 /// Parses `#cloud-config`: the kubestrap mapping (strict) with a notice for every other
-/// top-level key, or else a runcmd that runs kubeadm.
-pub(super) fn cloud_config(
-    src: &str,
-    text: &str,
-    from_credential: bool,
-    notices: &mut Vec<String>,
-) -> Result<CloudConfig, ConfigError> {
+/// top-level key (a [`Shape::Shorthand`]), or else a runcmd that runs kubeadm (a
+/// [`Shape::Kubeadm`]).
+pub(super) fn read(src: &str, text: &str, from_credential: bool, notices: &mut Notices) -> Result<Parsed, ConfigError> {
     let top: Value = serde_yaml::from_str(text).map_err(|e| ConfigError::file(src, format!("#cloud-config: {e}")))?;
     let top = match top {
         Value::Mapping(m) => m,
@@ -68,14 +53,14 @@ pub(super) fn cloud_config(
     if ks.is_none() {
         // What kubeadm would run: the keys sit in write_files because the user-data says to write
         // them there (Cluster API's CA and service-account keys).
-        if let Some((role, docs, script)) = cloud_init::plan(src, &top, notices)? {
+        if let Some(parsed) = cloud_init::read(src, &top, notices)? {
             if !from_credential && private_key_line(text).is_some() {
                 notices.push(format!(
                     "{src}: carries private keys for write_files (as Cluster API's user-data does); anything that can \
                      read the user-data can read them"
                 ));
             }
-            return Ok(CloudConfig::Kubeadm(role, docs, script));
+            return Ok(parsed);
         }
     }
     // The opt-in is read leniently because the refusal comes before the strict decode: user-data
@@ -117,7 +102,7 @@ pub(super) fn cloud_config(
             parse_documents(&format!("{src}: kubestrap.kubeadm"), &embedded)?
         }
     };
-    Ok(CloudConfig::Shorthand(docs, sh))
+    Ok(Parsed { docs, shape: Shape::Shorthand(sh) })
 }
 
 /// The embedded documents as one YAML text, so they go through the same strict loader (and give
@@ -140,7 +125,7 @@ fn embedded_text(src: &str, v: &Value) -> Result<String, ConfigError> {
 
 /// A notice per shorthand key that was set but means nothing for this role (e.g. `podSubnet` on
 /// a worker): ignoring it silently would hide a user-data mix-up.
-pub(super) fn not_for(role: &str, what: &[(&str, bool)], src: &str, notices: &mut Vec<String>) {
+pub(super) fn not_for(role: &str, what: &[(&str, bool)], src: &str, notices: &mut Notices) {
     for (key, set) in what {
         if *set {
             notices.push(format!("{src}: kubestrap.{key} ignored: it does not apply to a {role}"));

@@ -5,25 +5,20 @@
 
 use serde_yaml::{Mapping, Value};
 
-use super::Role;
-use super::kubeadm_cmd;
 use super::runcmd::{self, Entry};
 use super::script::Script;
-use super::write_files;
-use crate::config::{ConfigError, Documents};
+use super::{Format, Notices, Parsed, Shape, kubeadm_cmd, write_files};
+use crate::config::ConfigError;
 
 /// The keys kubestrap performs.
 const PERFORMED: &[&str] = &["bootcmd", "write_files", "runcmd"];
 
-/// The node's role, kubeadm documents and the script around them, or None when runcmd runs no
-/// `kubeadm init|join` (then this is not user-data kubestrap can bootstrap from).
-pub(super) fn plan(
-    src: &str,
-    top: &Mapping,
-    notices: &mut Vec<String>,
-) -> Result<Option<(Role, Documents, Script)>, ConfigError> {
+/// The node's kubeadm documents, role and the script around them, or None when runcmd runs no
+/// `kubeadm init|join` (then this is not user-data kubestrap can bootstrap from, and the
+/// notices raised reading runcmd are dropped).
+pub(super) fn read(src: &str, top: &Mapping, notices: &mut Notices) -> Result<Option<Parsed>, ConfigError> {
     let get = |k: &str| top.get(k).unwrap_or(&Value::Null);
-    let mut local = Vec::new();
+    let mut local = Notices::default();
     let entries = runcmd::parse(src, "runcmd", get("runcmd"), &mut local)?;
     let Some(at) = entries.iter().position(|e| matches!(e, Entry::Kubeadm { .. })) else {
         return Ok(None);
@@ -66,10 +61,10 @@ pub(super) fn plan(
                 script.after.extend(after);
                 script.kubeadm =
                     format!("{origin}: {}", crate::token::replace_tokens(&argv.join(" "), "<token hidden>"));
-                role_docs = Some(kubeadm_cmd::documents(src, "#cloud-config", &origin, &argv, &files, notices)?);
+                role_docs = Some(kubeadm_cmd::documents(src, Format::CloudInit, &origin, &argv, &files, notices)?);
             }
         }
     }
     script.files = files;
-    Ok(role_docs.map(|(role, docs)| (role, docs, script)))
+    Ok(role_docs.map(|(role, docs)| Parsed { docs, shape: Shape::Kubeadm { role, script } }))
 }

@@ -7,7 +7,7 @@
 use super::init_plan::init_plan;
 use super::join_plan::join_configuration;
 use super::overrides::{Overrides, node_name};
-use super::{NodePlan, Noted, PlanInput, PlanRequest};
+use super::{NodePlan, Notices, PlanInput, PlanRequest};
 use crate::config::types::{BootstrapTokenDiscovery, InitConfiguration, JoinConfiguration, JoinControlPlane};
 use crate::config::values::is_dns1123_subdomain;
 use crate::config::{ConfigError, Documents};
@@ -15,10 +15,9 @@ use crate::constants::KUBEADM_API_VERSION;
 
 /// The plan of a machine whose role is control-plane: init, or (with `initNode` naming another
 /// node) a control-plane join.
-pub(super) fn plan(req: PlanRequest) -> Result<Noted<NodePlan>, ConfigError> {
+pub(super) fn plan(req: PlanRequest, notices: &mut Notices) -> Result<NodePlan, ConfigError> {
     let PlanRequest { input: inp, mut docs } = req;
     let PlanInput { src, sh, ov, upload_certs, .. } = inp;
-    let mut notices = Vec::new();
     let key = certificate_key(src, &mut docs, ov)?;
     let join = match &sh.init_node {
         None => {
@@ -32,7 +31,8 @@ pub(super) fn plan(req: PlanRequest) -> Result<Noted<NodePlan>, ConfigError> {
             }
             // Every machine given this user-data inits; the never-two-clusters check at boot joins
             // a cluster found at the endpoint instead, when the user-data says how (token, pins, key).
-            join_config(inp, &docs, key.as_deref()).ok().map(|j| j.value)
+            // Only a try: its errors and notices are not this node's.
+            join_config(inp, &docs, key.as_deref(), &mut Notices::default()).ok()
         }
         Some(init_node) => {
             if !is_dns1123_subdomain(init_node) {
@@ -43,20 +43,18 @@ pub(super) fn plan(req: PlanRequest) -> Result<Noted<NodePlan>, ConfigError> {
                     format!("{init_node:?} is not a node name (lowercase RFC 1123 subdomain)"),
                 ));
             }
-            let Noted { value: join, notices: mut joining } = join_config(inp, &docs, key.as_deref())?;
-            notices.append(&mut joining);
+            let join = join_config(inp, &docs, key.as_deref(), notices)?;
             if this_node(inp, &docs)? != *init_node {
-                return Ok(Noted { value: NodePlan::Join { join }, notices });
+                return Ok(NodePlan::Join { join });
             }
             Some(join)
         }
     };
     docs.join = None;
-    let Noted { value: docs, notices: mut initing } = init_plan(PlanRequest { input: inp, docs })?;
-    notices.append(&mut initing);
+    let docs = init_plan(PlanRequest { input: inp, docs }, notices)?;
     // The certificate key given, the init node uploads the shared certificates sealed with it.
     let plan = NodePlan::Init { docs, upload_certs: upload_certs || key.is_some(), join_existing: join.map(Box::new) };
-    Ok(Noted { value: plan, notices })
+    Ok(plan)
 }
 
 /// The certificate key: the shorthand's or credential's (put into the InitConfiguration, which
@@ -103,7 +101,12 @@ fn this_node(inp: PlanInput, docs: &Documents) -> Result<String, ConfigError> {
 /// controlPlaneEndpoint with the shared token and pins, `controlPlane.certificateKey`, and the
 /// InitConfiguration's node registration and bind port (the advertise address in shared
 /// user-data is the init node's, so a joining node uses its own).
-fn join_config(inp: PlanInput, docs: &Documents, key: Option<&str>) -> Result<Noted<JoinConfiguration>, ConfigError> {
+fn join_config(
+    inp: PlanInput,
+    docs: &Documents,
+    key: Option<&str>,
+    notices: &mut Notices,
+) -> Result<JoinConfiguration, ConfigError> {
     let PlanInput { src, sh, .. } = inp;
     let mut join = docs.join.clone().unwrap_or_else(|| JoinConfiguration {
         api_version: KUBEADM_API_VERSION.into(),
@@ -159,7 +162,7 @@ fn join_config(inp: PlanInput, docs: &Documents, key: Option<&str>) -> Result<No
     }
     // The shorthand's token, pins and node name are merged (and checked) as for a worker.
     let docs = Documents { join: Some(join), ..Documents::default() };
-    join_configuration(PlanRequest { input: PlanInput { shorthand: true, ..inp }, docs })
+    join_configuration(PlanRequest { input: PlanInput { shorthand: true, ..inp }, docs }, notices)
 }
 
 #[cfg(test)]

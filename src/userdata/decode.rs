@@ -3,7 +3,8 @@
 
 use std::io::Read;
 
-use crate::config::ConfigError;
+use super::{Parsed, Shape};
+use crate::config::{ConfigError, parse_documents};
 
 /// The largest user-data accepted, before and after gzip decompression (bounds zip bombs).
 pub const MAX_USER_DATA_BYTES: usize = 1 << 20;
@@ -95,6 +96,12 @@ pub(super) fn private_key_line(text: &str) -> Option<usize> {
         from = start + 1;
     }
     None
+}
+
+/// Plain kubeadm documents: no private key in them, and nothing beside them.
+pub(super) fn read(src: &str, text: &str, from_credential: bool) -> Result<Parsed, ConfigError> {
+    refuse_private_keys(src, text, from_credential, false)?;
+    Ok(Parsed { docs: parse_documents(src, text)?, shape: Shape::Documents })
 }
 
 /// Refuses user-data carrying a private key: on many clouds user-data is readable by every

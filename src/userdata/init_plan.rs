@@ -4,16 +4,15 @@
 //! are left to `resolve_init`, so both paths apply the same rules.
 
 use super::overrides::{node_name, set_field};
-use super::{Noted, PlanInput, PlanRequest};
+use super::{Notices, PlanInput, PlanRequest};
 use crate::config::types::{BootstrapToken, ClusterConfiguration, InitConfiguration};
 use crate::config::{ConfigError, Documents};
 use crate::constants::KUBEADM_API_VERSION;
 
 /// The init documents: the request's, with the shorthand and overrides merged in.
-pub(super) fn init_plan(req: PlanRequest) -> Result<Noted<Documents>, ConfigError> {
+pub(super) fn init_plan(req: PlanRequest, notices: &mut Notices) -> Result<Documents, ConfigError> {
     let PlanRequest { input: inp, mut docs } = req;
     let PlanInput { src, sh, machine, .. } = inp;
-    let mut notices = Vec::new();
     let mut init = docs.init.take().unwrap_or_else(|| InitConfiguration {
         api_version: KUBEADM_API_VERSION.into(),
         kind: "InitConfiguration".into(),
@@ -43,7 +42,7 @@ pub(super) fn init_plan(req: PlanRequest) -> Result<Noted<Documents>, ConfigErro
     if let Some(c) = cluster.as_mut() {
         set_cluster_fields(inp, c)?;
     }
-    merge_token(inp, &mut init, &mut notices)?;
+    merge_token(inp, &mut init, notices)?;
     node_name(src, &mut init.node_registration.name, machine, "InitConfiguration")?;
 
     // Built afresh so the plan holds only what init reads: no JoinConfiguration (the caller has
@@ -57,7 +56,7 @@ pub(super) fn init_plan(req: PlanRequest) -> Result<Noted<Documents>, ConfigErro
         warnings: Vec::new(),
         ignored_kinds: Vec::new(),
     };
-    Ok(Noted { value: docs, notices })
+    Ok(docs)
 }
 
 /// The shorthand's cluster keys, set in the ClusterConfiguration.
@@ -82,7 +81,7 @@ fn set_cluster_fields(inp: PlanInput, c: &mut ClusterConfiguration) -> Result<()
 }
 
 /// The effective token (credential over user-data) becomes the first bootstrap token.
-fn merge_token(inp: PlanInput, init: &mut InitConfiguration, notices: &mut Vec<String>) -> Result<(), ConfigError> {
+fn merge_token(inp: PlanInput, init: &mut InitConfiguration, notices: &mut Notices) -> Result<(), ConfigError> {
     let PlanInput { src, ov, .. } = inp;
     let Some(t) = &ov.token else { return Ok(()) };
     match init.bootstrap_tokens.first_mut() {

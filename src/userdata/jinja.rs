@@ -5,6 +5,7 @@
 //! optional `| default("x")`, and refuses every other variable, filter or statement by name
 //! rather than guess.
 
+use super::{Notices, Parsed, cloud_config, decode};
 use crate::config::ConfigError;
 use crate::datasource::vars::Vars;
 
@@ -48,6 +49,25 @@ fn default_of(filter: &str) -> Option<&str> {
     let q = arg.chars().next().filter(|c| matches!(c, '"' | '\''))?;
     let text = arg.strip_prefix(q)?.strip_suffix(q)?;
     (!text.contains(q)).then_some(text)
+}
+
+/// A template renders to `#cloud-config`, which is then read as such; any other text is refused.
+pub(super) fn read(
+    src: &str,
+    text: &str,
+    vars: &Vars,
+    from_credential: bool,
+    notices: &mut Notices,
+) -> Result<Parsed, ConfigError> {
+    let text = render(src, text, vars)?;
+    if !decode::is_cloud_config(&text) {
+        return Err(ConfigError::file(
+            src,
+            "is a `## template: jinja` whose next line is not #cloud-config; kubestrap renders only cloud-config templates"
+                .into(),
+        ));
+    }
+    cloud_config::read(src, &text, from_credential, notices)
 }
 
 /// Renders the template (the text after the header line); errors name the line and what was not

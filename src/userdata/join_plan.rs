@@ -4,7 +4,7 @@
 
 use super::cloud_config::not_for;
 use super::overrides::{node_name, set_field};
-use super::{NodePlan, Noted, PlanInput, PlanRequest};
+use super::{NodePlan, Notices, PlanInput, PlanRequest};
 use crate::config::ConfigError;
 use crate::config::types::{BootstrapTokenDiscovery, Discovery, JoinConfiguration};
 use crate::config::values::{CertificateKey, TOKEN_FORMAT_HIDDEN, Token};
@@ -13,15 +13,14 @@ use crate::datasource::CRED_CA_CERT_HASH;
 
 /// The plan of a joining machine: a worker, or a control plane when the JoinConfiguration has
 /// `controlPlane`.
-pub(super) fn join_plan(req: PlanRequest) -> Result<Noted<NodePlan>, ConfigError> {
-    Ok(join_configuration(req)?.map(|join| NodePlan::Join { join }))
+pub(super) fn join_plan(req: PlanRequest, notices: &mut Notices) -> Result<NodePlan, ConfigError> {
+    Ok(NodePlan::Join { join: join_configuration(req, notices)? })
 }
 
 /// [`join_plan`]'s JoinConfiguration; a control-plane join's too (see `control_plane`).
-pub(super) fn join_configuration(req: PlanRequest) -> Result<Noted<JoinConfiguration>, ConfigError> {
+pub(super) fn join_configuration(req: PlanRequest, notices: &mut Notices) -> Result<JoinConfiguration, ConfigError> {
     let PlanRequest { input: inp, mut docs } = req;
     let PlanInput { src, sh, ov, machine, shorthand, .. } = inp;
-    let mut notices = Vec::new();
     let mut join = docs.join.take().unwrap_or_else(|| JoinConfiguration {
         api_version: KUBEADM_API_VERSION.into(),
         kind: "JoinConfiguration".into(),
@@ -45,13 +44,13 @@ pub(super) fn join_configuration(req: PlanRequest) -> Result<Noted<JoinConfigura
         ]
         .map(|(k, set)| (k, set && worker)),
         src,
-        &mut notices,
+        notices,
     );
     set_field(src, "nodeName", &sh.node_name, &mut join.node_registration.name, "nodeRegistration.name")?;
     let d = &mut join.discovery;
     let shorthand_discovery = sh.control_plane_endpoint.is_some() || !sh.ca_cert_hashes.is_empty();
     if d.file.is_none() && (d.bootstrap_token.is_some() || ov.token.is_some() || shorthand_discovery) {
-        merge_token_discovery(inp, d, &mut notices)?;
+        merge_token_discovery(inp, d, notices)?;
     } else if let Some(t) = &ov.token {
         // File discovery: the token is the TLS bootstrap token.
         d.tls_bootstrap_token = t.clone();
@@ -61,12 +60,12 @@ pub(super) fn join_configuration(req: PlanRequest) -> Result<Noted<JoinConfigura
     }
     node_name(src, &mut join.node_registration.name, machine, "JoinConfiguration")?;
     validate_join(src, &join, shorthand)?;
-    Ok(Noted { value: join, notices })
+    Ok(join)
 }
 
 /// Token discovery: the shorthand's endpoint and CA hashes, then the credentials' hashes and
 /// token, merged into discovery.bootstrapToken.
-fn merge_token_discovery(inp: PlanInput, d: &mut Discovery, notices: &mut Vec<String>) -> Result<(), ConfigError> {
+fn merge_token_discovery(inp: PlanInput, d: &mut Discovery, notices: &mut Notices) -> Result<(), ConfigError> {
     let PlanInput { src, sh, ov, .. } = inp;
     let bt = d.bootstrap_token.get_or_insert_with(BootstrapTokenDiscovery::default);
     set_field(

@@ -3,8 +3,8 @@
 //! and the `--config` file taken from `write_files`. Flags are folded into the documents the way
 //! kubeadm binds them to its configuration, so the plan stays plain typed documents.
 
-use super::Role;
 use super::write_files::WriteFile;
+use super::{Format, Notices, Role};
 use crate::cli::{self, Command};
 use crate::config::flags::{InitFlags, mixed_error, mixed_with_config};
 use crate::config::types::{BootstrapTokenDiscovery, FileDiscovery, InitConfiguration, JoinConfiguration};
@@ -61,17 +61,17 @@ const JOIN_FLAGS: &[&str] = &[
 /// The role and documents of a kubeadm line. `origin` is `runcmd[i]`.
 pub(super) fn documents(
     src: &str,
-    document: &str,
+    format: Format,
     origin: &str,
     argv: &[String],
     files: &[WriteFile],
-    notices: &mut Vec<String>,
+    notices: &mut Notices,
 ) -> Result<(Role, Documents), ConfigError> {
-    let err = |m: String| ConfigError::doc(src, document, origin, m);
+    let err = |m: String| ConfigError::doc(src, format.document(), origin, m);
     let argv = without_verbosity(argv, origin, notices);
     let sub = argv.get(1).cloned().unwrap_or_default();
     let flags = flag_names(&argv);
-    if let Some(m) = unknown_flag(&sub, &flags, document) {
+    if let Some(m) = unknown_flag(&sub, &flags, format) {
         return Err(err(m));
     }
     if flags.iter().any(|f| f == "config") {
@@ -88,7 +88,7 @@ pub(super) fn documents(
                 return Err(err("kubeadm init phase: run the whole `kubeadm init` in user-data".into()));
             }
             let mut docs = if i.config.is_some() {
-                config(src, document, origin, i.config.as_deref(), files, Reads::Init)?
+                config(src, format, origin, i.config.as_deref(), files, Reads::Init)?
             } else {
                 // kubeadm's flags alone build the documents, as `kubestrap init` does.
                 InitFlags::from_cli(&i).documents_with_token().map_err(|e| err(format!("kubeadm init: {e}")))?
@@ -112,7 +112,7 @@ pub(super) fn documents(
             Ok((Role::ControlPlane { upload_certs: i.upload_certs }, docs))
         }
         Command::Join(j) => {
-            let mut docs = config(src, document, origin, j.config.as_deref(), files, Reads::Join)?;
+            let mut docs = config(src, format, origin, j.config.as_deref(), files, Reads::Join)?;
             if j.config.is_some() && docs.join.is_none() {
                 return Err(err(format!(
                     "kubeadm join --config {}: the file holds no JoinConfiguration",
@@ -129,14 +129,14 @@ pub(super) fn documents(
 }
 
 /// The first flag kubestrap does not take from a user-data kubeadm line, as the refusal.
-fn unknown_flag(sub: &str, flags: &[String], document: &str) -> Option<String> {
+fn unknown_flag(sub: &str, flags: &[String], format: Format) -> Option<String> {
     let allowed = if sub == "init" { INIT_FLAGS } else { JOIN_FLAGS };
     let f = flags.iter().find(|f| !allowed.contains(&f.as_str()))?;
     Some(format!(
         "kubeadm {sub} --{f}: kubestrap does not take this flag from a user-data kubeadm line (it takes --{}); \
          set the same field in the kubeadm config file given with --config ({})",
         allowed.join(", --"),
-        files_key(document)
+        format.files_key()
     ))
 }
 
@@ -145,7 +145,7 @@ fn apply_join_flags(
     join: &mut JoinConfiguration,
     j: cli::Join,
     origin: &str,
-    notices: &mut Vec<String>,
+    notices: &mut Notices,
     src: &str,
 ) -> Result<(), String> {
     if j.words.first().is_some_and(|w| w == "phase") {
@@ -211,7 +211,7 @@ fn apply_join_flags(
 /// The `--config` file's documents, from what write_files writes there (in order, with appends).
 fn config(
     src: &str,
-    document: &str,
+    format: Format,
     origin: &str,
     path: Option<&std::path::Path>,
     files: &[WriteFile],
@@ -226,11 +226,11 @@ fn config(
             _ => content = Some(f.content.clone()),
         }
     }
-    let files_key = files_key(document);
+    let files_key = format.files_key();
     let Some(bytes) = content else {
         return Err(ConfigError::doc(
             src,
-            document,
+            format.document(),
             origin,
             format!(
                 "kubeadm --config {want}: no {files_key} entry writes that file; kubestrap reads the kubeadm \
@@ -241,11 +241,6 @@ fn config(
     let text = String::from_utf8(bytes)
         .map_err(|_| ConfigError::file(&format!("{src}: {files_key} {want}"), "is not UTF-8 text".into()))?;
     parse_documents_for(&format!("{src}: {files_key} {want}"), &text, reads)
-}
-
-/// Where the user-data lists its files: Ignition's storage.files, cloud-config's write_files.
-fn files_key(document: &str) -> &'static str {
-    if document == super::ignition::DOC { "storage.files" } else { "write_files" }
 }
 
 fn display(p: Option<&std::path::Path>) -> String {
@@ -279,7 +274,7 @@ fn flag_names(argv: &[String]) -> Vec<String> {
 
 /// Drops klog's `--v N` / `--v=N` / `-v N` (Cluster API renders `--v` from spec.verbosity):
 /// kubestrap logs at its own level.
-fn without_verbosity(argv: &[String], origin: &str, notices: &mut Vec<String>) -> Vec<String> {
+fn without_verbosity(argv: &[String], origin: &str, notices: &mut Notices) -> Vec<String> {
     let mut out = Vec::with_capacity(argv.len());
     let mut it = argv.iter().peekable();
     while let Some(a) = it.next() {
@@ -313,7 +308,7 @@ mod tests {
     }
 
     fn run(line: &str, files: &[WriteFile]) -> Result<(Role, Documents), ConfigError> {
-        documents("u", "#cloud-config", "runcmd[0]", &argv(line), files, &mut Vec::new())
+        documents("u", Format::CloudInit, "runcmd[0]", &argv(line), files, &mut Notices::default())
     }
 
     const INIT: &str = "apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\n---\napiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\nclusterName: c\n";

@@ -15,7 +15,8 @@
 //! (write_files, runcmd and the kubeadm line in it: `write_files`, `runcmd`, `kubeadm_cmd`,
 //! `script`) or `ignition` (an Ignition config into the same files, script and kubeadm line),
 //! `overrides` (credentials, node name, shorthand-vs-document merging), then
-//! `init_plan` or `join_plan`. This file picks the
+//! `init_plan` or `join_plan`. Every format returns a [`Parsed`] (the documents and their
+//! [`Shape`]), and every step hands its notices to one [`Notices`]. This file picks the
 //! user-data, decides the role and owns the [`NodePlan`] value.
 
 mod cloud_config;
@@ -38,10 +39,10 @@ mod write_files;
 
 use serde::{Deserialize, Serialize};
 
-use self::cloud_config::{CloudConfig, Shorthand};
+use self::cloud_config::Shorthand;
 use self::overrides::Overrides;
 use crate::config::types::JoinConfiguration;
-use crate::config::{ConfigError, Documents, parse_documents};
+use crate::config::{ConfigError, Documents};
 use crate::datasource::{CRED_USER_DATA, Gathered};
 
 pub use self::decode::MAX_USER_DATA_BYTES;
@@ -125,7 +126,90 @@ pub struct Planned {
     pub plan: NodePlan,
     /// For cloud-config that runs kubeadm: files and commands around kubestrap's init or join.
     pub script: Option<Script>,
-    pub notices: Vec<String>,
+    pub notices: Notices,
+}
+
+/// What the operator should see about the user-data (ignored keys, overridden values), in the
+/// order raised. Every step, format or plan, takes it as `&mut Notices`; none returns notices.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Notices(Vec<String>);
+
+impl Notices {
+    fn push(&mut self, notice: String) {
+        self.0.push(notice);
+    }
+
+    /// Moves `other`'s notices to the end of these.
+    fn append(&mut self, other: &mut Notices) {
+        self.0.append(&mut other.0);
+    }
+
+    fn extend(&mut self, notices: impl IntoIterator<Item = String>) {
+        self.0.extend(notices);
+    }
+}
+
+impl std::ops::Deref for Notices {
+    type Target = [String];
+    fn deref(&self) -> &[String] {
+        &self.0
+    }
+}
+
+impl<'a> IntoIterator for &'a Notices {
+    type Item = &'a String;
+    type IntoIter = std::slice::Iter<'a, String>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+/// The formats that can carry a `kubeadm init|join` line; each names its files its own way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    /// `#cloud-config` whose runcmd runs kubeadm.
+    CloudInit,
+    /// An Ignition config with Cluster API's /etc/kubeadm.sh.
+    Ignition,
+}
+
+impl Format {
+    /// Names the format in errors.
+    const fn document(self) -> &'static str {
+        match self {
+            Format::CloudInit => "#cloud-config",
+            Format::Ignition => "Ignition",
+        }
+    }
+
+    /// Where the format lists the files it writes.
+    const fn files_key(self) -> &'static str {
+        match self {
+            Format::CloudInit => "write_files",
+            Format::Ignition => "storage.files",
+        }
+    }
+}
+
+/// What every user-data format (kubeadm documents, cloud-config shorthand, a Jinja template,
+/// cloud-init's runcmd, Ignition) makes of its text: the kubeadm documents and what else decides
+/// the node's role.
+struct Parsed {
+    docs: Documents,
+    shape: Shape,
+}
+
+/// What else a format gave besides the documents, which decides how the role is found.
+// Built once per boot and moved; boxing would only add noise.
+#[allow(clippy::large_enum_variant)]
+enum Shape {
+    /// Plain kubeadm documents: their kinds give the role.
+    Documents,
+    /// The `kubestrap:` mapping (with its embedded documents): `kubestrap.role` or the kinds.
+    Shorthand(Shorthand),
+    /// A `kubeadm init|join` line (cloud-init's runcmd, Ignition's /etc/kubeadm.sh): its role and
+    /// the script around it.
+    Kubeadm { role: Role, script: Script },
 }
 
 /// Plans the node from what the datasource gathered; notices are logged as warnings.
@@ -175,18 +259,6 @@ struct PlanRequest<'a> {
     docs: Documents,
 }
 
-/// What a plan function made and the notices (ignored keys, overridden values) it raised.
-struct Noted<T> {
-    value: T,
-    notices: Vec<String>,
-}
-
-impl<T> Noted<T> {
-    fn map<U>(self, f: impl FnOnce(T) -> U) -> Noted<U> {
-        Noted { value: f(self.value), notices: self.notices }
-    }
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Role {
     /// A control plane: init, or with `initNode` (or a live cluster at the endpoint) join one.
@@ -198,7 +270,7 @@ pub(crate) enum Role {
 
 /// [`plan`], returning the notices instead of logging them.
 pub fn plan_detailed(g: &Gathered) -> Result<Planned, ConfigError> {
-    let mut notices = Vec::new();
+    let mut notices = Notices::default();
     let (raw, src, from_credential) = match g.credentials.get(CRED_USER_DATA) {
         Some(c) => {
             if g.user_data.is_some() && g.source != "credentials" {
@@ -217,52 +289,35 @@ pub fn plan_detailed(g: &Gathered) -> Result<Planned, ConfigError> {
             }
         },
     };
-    let mut text = decode::to_text(&src, raw)?;
-    if jinja::is_template(&text) {
-        text = jinja::render(&src, &text, &crate::datasource::vars::Vars::new(g))?;
-        if !decode::is_cloud_config(&text) {
-            return Err(ConfigError::file(
-                &src,
-                "is a `## template: jinja` whose next line is not #cloud-config; kubestrap renders only cloud-config templates"
-                    .into(),
-            ));
-        }
-    }
-
-    let is_cloud_config = decode::is_cloud_config(&text);
-    let ignition = if is_cloud_config { None } else { ignition::detect(&src, &text)? };
-    let (mut docs, sh, kubeadm) = if let Some(config) = ignition {
-        let vars = crate::datasource::vars::Vars::new(g);
-        let (role, docs, script) = ignition::plan(&src, config, &vars, from_credential, &mut notices)?;
-        (docs, None, Some((role, script)))
-    } else if is_cloud_config {
-        match cloud_config::cloud_config(&src, &text, from_credential, &mut notices)? {
-            CloudConfig::Shorthand(docs, sh) => (docs, Some(sh), None),
-            CloudConfig::Kubeadm(role, docs, script) => (docs, None, Some((role, script))),
-        }
+    let text = decode::to_text(&src, raw)?;
+    let Parsed { mut docs, shape } = if jinja::is_template(&text) {
+        jinja::read(&src, &text, &crate::datasource::vars::Vars::new(g), from_credential, &mut notices)?
+    } else if decode::is_cloud_config(&text) {
+        cloud_config::read(&src, &text, from_credential, &mut notices)?
+    } else if let Some(config) = ignition::detect(&src, &text)? {
+        ignition::read(&src, config, &crate::datasource::vars::Vars::new(g), from_credential, &mut notices)?
     } else {
-        decode::refuse_private_keys(&src, &text, from_credential, false)?;
-        (parse_documents(&src, &text)?, None, None)
+        decode::read(&src, &text, from_credential)?
     };
     // Reported once, here; the plan does not carry them on.
-    notices.append(&mut docs.warnings);
+    notices.extend(std::mem::take(&mut docs.warnings));
 
-    let (role, script) = match kubeadm {
-        Some((role, script)) => (role, Some(script)),
-        None => (role(&src, &docs, sh.as_ref())?, None),
+    // Errors name kubeadm's paths unless the user wrote the shorthand.
+    let shorthand = matches!(shape, Shape::Shorthand(_));
+    let (role, sh, script) = match shape {
+        Shape::Kubeadm { role, script } => (role, None, Some(script)),
+        Shape::Shorthand(sh) => (role(&src, &docs, Some(&sh))?, Some(sh), None),
+        Shape::Documents => (role(&src, &docs, None)?, None, None),
     };
     let sh = sh.unwrap_or_default();
     let token = Overrides::read(&src, g, &sh, &mut notices)?;
-    // Errors name kubeadm's paths unless the user wrote the shorthand.
-    let shorthand = is_cloud_config && script.is_none();
     let upload_certs = matches!(role, Role::ControlPlane { upload_certs: true });
     let input = PlanInput { src: &src, sh: &sh, ov: &token, machine: Machine::of(g), shorthand, upload_certs };
     let request = PlanRequest { input, docs };
-    let Noted { value: plan, notices: mut planned } = match role {
-        Role::ControlPlane { .. } => control_plane::plan(request)?,
-        Role::Join => join_plan::join_plan(request)?,
+    let plan = match role {
+        Role::ControlPlane { .. } => control_plane::plan(request, &mut notices)?,
+        Role::Join => join_plan::join_plan(request, &mut notices)?,
     };
-    notices.append(&mut planned);
     Ok(Planned { plan, script, notices })
 }
 

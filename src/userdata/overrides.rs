@@ -5,8 +5,8 @@
 
 use serde_yaml::Value;
 
-use super::Machine;
 use super::cloud_config::Shorthand;
+use super::{Machine, Notices};
 use crate::config::ConfigError;
 use crate::config::values::{CertificateKey, TOKEN_FORMAT_HIDDEN, Token, is_dns1123_subdomain};
 use crate::datasource::{CRED_CA_CERT_HASH, CRED_CERTIFICATE_KEY, CRED_TOKEN, Gathered};
@@ -26,7 +26,7 @@ pub(super) struct Overrides {
 }
 
 impl Overrides {
-    pub fn read(src: &str, g: &Gathered, sh: &Shorthand, notices: &mut Vec<String>) -> Result<Overrides, ConfigError> {
+    pub fn read(src: &str, g: &Gathered, sh: &Shorthand, notices: &mut Notices) -> Result<Overrides, ConfigError> {
         let mut token = match &sh.token {
             None => None,
             Some(Value::String(s)) => Some(s.trim().to_string()),
@@ -87,7 +87,7 @@ fn certificate_key(
     src: &str,
     g: &Gathered,
     sh: &Shorthand,
-    notices: &mut Vec<String>,
+    notices: &mut Notices,
 ) -> Result<Option<String>, ConfigError> {
     let check = |k: String, bad: &dyn Fn(String) -> ConfigError| {
         CertificateKey::parse(&k).map(|_| k).map_err(|e| bad(format!("{e} (value hidden)")))

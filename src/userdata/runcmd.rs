@@ -7,6 +7,7 @@
 
 use serde_yaml::Value;
 
+use super::Notices;
 use super::script::{Action, Command};
 use crate::config::ConfigError;
 
@@ -18,7 +19,7 @@ pub(super) enum Entry {
 }
 
 /// Parses `key` (`runcmd` or `bootcmd`); kubeadm steps are allowed only in runcmd.
-pub(super) fn parse(src: &str, key: &str, v: &Value, notices: &mut Vec<String>) -> Result<Vec<Entry>, ConfigError> {
+pub(super) fn parse(src: &str, key: &str, v: &Value, notices: &mut Notices) -> Result<Vec<Entry>, ConfigError> {
     let items = match v {
         Value::Null => return Ok(Vec::new()),
         Value::Sequence(items) => items,
@@ -54,7 +55,7 @@ pub(super) fn parse(src: &str, key: &str, v: &Value, notices: &mut Vec<String>) 
 }
 
 /// An argv list: cloud-init quotes it into a shell line; `[sh, -c, SCRIPT]` is SCRIPT.
-fn argv_entry(origin: &str, argv: Vec<String>, notices: &mut Vec<String>) -> Result<Entry, String> {
+fn argv_entry(origin: &str, argv: Vec<String>, notices: &mut Notices) -> Result<Entry, String> {
     if let Some(script) = sh_c(&argv) {
         return line_entry(origin, &script, notices);
     }
@@ -67,7 +68,7 @@ fn argv_entry(origin: &str, argv: Vec<String>, notices: &mut Vec<String>) -> Res
 }
 
 /// A shell line.
-fn line_entry(origin: &str, line: &str, notices: &mut Vec<String>) -> Result<Entry, String> {
+fn line_entry(origin: &str, line: &str, notices: &mut Notices) -> Result<Entry, String> {
     let words = shlex::split(line);
     if let Some(script) = words.as_deref().and_then(sh_c) {
         return line_entry(origin, &script, notices);

@@ -8,6 +8,7 @@ use std::io::Read;
 use base64::Engine;
 use serde_yaml::Value;
 
+use super::Notices;
 use super::decode::MAX_USER_DATA_BYTES;
 use crate::config::ConfigError;
 
@@ -32,7 +33,7 @@ const DEFAULT_MODE: u32 = 0o644;
 const KEYS: &[&str] = &["path", "content", "source", "encoding", "permissions", "owner", "append", "defer"];
 
 /// Decodes the `write_files` list; notices for what is accepted but means something else here.
-pub(super) fn parse(src: &str, v: &Value, notices: &mut Vec<String>) -> Result<Vec<WriteFile>, ConfigError> {
+pub(super) fn parse(src: &str, v: &Value, notices: &mut Notices) -> Result<Vec<WriteFile>, ConfigError> {
     let items = match v {
         Value::Null => return Ok(Vec::new()),
         Value::Sequence(items) => items,
@@ -41,7 +42,7 @@ pub(super) fn parse(src: &str, v: &Value, notices: &mut Vec<String>) -> Result<V
     items.iter().enumerate().map(|(i, item)| entry(src, i, item, notices)).collect()
 }
 
-fn entry(src: &str, i: usize, item: &Value, notices: &mut Vec<String>) -> Result<WriteFile, ConfigError> {
+fn entry(src: &str, i: usize, item: &Value, notices: &mut Notices) -> Result<WriteFile, ConfigError> {
     let at = |field: &str| format!("write_files[{i}].{field}");
     let err = |field: &str, msg: String| ConfigError::doc(src, "#cloud-config", &at(field), msg);
     let Value::Mapping(m) = item else {
@@ -156,7 +157,7 @@ mod tests {
 
     fn one(yaml: &str) -> Result<WriteFile, ConfigError> {
         let v: Value = serde_yaml::from_str(yaml).unwrap();
-        parse("u", &v, &mut Vec::new()).map(|mut v| v.remove(0))
+        parse("u", &v, &mut Notices::default()).map(|mut v| v.remove(0))
     }
 
     #[test]
@@ -199,7 +200,7 @@ mod tests {
         let f = one("- {path: /a, owner: 'etcd:etcd', append: true}").unwrap();
         assert_eq!((f.owner.as_str(), f.append), ("etcd:etcd", true));
         assert!(one("- {path: /a, owner: 'a:b:c'}").is_err());
-        let mut n = Vec::new();
+        let mut n = Notices::default();
         parse("u", &serde_yaml::from_str("[{path: /a, defer: true}]").unwrap(), &mut n).unwrap();
         assert!(n[0].contains("defer"), "{n:?}");
     }

@@ -124,12 +124,14 @@ fn join_dry_run_sends_nothing_and_plans_the_csr() {
     let csr = objs.iter().find(|o| o["verb"] == "create").unwrap_or_else(|| panic!("no create in {objs:?}"));
     assert_eq!(csr["kind"], "CertificateSigningRequest");
     assert_eq!(csr["object"]["spec"]["signerName"], "kubernetes.io/kube-apiserver-client-kubelet");
-    let (code, subject, err) = sh(&format!(
-        "printf %s '{}' | base64 -d | openssl req -noout -subject",
-        csr["object"]["spec"]["request"].as_str().unwrap()
-    ));
-    assert_eq!(code, 0, "{err}");
-    assert!(subject.contains("system:node:worker-1") && subject.contains("system:nodes"), "{subject}");
+    if needs::needs(needs::Need::tool("openssl")) {
+        let (code, subject, err) = sh(&format!(
+            "printf %s '{}' | base64 -d | openssl req -noout -subject",
+            csr["object"]["spec"]["request"].as_str().unwrap()
+        ));
+        assert_eq!(code, 0, "{err}");
+        assert!(subject.contains("system:node:worker-1") && subject.contains("system:nodes"), "{subject}");
+    }
     let later: Vec<&str> =
         p["filesFromCluster"].as_array().unwrap().iter().map(|f| f["path"].as_str().unwrap()).collect();
     assert!(later.contains(&"/etc/kubernetes/kubelet.conf"), "{later:?}");

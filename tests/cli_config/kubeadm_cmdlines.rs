@@ -7,6 +7,7 @@
 
 use crate::common::*;
 
+use crate::common::needs::need;
 use serde_json::Value;
 
 /// Whitespace and double quotes, as a shell splits these lines (the kernel command line's rule).
@@ -113,6 +114,7 @@ fn shell_words_and_loopback_rewriting() {
 /// a malformed token is refused before the workflow starts.
 #[test]
 fn the_oracle_refuses_a_malformed_join() {
+    need!(kubeadm_oracle::need());
     let s = Scratch::new("");
     let line = "kubeadm join 10.1.2.3:6443 --token not-a-token --discovery-token-unsafe-skip-ca-verification";
     let args = rewrite_at(line, &s, &format!("127.0.0.1:{}", free_port()), kubeadm_oracle::ADDR);
@@ -122,6 +124,7 @@ fn the_oracle_refuses_a_malformed_join() {
 
 #[test]
 fn real_kubeadm_command_lines() {
+    need!(kubeadm_oracle::need());
     let cases = fixture!("kubeadm-cmdlines/cmdlines.tsv");
     let mut table = Vec::new();
     let mut failures = Vec::new();

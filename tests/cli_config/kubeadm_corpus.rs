@@ -5,6 +5,7 @@
 
 use crate::common::*;
 
+use crate::common::needs::need;
 use serde::Deserialize;
 use serde_yaml::{Mapping, Value};
 
@@ -241,6 +242,7 @@ fn check_join(c: &Case, want: &str, failures: &mut Vec<String>) -> String {
 
 #[test]
 fn real_kubeadm_configs_are_accepted_or_refused_as_kubeadm_does() {
+    need!(kubeadm_oracle::need());
     let cases = cases();
     assert!(cases.len() >= 15, "only {} kubeadm configs in the corpus", cases.len());
     let mut failures = Vec::new();

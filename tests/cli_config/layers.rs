@@ -137,9 +137,10 @@ fn every_import_points_down_the_layers_of_lib_rs() {
     assert!(up.is_empty(), "imports pointing up the layers:\n{}", up.join("\n"));
 }
 
-/// The tests' own rules (issue #35), checked on their source: no test passes by skipping what it
-/// names (a printed skip, then return), none is ignored by attribute, and the golden files can
-/// only be rewritten by hand (scripts/test refuses UPDATE_GOLDEN).
+/// The tests' own rules (issue #35), checked on their source: no test skips but through the one
+/// helper (tests/common/needs.rs), which scripts/test turns into a failure; none is ignored by
+/// attribute; and the golden files can only be rewritten by hand (scripts/test refuses
+/// UPDATE_GOLDEN).
 #[test]
 fn no_test_skips_or_is_ignored() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -149,10 +150,12 @@ fn no_test_skips_or_is_ignored() {
     // Spelled in two halves so this file does not match itself.
     let (skip, ignore) = (["skipp", "ed"].concat(), ["#[", "ignore"].concat());
     let mut bad = Vec::new();
-    for f in files {
+    let helper = root.join("tests/common/needs.rs");
+    for f in files.into_iter().filter(|f| *f != helper) {
         let text = std::fs::read_to_string(&f).expect("read");
         for (i, line) in text.lines().enumerate() {
-            let prints = line.contains("eprintln!(") || line.contains("println!(");
+            let prints =
+                ["eprintln!(", "println!(", "writeln!(", "eprint!(", "print!("].iter().any(|p| line.contains(p));
             if (prints && line.to_lowercase().contains(&skip)) || line.trim_start().starts_with(&ignore) {
                 bad.push(format!("{}:{}: {}", f.display(), i + 1, line.trim()));
             }
@@ -161,4 +164,32 @@ fn no_test_skips_or_is_ignored() {
     assert!(bad.is_empty(), "tests that skip or are ignored:\n{}", bad.join("\n"));
     let test_script = std::fs::read_to_string(root.join("scripts/test")).expect("scripts/test");
     assert!(test_script.contains("UPDATE_GOLDEN is set"), "scripts/test must refuse UPDATE_GOLDEN");
+    let (require, test) = ("\nexport KUBESTRAP_REQUIRE_ALL=1\n", "\nFUZZ_SECONDS=20 cargo test --workspace");
+    let (r, t) = (test_script.find(require), test_script.find(test));
+    assert!(
+        r.is_some() && t.is_some() && r < t,
+        "scripts/test must export KUBESTRAP_REQUIRE_ALL=1 before its cargo test"
+    );
+}
+
+/// A skip is one line saying what is missing and what to run; under KUBESTRAP_REQUIRE_ALL=1
+/// (scripts/test) the same line is a failure.
+#[test]
+fn a_missing_need_skips_with_one_line_or_fails_when_all_are_required() {
+    use crate::common::needs::{Need, unmet};
+    let tool = Need::tool("kubestrap-no-such-tool");
+    assert!(!tool.met());
+    let line = "skipped t: kubestrap-no-such-tool is not on PATH; run scripts/install-test-deps, or scripts/test which runs it";
+    assert_eq!(unmet(&tool, "t", false).as_deref(), Ok(line));
+    let failure = unmet(&tool, "t", true).unwrap_err();
+    assert!(failure.starts_with(line) && failure.contains("KUBESTRAP_REQUIRE_ALL=1"), "{failure}");
+    let real = Need::real_bin(Path::new("/nonexistent/k8s/v1.37.2/bin/kubeadm"));
+    let line = unmet(&real, "t", false).unwrap();
+    assert_eq!(
+        line,
+        "skipped t: /nonexistent/k8s/v1.37.2/bin/kubeadm is missing; run scripts/real-k8s, or scripts/test which runs it"
+    );
+    assert!(!line.contains('\n'));
+    assert!(!Need::all([Need::tool("sh"), Need::tool("kubestrap-no-such-tool")]).met());
+    assert!(Need::tool("sh").met() && Need::all([]).met());
 }

@@ -4,6 +4,7 @@
 
 use crate::common::*;
 
+use crate::common::needs::{Need, need};
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
@@ -52,7 +53,7 @@ fn assert_valid(s: &Scratch) {
 
 #[test]
 fn sigkill_at_random_points_then_rerun_converges() {
-    require_tool("openssl");
+    need!(Need::tool("openssl"));
     let trials: u64 = std::env::var("KILL_TRIALS").ok().and_then(|v| v.parse().ok()).unwrap_or(50);
     let mut rng = Lcg(0x6b75_6265);
     let mut killed_mid_run = 0;
@@ -142,7 +143,7 @@ fn signal(child: &Child, sig: &str) {
 
 #[test]
 fn two_concurrent_runs_on_one_root_do_not_interleave() {
-    require_tool("openssl");
+    need!(Need::tool("openssl"));
     let s = Scratch::new(BASE_CONFIG);
     let config = s.config();
     let root = s.root_str();
@@ -181,7 +182,7 @@ fn two_concurrent_runs_on_one_root_do_not_interleave() {
 
 #[test]
 fn sigkill_at_each_phase_boundary_then_rerun_converges() {
-    require_tool("openssl");
+    need!(Need::tool("openssl"));
     let markers = [
         "[certs] Generating \"ca\"",
         "[certs] Generating \"etcd/server\"",

@@ -2,6 +2,7 @@
 //! jwcrypto for the detached HS256 JWS, `cryptography` for the CSR, its kubelet object name
 //! and the CA pin. The helper is tests/cluster/jws_interop.py.
 
+use crate::common::needs::{Need, need};
 use crate::common::*;
 use kubestrap::csr::{KUBELET_CLIENT_USAGES, node_csr};
 use kubestrap::discovery::{CaPin, Token, jws_sign, jws_verify};
@@ -28,6 +29,7 @@ fn token() -> Token {
 
 #[test]
 fn jwcrypto_verifies_our_detached_jws() {
+    need!(Need::python(&["jwcrypto", "cryptography"]));
     let t = token();
     let detached = jws_sign(KUBECONFIG, &t);
     let input = json!({"content": KUBECONFIG, "token_id": "abcdef", "secret": t.secret(), "detached": detached});
@@ -46,6 +48,7 @@ fn jwcrypto_verifies_our_detached_jws() {
 
 #[test]
 fn we_verify_a_jwcrypto_signed_jws() {
+    need!(Need::python(&["jwcrypto", "cryptography"]));
     let t = token();
     let out = python("sign", &json!({"content": KUBECONFIG, "token_id": "abcdef", "secret": t.secret()}));
     let detached = out["detached"].as_str().unwrap();
@@ -58,6 +61,7 @@ fn we_verify_a_jwcrypto_signed_jws() {
 
 #[test]
 fn cryptography_reads_our_csr_and_agrees_on_its_name() {
+    need!(Need::python(&["jwcrypto", "cryptography"]));
     let key = rcgen::KeyPair::generate().unwrap();
     let (pem, name) = node_csr("worker-7", &key).unwrap();
     let out = python("csr", &json!({"pem": pem}));
@@ -73,6 +77,7 @@ fn cryptography_reads_our_csr_and_agrees_on_its_name() {
 
 #[test]
 fn cryptography_agrees_on_ca_pins() {
+    need!(Need::python(&["jwcrypto", "cryptography"]));
     let fixture = fixture!("pubkeypin-testCert.pem").to_string();
     let generated = {
         let key = rcgen::KeyPair::generate().unwrap();

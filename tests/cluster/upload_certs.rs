@@ -4,6 +4,7 @@
 
 use crate::common::*;
 
+use crate::common::needs::{Need, need};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use kubestrap::config::values::CertificateKey;
@@ -30,6 +31,7 @@ fn python(mode: &str, key: &str, data: &str) -> String {
 
 #[test]
 fn python_opens_our_blobs_and_we_open_pythons() {
+    need!(Need::python(&["cryptography"]));
     let key = CertificateKey::generate().unwrap();
     let hex = key.to_hex();
     let ours = key.seal(b"from kubestrap").unwrap();

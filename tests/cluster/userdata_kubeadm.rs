@@ -9,6 +9,7 @@ use crate::common::*;
 
 use std::path::Path;
 
+use crate::common::needs::need;
 use kubestrap::datasource::{Gathered, MetaData};
 use kubestrap::userdata::{NodePlan, plan_detailed};
 
@@ -252,6 +253,7 @@ fn user_data_kubeadm_lines_are_read_as_the_shell_reads_them() {
 /// The corpus: every fixture planned as `kubestrap boot` plans it, with the expected outcome.
 #[test]
 fn user_data_corpus_accepted_and_refused_as_kubeadm_does() {
+    need!(kubeadm_oracle::need());
     let cases: &[(&str, Result<&str, &str>)] = &[
         ("capi-control-plane-init", Ok("init")),
         ("capi-control-plane-join", Ok("join")),

@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use super::{ChildGuard, PROXY_VARS, Scratch, require_tool};
+use super::{ChildGuard, PROXY_VARS, Scratch};
 
 /// Flags kubeadm emits for newer etcd (3.6 renamed the `experimental-*` ones) that etcd 3.4
 /// legitimately does not know. Any other unknown flag is a bug in our manifest.
@@ -86,12 +86,6 @@ pub fn args_on_own_address(s: &Scratch, command: &[String], addr: &str) -> Vec<S
             format!("{name}={value}")
         })
         .collect()
-}
-
-/// Tests with a real etcd fail loudly without one (.ci/run installs it).
-pub fn need_etcd() {
-    require_tool("etcdctl");
-    assert!(Path::new("/usr/bin/etcd").exists(), "/usr/bin/etcd is required (scripts/install-test-deps)");
 }
 
 /// The container command of a static Pod manifest file.

@@ -60,6 +60,12 @@ fn quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
+/// What the oracle needs: the real kubeadm and root; a test says `need!(kubeadm_oracle::need())`.
+pub fn need() -> super::needs::Need {
+    use super::needs::Need;
+    Need::all([Need::real_bin(&super::real_bins::dir().join("kubeadm")), Need::root()])
+}
+
 /// The real kubeadm.
 pub fn kubeadm() -> String {
     super::real_bins::bin("kubeadm").display().to_string()
@@ -69,7 +75,8 @@ pub fn kubeadm() -> String {
 /// when it exits, or, given `until`, as soon as a stdout line starts with it (the whole process
 /// group is killed then). Past [`DEADLINE`] it is killed and the test fails.
 pub fn run_isolated(dir: &std::path::Path, body: &str, until: Option<&str>) -> Run {
-    assert!(rustix::process::geteuid().is_root(), "the kubeadm oracle needs root: it runs in namespaces of its own");
+    // Namespaces of its own; a test skips first with `need!(kubeadm_oracle::need())`.
+    super::needs::require(super::needs::Need::root());
     let script = dir.join("kubeadm-oracle.sh");
     std::fs::write(&script, format!("{SETUP}{body}\n")).expect("write the oracle script");
     let mut child = Command::new("unshare")

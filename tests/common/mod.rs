@@ -5,6 +5,7 @@
 
 pub mod etcd;
 pub mod kubeadm_oracle;
+pub mod needs;
 pub mod real_bins;
 
 use std::fmt::Display;
@@ -260,11 +261,10 @@ pub fn sh(cmd: &str) -> (i32, String, String) {
     capture(Command::new("bash").arg("-c").arg(cmd))
 }
 
-/// Is a command on PATH? Tests that need an external tool fail loudly when it is missing
-/// (.ci/run installs them), never skip silently.
+/// A command on PATH, for a helper that goes on to run it; a missing one fails the test with
+/// what to run. The test itself says `need!(Need::tool(name))` first, to skip instead.
 pub fn require_tool(name: &str) {
-    let (code, _, _) = sh(&format!("command -v {name}"));
-    assert_eq!(code, 0, "{name} is required for this test; .ci/run installs it");
+    needs::require(needs::Need::tool(name));
 }
 
 /// Runs kubectl with a clean environment (no ambient KUBECONFIG); returns (code, stdout, stderr).

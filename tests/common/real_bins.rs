@@ -6,6 +6,13 @@ use std::path::PathBuf;
 
 pub const K8S_VERSION: &str = "v1.37.2";
 
+/// Every real component of every version of the matrix: what tests/real runs.
+pub fn need_all() -> super::needs::Need {
+    let bins = VERSIONS.iter().flat_map(|v| K8S_COMPONENTS.iter().map(move |c| dir_of(v).join(c)));
+    let shared = ["etcd", "containerd", "runc"].map(|b| dir().join(b));
+    super::needs::Need::all(bins.chain(shared).map(|p| super::needs::Need::real_bin(&p)))
+}
+
 /// The versions scripts/real-k8s builds (its `K8S_MATRIX`), newest first.
 pub const VERSIONS: [&str; 2] = ["v1.37.2", "v1.36.3"];
 
@@ -28,7 +35,8 @@ pub fn dir_of(version: &str) -> PathBuf {
     cache.join("k8s").join(version).join("bin")
 }
 
-/// One real binary of v1.37.2 (or a shared one); a missing one fails the test with what to run.
+/// One real binary of v1.37.2 (or a shared one); a missing one fails the test with what to run
+/// (a test skips first with `need!(Need::real_bin(..))`, or its binary with [`need_all`]).
 pub fn bin(name: &str) -> PathBuf {
     bin_of(K8S_VERSION, name)
 }
@@ -40,7 +48,7 @@ pub fn bin_of(version: &str, name: &str) -> PathBuf {
     assert!(VERSIONS.contains(&version), "Kubernetes {version} is not in the real-component matrix {VERSIONS:?}");
     let d = if K8S_COMPONENTS.contains(&name) { dir_of(version) } else { dir() };
     let p = d.join(name);
-    assert!(p.is_file(), "{} is missing: run scripts/real-k8s (scripts/test does) to build it", p.display());
+    super::needs::require(super::needs::Need::real_bin(&p));
     p
 }
 

@@ -8,6 +8,7 @@ use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::common::needs::{Need, need};
 use crate::common::{TOKEN, fixture, free_port, write_file};
 use kubestrap::clock::FakeClock;
 use kubestrap::datasource::block::{self, FsType};
@@ -316,6 +317,7 @@ fn make_iso(dir: &Path, label: &str, flags: &[&str]) -> PathBuf {
 
 #[test]
 fn label_of_real_iso_and_vfat_images() {
+    need!(Need::tool("xorriso"), Need::tool("mkfs.vfat"));
     let d = tempfile::tempdir().unwrap();
     let iso = make_iso(d.path(), "cidata", &["-J", "-r"]);
     assert_eq!(block::read_label(&iso).unwrap(), Some((FsType::Iso9660, "cidata".into())));
@@ -372,6 +374,7 @@ fn mounted(dir: &Path) -> bool {
 /// this sandbox's kernel has no iso9660/vfat driver (the helper is filesystem-agnostic).
 #[test]
 fn mount_ro_reads_a_real_filesystem_and_unmounts() {
+    need!(Need::tool("mkfs.ext4"), Need::tool("losetup"), Need::root());
     let d = tempfile::tempdir().unwrap();
     let src = d.path().join("src");
     write_file(&src.join("user-data"), WORKER);
@@ -402,6 +405,7 @@ fn mount_ro_reads_a_real_filesystem_and_unmounts() {
 /// passes silently.
 #[test]
 fn nocloud_cidata_iso_on_a_loop_device() {
+    need!(Need::tool("xorriso"), Need::tool("losetup"), Need::root());
     let d = tempfile::tempdir().unwrap();
     let iso = make_iso(d.path(), "cidata", &["-J", "-r"]);
     let lo = Loop::attach(&iso);

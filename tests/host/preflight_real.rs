@@ -3,6 +3,7 @@
 
 use crate::common::*;
 
+use crate::common::needs::{Need, need};
 use std::net::TcpListener;
 use std::os::unix::net::UnixListener;
 use std::process::{Command, Stdio};
@@ -79,6 +80,7 @@ fn start_containerd_bin(bin: &str) -> Containerd {
 
 #[test]
 fn cri_answers_from_real_containerd_and_not_from_a_mute_or_missing_socket() {
+    need!(Need::tool("containerd"));
     let ctd = start_containerd();
     let sock = format!("unix://{}", ctd.socket);
     // containerd may take a moment to serve the CRI plugin after creating the socket.
@@ -133,6 +135,7 @@ fn cri_answers_from_real_containerd_and_not_from_a_mute_or_missing_socket() {
 
 #[test]
 fn containerd_2_implements_runtime_config() {
+    need!(Need::real_bin(&crate::common::real_bins::dir().join("containerd")));
     // The containerd Kubernetes v1.37.2 is tested against (scripts/real-k8s); missing, it fails.
     let containerd = crate::common::real_bins::bin("containerd");
     let ctd = start_containerd_bin(&containerd.to_string_lossy());
@@ -170,7 +173,7 @@ fn a_port_held_on_another_address_passes_when_bind_address_is_set() {
 
 #[test]
 fn non_root_fails_is_privileged_user() {
-    require_tool("setpriv");
+    need!(Need::tool("setpriv"), Need::root());
     let out = Command::new("setpriv")
         .args([
             "--reuid=65534",
@@ -194,6 +197,7 @@ fn non_root_fails_is_privileged_user() {
 
 #[test]
 fn report_is_complete_and_ignoring_all_exits_zero() {
+    need!(Need::root());
     let r = worker(&["--ignore-preflight-errors", "all,NoSuchCheck"]);
     assert_eq!(r.code(), 0, "{}", r.stderr());
     let rep = report(&r);

@@ -9,6 +9,7 @@ use std::process::Command;
 use time::format_description::well_known::Rfc3339;
 
 use crate::bins;
+use crate::common::needs::need;
 use crate::common::{BASE_CONFIG, Scratch, kubestrap};
 
 /// The config as kubeadm sees it from inside the chroot.
@@ -42,7 +43,8 @@ fn node() -> Scratch {
 }
 
 fn node_with(config: &str) -> Scratch {
-    assert!(rustix::process::geteuid().is_root(), "tests/parity needs root: kubeadm chroots into the node root");
+    // kubeadm chroots into the node root; a test skips first with `need!(kubeadm_need())`.
+    crate::common::needs::require(crate::common::needs::Need::root());
     let s = Scratch::new(config);
     s.phase("certs").ok();
     s.phase("kubeconfig").ok();
@@ -99,6 +101,7 @@ fn compare_check_expiration(s: &Scratch, root: &Path, what: &str) {
 
 #[test]
 fn check_expiration_prints_what_kubeadm_prints() {
+    need!(crate::kubeadm_need());
     let s = node();
     compare_check_expiration(&s, &s.root(), "a fresh node");
     // Missing files and an externally managed CA.
@@ -111,6 +114,7 @@ fn check_expiration_prints_what_kubeadm_prints() {
 
 #[test]
 fn renew_all_prints_what_kubeadm_prints_and_kubeadm_reads_the_result() {
+    need!(crate::kubeadm_need());
     let s = node();
     let pki = s.root().join("etc/kubernetes/pki");
     std::fs::remove_file(pki.join("front-proxy-ca.key")).expect("rm");
@@ -168,6 +172,7 @@ fn renew_all_prints_what_kubeadm_prints_and_kubeadm_reads_the_result() {
 /// serialiser): only the two values change, and kubeadm reads the result.
 #[test]
 fn renewing_kubeadms_own_kubeconfigs_changes_only_the_client_data() {
+    need!(crate::kubeadm_need());
     let s = node();
     let (code, _, err) = kubeadm(&s.root(), &["renew", "all"]);
     assert_eq!(code, 0, "kubeadm certs renew all: {err}");
@@ -197,6 +202,7 @@ fn renewing_kubeadms_own_kubeconfigs_changes_only_the_client_data() {
 /// cluster's renewal makes RSA-2048 keys.
 #[test]
 fn other_clusters_rsa_and_external_etcd() {
+    need!(crate::kubeadm_need());
     let s = node_with(crate::common::fixture!("parity/rsa.yaml"));
     compare_check_expiration(&s, &s.root(), "RSA-2048");
     let (code, theirs, err) = kubeadm(&s.root(), &["renew", "apiserver"]);

@@ -6,6 +6,7 @@ use std::process::Command;
 
 use crate::bins;
 use crate::common::kubestrap;
+use crate::common::needs::need;
 
 fn kubeadm(args: &[&str]) -> String {
     let out = Command::new("unshare")
@@ -21,6 +22,7 @@ fn kubeadm(args: &[&str]) -> String {
 
 #[test]
 fn config_images_list_prints_what_kubeadm_prints() {
+    need!(crate::kubeadm_need());
     let dir = tempfile::tempdir().expect("tempdir");
     let cfg = dir.path().join("cluster.yaml");
     std::fs::write(

@@ -15,7 +15,8 @@ const PHASES: &[&str] = &["certs all", "kubeconfig all", "etcd local", "control-
 /// `<dir>/kubeadm/{etc/kubernetes,var/lib/kubelet,var/lib/etcd}`; returns that root.
 pub fn init_on_disk(config: &Path, dir: &Path) -> PathBuf {
     let root = dir.join("kubeadm");
-    assert!(rustix::process::geteuid().is_root(), "tests/parity needs root: kubeadm runs in its own mount namespace");
+    // kubeadm runs in its own mount namespace; a test skips first with `need!(kubeadm_need())`.
+    crate::common::needs::require(crate::common::needs::Need::root());
     let kubeadm = bins::bin("kubeadm");
     let mut script = String::from(
         "set -e; mkdir -p /etc/kubernetes; mount -t tmpfs none /etc/kubernetes; mount -t tmpfs none /var/lib\n",
@@ -38,7 +39,8 @@ pub fn init_on_disk(config: &Path, dir: &Path) -> PathBuf {
 /// Runs shell `body` in private mount and network namespaces, after tmpfs mounts over
 /// /etc/kubernetes and /var/lib; keeps the script as `<dir>/<name>.sh`. (code, stdout, stderr).
 pub fn in_namespace(dir: &Path, name: &str, body: &str) -> (i32, String, String) {
-    assert!(rustix::process::geteuid().is_root(), "tests/parity needs root: kubeadm runs in its own mount namespace");
+    // kubeadm runs in its own mount namespace; a test skips first with `need!(kubeadm_need())`.
+    crate::common::needs::require(crate::common::needs::Need::root());
     let file = dir.join(format!("{name}.sh"));
     let script = format!(
         "set -e; mkdir -p /etc/kubernetes; mount -t tmpfs none /etc/kubernetes; mount -t tmpfs none /var/lib\n{body}\n"

@@ -17,6 +17,7 @@ mod kubeadm;
 mod patches;
 mod pem;
 
+use common::needs::{Need, need};
 use common::{Scratch, fixture};
 use std::path::Path;
 
@@ -24,8 +25,16 @@ fn now() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock").as_secs() as i64
 }
 
+/// What a test here that runs kubeadm needs: the real kubeadm of each version of the matrix
+/// (scripts/real-k8s), and root (it runs in namespaces of its own, chrooted into the node root).
+fn kubeadm_need() -> Need {
+    let kubeadms = bins::VERSIONS.iter().map(|v| Need::real_bin(&bins::dir_of(v).join("kubeadm")));
+    Need::all(kubeadms.chain([Need::root()]))
+}
+
 /// Runs both on `config` and compares their nodes.
 fn parity(name: &str, config: &str) {
+    need!(crate::kubeadm_need());
     let s = Scratch::new(config);
     let started = now();
     let root = kubeadm::init_on_disk(Path::new(&s.config()), s.dir.path());

@@ -7,6 +7,7 @@
 //! (both sides write their own re-serialisation), the CoreDNS Deployment and kube-proxy
 //! DaemonSet fact by fact (api.rs, allow.rs), and the `[patches]` lines in order.
 
+use crate::common::needs::need;
 use crate::common::{self, Run, Scratch, fixture, fixture_path};
 use crate::kubeadm::{self, Patched as Kubeadm};
 use crate::{api, bins, diff};
@@ -262,6 +263,7 @@ fn is_addon_line(l: &str) -> bool {
 
 /// One case on both: kubestrap must do what kubeadm did.
 fn parity(name: &str) {
+    need!(crate::kubeadm_need());
     let ours = kubestrap(name);
     let theirs = kubeadm(name, Path::new(&ours.s.config()), ours.s.dir.path());
     let outcome = theirs.outcome();
@@ -423,6 +425,7 @@ fn check(case: &str, want: &Expected, run: &Kubeadm) -> Vec<String> {
 /// kubeadm, so it holds whatever kubestrap does.
 #[test]
 fn kubeadm_outcomes() {
+    need!(crate::kubeadm_need());
     let root = fixture_path("patches");
     let mut cases: Vec<String> = std::fs::read_dir(&root)
         .expect("read tests/fixtures/patches")
@@ -475,6 +478,7 @@ fn kubeadm_outcomes() {
 /// must refuse the same way and write nothing.
 #[test]
 fn patches_flag_with_config_is_refused() {
+    need!(crate::kubeadm_need());
     let s = Scratch::new(&config());
     let flag_dir = "/etc/kubernetes/flag-patches";
     let put = |root: &str| {
@@ -515,6 +519,7 @@ fn patches_flag_with_config_is_refused() {
 /// address in a namespace with no route, so its dry run (into a fixed directory) stands in.
 #[test]
 fn patches_flag_without_config() {
+    need!(crate::kubeadm_need());
     let s = Scratch::new("");
     let flags = "--kubernetes-version v1.37.2 --apiserver-advertise-address 192.0.2.10 --node-name cp-1 \
                  --cri-socket unix:///var/run/containerd/containerd.sock --ignore-preflight-errors=all";

@@ -1,7 +1,8 @@
 //! Kubeconfig files read back by the real `kubectl` (reference: kubeadm-facts.md section 7,
 //! "Client certificates inside kubeconfig files").
 
-use crate::common::{BASE_CONFIG, Scratch, fixture, kubectl, mode, require_tool, sh};
+use crate::common::needs::{Need, need};
+use crate::common::{BASE_CONFIG, Scratch, fixture, kubectl, mode, sh};
 
 const LOCAL_URL: &str = "https://10.0.0.10:6443";
 
@@ -29,7 +30,7 @@ fn b64decode(s: &str) -> Vec<u8> {
 }
 
 fn check_all(config: &str, cpe_url: Option<&str>) {
-    require_tool("kubectl");
+    need!(Need::tool("kubectl"));
     let s = Scratch::new(config);
     s.init(&[]).ok();
     let ca = std::fs::read(s.pki("ca.crt")).expect("read ca.crt");

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::common::needs::{Need, need};
 use crate::common::{
     BASE_CONFIG, Scratch, ca_hash, ca_hash_of_root, capture, fixture_path, kubestrap, mode, require_tool, sh,
 };
@@ -564,6 +565,7 @@ fn scratch_for(alg: Alg, extra: &str) -> Scratch {
 
 /// Full `init`, then everything: the table, sa, the kubeconfigs' client certs, the pin.
 fn full_init_check(alg: Alg) {
+    need!(Need::tool("openssl"));
     let s = scratch_for(alg, "");
     let t0 = now();
     s.init(&[]).ok();
@@ -576,6 +578,7 @@ fn full_init_check(alg: Alg) {
 
 /// Only `init phase certs`, then the table and sa.
 fn certs_phase_check(alg: Alg, extra: &str, local_etcd: bool) {
+    need!(Need::tool("openssl"));
     let s = scratch_for(alg, extra);
     let t0 = now();
     s.phase("certs").ok();
@@ -600,6 +603,7 @@ fn rsa_2048_init_matches_kubeadm_table() {
 
 #[test]
 fn apiserver_sans_include_control_plane_endpoint_and_cert_sans() {
+    need!(Need::tool("openssl"));
     let alg = Alg::EcdsaP256;
     let s = scratch_for(
         alg,
@@ -617,7 +621,7 @@ fn apiserver_sans_include_control_plane_endpoint_and_cert_sans() {
 
 #[test]
 fn ca_hash_matches_pin_test_vectors() {
-    require_tool("openssl");
+    need!(Need::tool("openssl"));
     for (file, pin) in [
         ("pubkeypin-testCert.pem", "sha256:345959acb2c3b2feb87d281961c893f62a314207ef02599f1cc4a5fb255480b3"),
         ("pubkeypin-testCert2.pem", "sha256:d1ef16989563fe7775f81a7dc55ce16a467ca9baedae2d081cb0a068b6a81971"),
@@ -631,7 +635,7 @@ fn ca_hash_matches_pin_test_vectors() {
 
 #[test]
 fn ca_hash_of_a_non_certificate_fails_naming_the_file() {
-    require_tool("openssl");
+    need!(Need::tool("openssl"));
     let s = Scratch::new(BASE_CONFIG);
     let text = s.dir.path().join("not-a-cert.txt");
     std::fs::write(&text, "hello, I am not a certificate\n").unwrap();

@@ -3,6 +3,7 @@
 
 use crate::common::*;
 
+use crate::common::needs::{Need, need};
 use kubestrap::pki::check::CertFile;
 use std::fs;
 
@@ -28,7 +29,7 @@ fn second_run_changes_nothing() {
 
 #[test]
 fn deleted_leaf_is_regenerated_by_the_same_ca_and_nothing_else_changes() {
-    require_tool("openssl");
+    need!(Need::tool("openssl"));
     let s = Scratch::new(BASE_CONFIG);
     s.init(&[]).ok();
     let before = snapshot(&s.root());
@@ -139,7 +140,7 @@ fn kubeconfig_for_another_endpoint_is_refused() {
 
 #[test]
 fn user_supplied_ca_signs_everything_and_is_kept() {
-    require_tool("openssl");
+    need!(Need::tool("openssl"));
     for (label, genkey) in [
         ("rsa pkcs1", "openssl genrsa -traditional -out ca.key 2048"),
         ("ec sec1", "openssl ecparam -name prime256v1 -genkey -noout -out ca.key"),

@@ -6,9 +6,26 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+use common::needs::{Need, skip_binary_unless};
 use common::real_bins as bins;
 
 mod availability;
+// Every test here runs a real cluster: it needs every real component (scripts/real-k8s) and
+// root (network namespaces, mounts). Without them one line says so and the binary exits before
+// the harness starts, so no test has to check; under KUBESTRAP_REQUIRE_ALL=1 (scripts/test)
+// they run and fail at the missing piece.
+// An ELF constructor is the one hook before libtest's `main`; the function only reads the
+// environment and the disk and never panics (see skip_binary_unless).
+#[allow(unsafe_code)]
+#[used]
+#[unsafe(link_section = ".init_array")]
+static SKIP_WITHOUT_REAL_COMPONENTS: extern "C" fn() = {
+    extern "C" fn check() {
+        skip_binary_unless("tests/real", [bins::need_all(), Need::root()]);
+    }
+    check
+};
+
 mod boot;
 mod boot_ha;
 mod capi;

@@ -21,8 +21,9 @@ use serde_json::Value;
 
 use crate::common::etcd::{
     RecordingClock, args_from_command, etcdctl, free_ports, health_tls, is_healthy, manifest_command, member_list,
-    need_etcd, refs, start_etcd, without_newer_flags,
+    refs, start_etcd, without_newer_flags,
 };
+use crate::common::needs::{Need, need};
 use crate::common::{ChildGuard, Scratch, fill, fixture, write_file};
 
 /// A control plane named `{name}` advertising `{address}`.
@@ -181,7 +182,7 @@ fn wait_until(deadline: Instant, what: &str, cond: impl Fn() -> bool) {
 
 #[test]
 fn three_members_form_by_learner_add_and_promote() {
-    need_etcd();
+    need!(Need::etcd());
     let deadline = Instant::now() + Duration::from_secs(180);
     let n1 = Node::new("cp-1", "127.0.0.2", None);
     let n2 = Node::new("cp-2", "127.0.0.3", Some(&n1));
@@ -265,7 +266,7 @@ fn three_members_form_by_learner_add_and_promote() {
 
 #[test]
 fn a_join_interrupted_after_every_step_reruns_to_one_member_per_node() {
-    need_etcd();
+    need!(Need::etcd());
     let deadline = Instant::now() + Duration::from_secs(180);
     let n1 = Node::new("cp-1", "127.0.0.2", None);
     let n2 = Node::new("cp-2", "127.0.0.3", Some(&n1));
@@ -363,7 +364,7 @@ fn a_join_interrupted_after_every_step_reruns_to_one_member_per_node() {
 
 #[test]
 fn concurrent_joins_take_turns_on_the_learner_limit() {
-    need_etcd();
+    need!(Need::etcd());
     let deadline = Instant::now() + Duration::from_secs(240);
     let n1 = Node::new("cp-1", "127.0.0.2", None);
     let n2 = Node::new("cp-2", "127.0.0.3", Some(&n1));
@@ -415,7 +416,7 @@ fn concurrent_joins_take_turns_on_the_learner_limit() {
 
 #[test]
 fn retry_figures_and_failures_on_a_fake_clock_against_real_etcd() {
-    need_etcd();
+    need!(Need::etcd());
     let deadline = Instant::now() + Duration::from_secs(120);
     let n1 = Node::new("cp-1", "127.0.0.2", None);
     let n2 = Node::new("cp-2", "127.0.0.3", Some(&n1));

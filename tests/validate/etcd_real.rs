@@ -6,10 +6,10 @@ use crate::common::etcd::{
     NEWER_THAN_3_4, args_from_command, etcdctl, free_ports, health_tls, is_healthy, log_path, manifest_command, read,
     refs, start_etcd, tls_args,
 };
-use crate::common::{Scratch, fixture, mode, require_tool};
+use crate::common::needs::{Need, need};
+use crate::common::{Scratch, fixture, mode};
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// A control plane advertising 127.0.0.2: etcd's advertised URLs and server SANs use it.
@@ -27,9 +27,7 @@ fn http_get(port: u16, path: &str) -> String {
 
 #[test]
 fn real_etcd_accepts_our_certs_and_flags() {
-    require_tool("etcd");
-    require_tool("etcdctl");
-    assert!(Path::new("/usr/bin/etcd").exists(), "/usr/bin/etcd is required");
+    need!(Need::etcd());
     // A bound on etcd's start (polled for its health), generous for a loaded machine.
     let deadline = Instant::now() + Duration::from_secs(120);
 

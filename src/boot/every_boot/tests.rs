@@ -1,5 +1,6 @@
 use super::*;
 use crate::clock::FakeClock;
+use crate::error::Kind;
 use crate::pki::issue::{Request, self_signed, signed};
 use crate::pki::spec::Usage;
 

@@ -7,7 +7,7 @@ use super::detect::Spec;
 use super::references::Layer;
 use super::resource;
 use crate::config::ConfigError;
-use crate::userdata::WriteFile;
+use crate::userdata::{Notices, WriteFile};
 
 /// Ignition's mode when none is given.
 const DEFAULT_MODE: u32 = 0o644;
@@ -32,7 +32,7 @@ pub(super) fn files(
     src: &str,
     layers: &[Layer],
     ignored_users: &[String],
-    notices: &mut Vec<String>,
+    notices: &mut Notices,
 ) -> Result<Vec<Entry>, ConfigError> {
     let mut out = Vec::new();
     let mut total = 0;

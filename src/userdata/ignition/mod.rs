@@ -20,25 +20,25 @@ use serde_json::Value;
 use self::files::Entry;
 use self::references::Layer;
 use super::script::{Action, Command, Script};
-use super::{Role, WriteFile, decode, kubeadm_cmd};
-use crate::config::{ConfigError, Documents};
+use super::{Format, Notices, Parsed, Shape, WriteFile, decode, kubeadm_cmd};
+use crate::config::ConfigError;
 use crate::datasource::vars::Vars;
 
 pub(super) use self::detect::detect;
 
 /// Names Ignition errors.
-pub(super) const DOC: &str = "Ignition";
+pub(super) const DOC: &str = Format::Ignition.document();
 const KUBEADM_SH: &str = "/etc/kubeadm.sh";
 const KUBEADM_YML: &str = "/etc/kubeadm.yml";
 
-/// The role, kubeadm documents and script of an Ignition config.
-pub(super) fn plan(
+/// The kubeadm documents, role and script of an Ignition config.
+pub(super) fn read(
     src: &str,
     config: Value,
     vars: &Vars,
     from_credential: bool,
-    notices: &mut Vec<String>,
-) -> Result<(Role, Documents, Script), ConfigError> {
+    notices: &mut Notices,
+) -> Result<Parsed, ConfigError> {
     let layers = references::layers(src, config)?;
     let users = ignored_sections(src, &layers, notices);
     let mut entries = files::files(src, &layers, &users, notices)?;
@@ -74,7 +74,7 @@ pub(super) fn plan(
         ));
     }
     let origin = format!("{KUBEADM_SH}:{}", parts.line);
-    let (role, docs) = kubeadm_cmd::documents(src, DOC, &origin, &parts.argv, &written, notices)?;
+    let (role, docs) = kubeadm_cmd::documents(src, Format::Ignition, &origin, &parts.argv, &written, notices)?;
     let installed = units::install(src, &units, notices);
     written.extend(installed.files);
     let shell = |origin: &str, block: &str, env: &[(String, String)]| Command {
@@ -103,7 +103,7 @@ pub(super) fn plan(
         let post = format!("{}{}", envsubst::carried_assignments(&parts.pre), parts.post);
         script.after.push(shell("postKubeadmCommands", &post, &vars.afterburn()));
     }
-    Ok((role, docs, script))
+    Ok(Parsed { docs, shape: Shape::Kubeadm { role, script } })
 }
 
 /// A file's final contents (the last replacement plus the appends after it) and where that
@@ -146,7 +146,7 @@ fn substitute(
 
 /// Notices for what kubestrap does not do (users, disks, filesystems, networkd); the names of
 /// the ignored users, whose sudoers files are then not written either.
-fn ignored_sections(src: &str, layers: &[Layer], notices: &mut Vec<String>) -> Vec<String> {
+fn ignored_sections(src: &str, layers: &[Layer], notices: &mut Notices) -> Vec<String> {
     let mut users = Vec::new();
     for layer in layers {
         let Value::Object(top) = &layer.config else { continue };

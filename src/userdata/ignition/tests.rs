@@ -396,7 +396,7 @@ fn ignition_cabpk_render_test_output_is_read_part_by_part() {
     let cfg: Value =
         serde_json::from_str(include_str!("../../../tests/fixtures/user-data/ignition-cabpk-render-test/user-data"))
             .unwrap();
-    let mut notices = Vec::new();
+    let mut notices = Notices::default();
     let layers = references::layers("u", cfg).unwrap();
     let users = ignored_sections("u", &layers, &mut notices);
     assert_eq!(users, ["foo"]);

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::references::Layer;
 use crate::config::ConfigError;
-use crate::userdata::{Action, Command, WriteFile};
+use crate::userdata::{Action, Command, Notices, WriteFile};
 
 /// Where Ignition writes units.
 const UNIT_DIR: &str = "/etc/systemd/system";
@@ -87,7 +87,7 @@ pub(super) struct Installed {
 }
 
 /// Writes (and enables) the units kubestrap keeps; notices for the rest.
-pub(super) fn install(src: &str, units: &[Unit], notices: &mut Vec<String>) -> Installed {
+pub(super) fn install(src: &str, units: &[Unit], notices: &mut Notices) -> Installed {
     let mut out = Installed::default();
     let mut enable = Vec::new();
     for u in units {

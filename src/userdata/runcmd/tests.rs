@@ -1,7 +1,7 @@
 use super::*;
 
 fn entries(yaml: &str) -> Result<Vec<Entry>, ConfigError> {
-    parse("u", "runcmd", &serde_yaml::from_str(yaml).unwrap(), &mut Vec::new())
+    parse("u", "runcmd", &serde_yaml::from_str(yaml).unwrap(), &mut Notices::default())
 }
 
 fn kubeadm(e: &Entry) -> (&[String], &[Command], &[Command]) {
@@ -51,7 +51,7 @@ fn runcmd_unwraps_sh_c_argv_lists_and_sudo() {
     assert_eq!(kubeadm(&e[0]).0[0], "kubeadm");
     assert_eq!(e[1], Entry::Commands(vec![sh("runcmd[1]", "echo 'a b' \"it's\"")]));
     // Other kubeadm commands run by a shell; image pulls are skipped.
-    let mut n = Vec::new();
+    let mut n = Notices::default();
     let v = serde_yaml::from_str("[kubeadm config images pull, kubeadm token list]").unwrap();
     let e = parse("u", "runcmd", &v, &mut n).unwrap();
     assert_eq!(e[0], Entry::Commands(vec![]));
@@ -116,7 +116,7 @@ fn runcmd_refuses_kubeadm_lines_it_cannot_split() {
     }
     let e = entries("- kubeadm init && kubeadm join\n").unwrap_err().to_string();
     assert!(e.contains("twice"), "{e}");
-    let e = parse("u", "bootcmd", &serde_yaml::from_str("[kubeadm init]").unwrap(), &mut Vec::new());
+    let e = parse("u", "bootcmd", &serde_yaml::from_str("[kubeadm init]").unwrap(), &mut Notices::default());
     assert!(e.unwrap_err().to_string().contains("belongs in runcmd"));
 }
 
