@@ -1,6 +1,6 @@
-//! The house rules of src/ (issue #19), checked on the source: errors flow one way (only the
-//! orchestration imports the app error), init never imports join, config never reaches up to
-//! the command layer.
+//! The house rules of src/, checked on the source: errors flow one way (only the orchestration
+//! imports the app error), init never imports join, config never reaches up to the command
+//! layer, every import points down the layers, and one module-file convention.
 
 use std::path::{Path, PathBuf};
 
@@ -30,6 +30,22 @@ fn sources() -> Vec<(String, String)> {
         .collect()
 }
 
+/// A module with sub-modules is `<name>/mod.rs`, never `<name>.rs` beside a `<name>/`
+/// directory: one convention, so a module's files are all in its directory.
+#[test]
+fn a_module_with_a_directory_is_its_mod_rs() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mixed: Vec<String> = files
+        .iter()
+        .filter(|f| f.file_name().is_some_and(|n| n != "mod.rs" && n != "lib.rs" && n != "main.rs"))
+        .filter(|f| f.with_extension("").is_dir())
+        .map(|f| f.strip_prefix(&src).expect("under src").display().to_string())
+        .collect();
+    assert!(mixed.is_empty(), "modules beside their directory (move each to <name>/mod.rs): {mixed:?}");
+}
+
 /// Files under `prefix` that name `what`.
 fn naming(prefix: &str, what: &str) -> Vec<String> {
     sources().into_iter().filter(|(f, code)| f.starts_with(prefix) && code.contains(what)).map(|(f, _)| f).collect()
@@ -54,7 +70,7 @@ fn init_never_imports_join_and_config_never_reaches_the_commands() {
     }
 }
 
-/// Top-level module of a file under src/ (`boot/every_boot.rs` -> `boot`).
+/// Top-level module of a file under src/ (`boot/every_boot/mod.rs` -> `boot`).
 fn top(file: &str) -> &str {
     let head = file.split('/').next().unwrap_or(file);
     head.strip_suffix(".rs").unwrap_or(head)
