@@ -16,6 +16,14 @@ pub trait Clock: Send + Sync {
     }
 }
 
+/// Milliseconds on the boot clock (CLOCK_BOOTTIME: since the kernel started, suspend included),
+/// the clock the kernel's and systemd's own timestamps use, so a boot timeline lines up with
+/// theirs.
+pub fn boot_ms() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Boottime);
+    (t.tv_sec.max(0) as u64) * 1000 + (t.tv_nsec.max(0) as u64) / 1_000_000
+}
+
 /// The real clock.
 pub(crate) struct SystemClock;
 

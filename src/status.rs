@@ -25,6 +25,18 @@ pub struct CertRow {
     pub action: String,
 }
 
+/// One span of the boot timeline: a stage, a phase, an image import or a wait for a component,
+/// on the boot clock ([`crate::clock::boot_ms`]).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Span {
+    pub stage: String,
+    pub name: String,
+    pub start_ms: u64,
+    /// None while it runs (or when the run ended without closing it: killed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_ms: Option<u64>,
+}
+
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Status {
     pub stage: String,
@@ -52,6 +64,10 @@ pub struct Status {
     /// The every-boot pass's certificate table (later boots only).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub certificates: Vec<CertRow>,
+    /// This boot's stages, phases, image imports and component waits, in the order they began
+    /// (the pre-kubelet stage's kept by the post-kubelet one).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub timeline: Vec<Span>,
 }
 
 /// Reports progress: file, console line, sd_notify. Cheap enough to call per phase.
@@ -59,6 +75,9 @@ pub struct Reporter<'a> {
     fs: &'a NodeFs,
     status: RefCell<Status>,
     phase_started: RefCell<Option<Instant>>,
+    /// The timeline's index of this stage's span and of the running phase's.
+    stage_span: usize,
+    phase_span: RefCell<Option<usize>>,
 }
 
 pub(crate) fn now() -> String {
@@ -70,6 +89,15 @@ impl<'a> Reporter<'a> {
         let t = now();
         // What an earlier stage of this boot found (the file lives under /run) stays in the file.
         let earlier = read(fs).filter(|s| s.stage != stage).unwrap_or_default();
+        // A timeline runs from the pre-kubelet stage on: a post-kubelet stage continues it.
+        let mut timeline = if earlier.stage == "pre-kubelet" { earlier.timeline } else { Vec::new() };
+        timeline.push(Span {
+            stage: stage.into(),
+            name: stage.into(),
+            start_ms: crate::clock::boot_ms(),
+            end_ms: None,
+        });
+        let stage_span = timeline.len() - 1;
         let status = Status {
             stage: stage.into(),
             state: "running".into(),
@@ -78,9 +106,16 @@ impl<'a> Reporter<'a> {
             updated_at: t,
             images: earlier.images,
             certificates: earlier.certificates,
+            timeline,
             ..Default::default()
         };
-        let r = Reporter { fs, status: RefCell::new(status), phase_started: RefCell::new(None) };
+        let r = Reporter {
+            fs,
+            status: RefCell::new(status),
+            phase_started: RefCell::new(None),
+            stage_span,
+            phase_span: RefCell::new(None),
+        };
         r.emit("start", "", "");
         r
     }
@@ -98,7 +133,13 @@ impl<'a> Reporter<'a> {
     pub fn phase(&self, name: &str) {
         self.finish_phase();
         *self.phase_started.borrow_mut() = Some(Instant::now());
-        self.status.borrow_mut().phase = name.into();
+        {
+            let mut s = self.status.borrow_mut();
+            s.phase = name.into();
+            let stage = s.stage.clone();
+            s.timeline.push(Span { stage, name: name.into(), start_ms: crate::clock::boot_ms(), end_ms: None });
+            *self.phase_span.borrow_mut() = Some(s.timeline.len() - 1);
+        }
         self.emit("phase", name, "");
     }
 
@@ -108,6 +149,24 @@ impl<'a> Reporter<'a> {
             let name = s.phase.clone();
             s.timings.push((name, t.elapsed().as_millis() as u64));
         }
+        if let Some(i) = self.phase_span.borrow_mut().take() {
+            self.end_span(i);
+        }
+    }
+
+    fn end_span(&self, i: usize) {
+        if let Some(span) = self.status.borrow_mut().timeline.get_mut(i) {
+            span.end_ms.get_or_insert_with(crate::clock::boot_ms);
+        }
+    }
+
+    /// A span that ended now and began at `start_ms` on the boot clock (a wait for a component's
+    /// first healthy answer, an import that ran beside others); written with the next event.
+    pub fn span(&self, name: &str, start_ms: u64) {
+        let mut s = self.status.borrow_mut();
+        let stage = s.stage.clone();
+        let end = crate::clock::boot_ms();
+        s.timeline.push(Span { stage, name: name.into(), start_ms: start_ms.min(end), end_ms: Some(end) });
     }
 
     pub fn waiting(&self, message: &str) {
@@ -118,6 +177,10 @@ impl<'a> Reporter<'a> {
     /// One preloaded archive: in the status file, and as an `image` event.
     pub fn image(&self, p: &crate::images::Preloaded) {
         self.status.borrow_mut().images.push(p.clone());
+        if p.state == "imported" {
+            let name = p.archive.rsplit('/').next().unwrap_or(&p.archive);
+            self.span(&format!("image {name}"), crate::clock::boot_ms().saturating_sub(p.ms));
+        }
         let phase = self.status.borrow().phase.clone();
         self.emit("image", &phase, &format!("{} {}: {} ({} ms)", p.state, p.archive, p.images.join(", "), p.ms));
     }
@@ -137,18 +200,21 @@ impl<'a> Reporter<'a> {
 
     pub fn done(&self) {
         self.finish_phase();
+        self.end_span(self.stage_span);
         self.status.borrow_mut().state = "done".into();
         self.emit("done", "", "");
         let _ = libsystemd::daemon::notify(false, &[libsystemd::daemon::NotifyState::Ready]);
     }
 
     pub fn skipped(&self, why: &str) {
+        self.end_span(self.stage_span);
         self.status.borrow_mut().state = "skipped".into();
         self.emit("skipped", "", why);
     }
 
     pub fn failed(&self, e: &crate::error::Error) {
         self.finish_phase();
+        self.end_span(self.stage_span);
         {
             let mut s = self.status.borrow_mut();
             s.state = "failed".into();
@@ -214,6 +280,24 @@ pub(crate) fn describe(s: &Status) -> String {
     out
 }
 
+/// The timeline as a table sorted by start, like `systemd-analyze blame` sorted by time: each
+/// span's start and end on the boot clock (seconds since the kernel started), how long it took,
+/// its stage and name. A span without an end did not finish (still running, or killed).
+pub(crate) fn describe_timeline(s: &Status) -> String {
+    let mut spans: Vec<&Span> = s.timeline.iter().collect();
+    spans.sort_by_key(|sp| sp.start_ms);
+    let secs = |ms: u64| format!("{}.{:03}s", ms / 1000, ms % 1000);
+    let mut out = format!("{:>10} {:>10} {:>10}  {:<13} {}\n", "START", "END", "TOOK", "STAGE", "WHAT");
+    for sp in spans {
+        let (end, took) = match sp.end_ms {
+            Some(e) => (secs(e), secs(e.saturating_sub(sp.start_ms))),
+            None => ("-".to_string(), "unfinished".to_string()),
+        };
+        out.push_str(&format!("{:>10} {end:>10} {took:>10}  {:<13} {}\n", secs(sp.start_ms), sp.stage, sp.name));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -249,5 +333,80 @@ mod tests {
         Reporter::new(&fs, "post-kubelet", 2).done();
         Reporter::new(&fs, "pre-kubelet", 2).done();
         assert!(read(&fs).unwrap().images.is_empty());
+    }
+
+    /// The timeline: both stages of one boot, every phase, an import and a component wait, on
+    /// the boot clock; the table sorted by start with an unfinished span marked.
+    #[test]
+    fn the_timeline_spans_both_stages_on_the_boot_clock() {
+        let d = tempfile::tempdir().unwrap();
+        let fs = NodeFs::new(d.path());
+        let t0 = crate::clock::boot_ms();
+        let pre = Reporter::new(&fs, "pre-kubelet", 1);
+        pre.phase("gather");
+        let p = crate::images::Preloaded {
+            archive: "/usr/share/kubestrap/images/etcd.tar".into(),
+            images: vec!["registry.k8s.io/etcd:3.7.0-0".into()],
+            state: "imported".into(),
+            ms: 5,
+        };
+        pre.phase("images");
+        pre.image(&p);
+        pre.image(&crate::images::Preloaded { state: "present".into(), ms: 0, ..p.clone() });
+        pre.phase("certs");
+        pre.done();
+        let post = Reporter::new(&fs, "post-kubelet", 1);
+        post.phase("wait-control-plane");
+        post.span("kube-apiserver healthy", t0);
+        let t1 = crate::clock::boot_ms();
+        let s = read(&fs).unwrap();
+        let names: Vec<(&str, &str)> = s.timeline.iter().map(|sp| (sp.stage.as_str(), sp.name.as_str())).collect();
+        assert_eq!(
+            names,
+            [
+                ("pre-kubelet", "pre-kubelet"),
+                ("pre-kubelet", "gather"),
+                ("pre-kubelet", "images"),
+                ("pre-kubelet", "image etcd.tar"),
+                ("pre-kubelet", "certs"),
+                ("post-kubelet", "post-kubelet"),
+                ("post-kubelet", "wait-control-plane"),
+            ],
+            "the component's span is written with the next event"
+        );
+        for sp in &s.timeline[..5] {
+            let end = sp.end_ms.unwrap_or_else(|| panic!("{} not closed", sp.name));
+            assert!(sp.start_ms <= end && end <= t1, "{sp:?} ends after {t1}");
+            if sp.name.starts_with("image ") {
+                // It ran beside the others: it ends when reported and lasted what the import took.
+                assert_eq!(end - sp.start_ms, 5, "{sp:?}");
+            } else {
+                assert!(t0 <= sp.start_ms, "{sp:?} starts before {t0}");
+            }
+        }
+        assert!(s.timeline[5].end_ms.is_none() && s.timeline[6].end_ms.is_none(), "still running");
+        post.done();
+        let s = read(&fs).unwrap();
+        let api = s.timeline.iter().find(|sp| sp.name == "kube-apiserver healthy").expect("the wait");
+        assert_eq!(api.start_ms, t0);
+        assert!(s.timeline.iter().all(|sp| sp.end_ms.is_some()), "{:?}", s.timeline);
+        // The table: sorted by start (the wait began with the boot), a header, a row per span.
+        let table = describe_timeline(&s);
+        let rows: Vec<&str> = table.lines().collect();
+        assert_eq!(rows.len(), 1 + s.timeline.len(), "{table}");
+        assert!(rows[0].contains("START") && rows[0].contains("WHAT"), "{table}");
+        let starts: Vec<f64> = rows[1..]
+            .iter()
+            .map(|r| r.split_whitespace().next().and_then(|c| c.trim_end_matches('s').parse().ok()).expect("start"))
+            .collect();
+        assert!(starts.windows(2).all(|w| w[0] <= w[1]), "{table}");
+        assert!(rows.iter().any(|r| r.contains("image etcd.tar")), "{table}");
+        // A new boot's pre-kubelet stage starts a new timeline; an unclosed span says so.
+        let again = Reporter::new(&fs, "pre-kubelet", 2);
+        again.phase("gather");
+        drop(again);
+        let s = read(&fs).unwrap();
+        assert_eq!(s.timeline.len(), 2, "{:?}", s.timeline);
+        assert!(describe_timeline(&s).contains("unfinished"));
     }
 }

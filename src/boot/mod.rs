@@ -373,12 +373,16 @@ pub(crate) fn hide_tokens(text: &str) -> String {
     crate::token::replace_tokens(text, "<token hidden>")
 }
 
-/// `kubestrap status`: the last run in words; non-zero if it failed.
-pub fn status(root: &Path) -> Result<()> {
+/// `kubestrap status`: the last run in words (or this boot's timeline); non-zero if it failed.
+pub fn status(root: &Path, timeline: bool) -> Result<()> {
     let fs = NodeFs::new(root);
     match crate::status::read(&fs) {
         Some(s) => {
-            print!("{}", crate::status::describe(&s));
+            if timeline {
+                print!("{}", crate::status::describe_timeline(&s));
+            } else {
+                print!("{}", crate::status::describe(&s));
+            }
             if s.state == "failed" {
                 return Err(Error::failed(format!("the last kubestrap run failed: {}", s.last_error)));
             }

@@ -28,4 +28,7 @@ pub struct Status {
     #[argh(option, default = "PathBuf::from(\"/\")")]
     /// node root (default /)
     pub root: PathBuf,
+    #[argh(switch)]
+    /// this boot's stages, phases, image imports and component waits on the boot clock, sorted by start
+    pub timeline: bool,
 }

@@ -31,7 +31,7 @@ pub fn run(cli: cli::Cli) -> Result<()> {
         },
         Command::Preflight(p) => preflight(p),
         Command::Boot(b) => boot(b),
-        Command::Status(s) => crate::boot::status(&s.root),
+        Command::Status(s) => crate::boot::status(&s.root, s.timeline),
         Command::Join(j) => join::run(j),
         Command::Reset(r) => reset::run(r),
         Command::Token(t) => token::run(t),

@@ -99,13 +99,16 @@ pub fn wait_control_plane(ctx: &InitContext) -> Result<()> {
             "[kubelet-check] Waiting for a healthy kubelet at {url}. This can take up to {}",
             crate::config::values::go_duration(timeout)
         );
-        let t = ctx.node.clock.now();
+        let (t, since) = (ctx.node.clock.now(), crate::clock::boot_ms());
         let wait = ctx.poll("waiting for the kubelet", "kubelet-check", timeout);
         wait.run::<_, GaveUp>(|| match crate::kube::http_ok(&url, REQUEST) {
             Ok(()) => Attempt::Done(()),
             Err(e) => Attempt::Wait(e.to_string()),
         })?;
         info!("[kubelet-check] The kubelet is healthy after {:.3?}", ctx.node.clock.now() - t);
+        if let Some(r) = ctx.node.report {
+            r.span("kubelet healthy", since);
+        }
     }
     wait_components(ctx)
 }
@@ -124,7 +127,7 @@ fn wait_components(ctx: &InitContext) -> Result<()> {
     for (name, url) in &comps {
         info!("[control-plane-check] Checking {name} at {url}");
     }
-    let t = ctx.node.clock.now();
+    let (t, since) = (ctx.node.clock.now(), crate::clock::boot_ms());
     let mut healthy = vec![false; comps.len()];
     let waited =
         ctx.poll("waiting for the control plane components", "control-plane-check", timeout).run::<_, GaveUp>(|| {
@@ -152,6 +155,9 @@ fn wait_components(ctx: &InitContext) -> Result<()> {
                     Ok(()) => {
                         healthy[i] = true;
                         info!("[control-plane-check] {name} is healthy after {:.3?}", ctx.node.clock.now() - t);
+                        if let Some(r) = ctx.node.report {
+                            r.span(&format!("{name} healthy"), since);
+                        }
                     }
                     Err(e) => why.push(format!("{name}: {e}")),
                 }

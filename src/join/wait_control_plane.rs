@@ -39,10 +39,12 @@ pub(crate) fn apiserver_check(local: SocketAddr, timeout: Duration) -> Check {
 }
 
 /// Waits for each check in turn (kubeadm: the kubelet first), polling (`CONTROL_PLANE_CHECK_RETRY`)
-/// until its own timeout; `probe` answers one attempt.
+/// until its own timeout; `probe` answers one attempt. Each first healthy answer goes in the boot
+/// timeline when `report` is given.
 pub(crate) fn wait_all(
     checks: &[Check],
     clock: &dyn Clock,
+    report: Option<&crate::status::Reporter>,
     probe: &dyn Fn(&Check) -> std::result::Result<(), String>,
 ) -> Result<()> {
     for c in checks {
@@ -58,12 +60,15 @@ pub(crate) fn wait_all(
             backoff: &CONTROL_PLANE_CHECK_RETRY,
             clock,
         };
-        let t = clock.now();
+        let (t, since) = (clock.now(), crate::clock::boot_ms());
         retry.run::<_, GaveUp>(|| match probe(c) {
             Ok(()) => Attempt::Done(()),
             Err(e) => Attempt::Wait(e),
         })?;
         info!("[wait-control-plane] The {} is healthy after {:.3?}", c.component, clock.now() - t);
+        if let Some(r) = report {
+            r.span(&format!("{} healthy", c.component), since);
+        }
     }
     Ok(())
 }
@@ -81,7 +86,7 @@ pub fn phase(ctx: &JoinContext) -> Result<()> {
     // verification); /livez needs no credentials.
     let ca = ctx.node.fs.read(paths::cert(cfg.certs_dir(), "ca"))?.unwrap_or_default();
     let api = ctx.api(Client::new(&format!("https://{local}"), Trust::Ca(ca), Auth::Anonymous, REQUEST)?);
-    wait_all(&checks, ctx.node.clock, &|c| {
+    wait_all(&checks, ctx.node.clock, ctx.node.report, &|c| {
         if c.component == "kubelet" {
             return match &ctx.dry_run_api {
                 Some(r) => match r.exchange("GET", "/healthz", None, "kubelet healthz") {
@@ -125,7 +130,7 @@ mod tests {
         let api = Check { component: "kube-apiserver", url: "a".into(), timeout: Duration::from_secs(240) };
         let probes = Mutex::new(Vec::new());
         // The kubelet answers after 3 s, the API server 20 s after that.
-        wait_all(&[kubelet.clone(), api.clone()], &clock, &|c| {
+        wait_all(&[kubelet.clone(), api.clone()], &clock, None, &|c| {
             probes.lock().unwrap().push(c.component);
             let up = if c.component == "kubelet" { 3 } else { 23 };
             if clock.elapsed() >= Duration::from_secs(up) { Ok(()) } else { Err(format!("{} down", c.component)) }
@@ -154,7 +159,7 @@ mod tests {
         // A kubelet that never comes up: the timeout names it and the API server is never asked.
         let clock = FakeClock::new();
         let asked = Mutex::new(0);
-        let e = wait_all(&[kubelet, api], &clock, &|c| {
+        let e = wait_all(&[kubelet, api], &clock, None, &|c| {
             assert_eq!(c.component, "kubelet");
             *asked.lock().unwrap() += 1;
             Err("connection refused".into())

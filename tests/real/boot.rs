@@ -9,6 +9,48 @@ fn status(root: &std::path::Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(root.join("run/kubestrap/status.json")).expect("status.json")).unwrap()
 }
 
+/// The boot's timeline: both stages, every phase in order, the real components' first healthy
+/// answers inside wait-control-plane, every span closed, on the boot clock (never ahead of it);
+/// `kubestrap status --timeline` prints it sorted by start.
+fn check_timeline(c: &Cluster, st: &serde_json::Value) {
+    let spans = st["timeline"].as_array().unwrap_or_else(|| panic!("no timeline: {st}"));
+    let field = |sp: &serde_json::Value, k: &str| sp[k].as_u64().unwrap_or_else(|| panic!("{k} of {sp}"));
+    let find = |name: &str| spans.iter().find(|sp| sp["name"] == name).unwrap_or_else(|| panic!("no {name}: {st}"));
+    let names: Vec<&str> = spans.iter().filter_map(|sp| sp["name"].as_str()).collect();
+    let order = ["pre-kubelet", "gather", "preflight", "certs", "kubelet-start", "post-kubelet", "wait-control-plane"];
+    let at: Vec<usize> = order.iter().map(|n| names.iter().position(|x| x == n).expect(n)).collect();
+    assert!(at.windows(2).all(|w| w[0] < w[1]), "{names:?}");
+    let (uptime, _) = std::fs::read_to_string("/proc/uptime")
+        .expect("uptime")
+        .split_once(' ')
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .expect("uptime");
+    let now_ms = (uptime.parse::<f64>().expect("seconds") * 1000.0) as u64;
+    for sp in spans {
+        let (start, end) = (field(sp, "start_ms"), field(sp, "end_ms"));
+        assert!(start <= end && end <= now_ms + 1000, "{sp} (boot clock now {now_ms} ms)");
+    }
+    let wait = find("wait-control-plane");
+    for healthy in
+        ["kubelet healthy", "kube-apiserver healthy", "kube-controller-manager healthy", "kube-scheduler healthy"]
+    {
+        let sp = find(healthy);
+        assert!(
+            field(sp, "start_ms") >= field(wait, "start_ms") && field(sp, "end_ms") <= field(wait, "end_ms"),
+            "{sp} in {wait}"
+        );
+    }
+    let pre = find("pre-kubelet");
+    assert!(field(pre, "end_ms") <= field(find("post-kubelet"), "start_ms"), "the stages in turn: {st}");
+    let r = run_in(&c.netns, &["status", "--timeline", "--root", &c.scratch.root_str()]);
+    assert_eq!(r.code(), 0, "{}", r.stderr());
+    let out = r.stdout();
+    let rows: Vec<&str> = out.lines().collect();
+    assert_eq!(rows.len(), spans.len() + 1, "{out}");
+    assert!(rows.iter().any(|l| l.ends_with("kube-apiserver healthy")), "{out}");
+    println!("{out}");
+}
+
 #[test]
 fn control_plane_then_worker_from_user_data_alone() {
     let mut c = Cluster::boot(fixture!("real/boot-control-plane.user-data"));
@@ -33,6 +75,7 @@ fn control_plane_then_worker_from_user_data_alone() {
     assert!(root.join(target.strip_prefix("/").unwrap()).is_file(), "{}", target.display());
     let plan = std::fs::read_to_string(root.join("var/lib/kubestrap/plan.yaml")).unwrap();
     assert!(!plan.contains(TOKEN), "the token is scrubbed once the node is bootstrapped:\n{plan}");
+    check_timeline(&c, &st);
     // A second boot is a no-op.
     let again = run_in(&c.netns, &boot_args("pre-kubelet", &c.scratch.root_str()));
     assert_eq!(again.events().last().unwrap()["event"], "skipped", "{}", again.stdout());
