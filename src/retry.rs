@@ -37,8 +37,14 @@ impl Backoff {
 /// What one attempt says; `E` is the caller's error type.
 pub enum Attempt<T, E> {
     Done(T),
-    /// Not yet; the reason is logged and the attempt repeated.
+    /// Not yet; the reason is logged and the attempt repeated after the backoff, which grows
+    /// with each such attempt (a server that is down, or not ready).
     Wait(String),
+    /// Not yet, but the server was there: it took the connection, then the exchange broke
+    /// (reset, cut mid-stream). The network failed, not the server: the first of a run of these
+    /// is repeated at once, the next ones after a backoff of their own from `initial`, and the
+    /// growth of `Wait`'s backoff is left as it was.
+    Broken(String),
     /// Give up now.
     Fail(E),
 }
@@ -70,35 +76,41 @@ impl Retry<'_> {
     pub fn run<T, E: From<GaveUp>>(&self, mut f: impl FnMut() -> Attempt<T, E>) -> Result<T, E> {
         let started = self.clock.now();
         let deadline = started + self.timeout;
-        let mut n = 0u32;
+        // Attempts made, `Wait`s among them, and `Broken`s in a row.
+        let (mut n, mut down, mut broken) = (0u32, 0u32, 0u32);
         // The last reason logged at info, and when: a fast poll repeats it at debug only.
         let mut shown: Option<(_, String)> = None;
         loop {
-            match f() {
+            let (reason, delay) = match f() {
                 Attempt::Done(t) => return Ok(t),
                 Attempt::Fail(e) => return Err(e),
                 Attempt::Wait(reason) => {
-                    let now = self.clock.now();
-                    if now >= deadline {
-                        return Err(GaveUp {
-                            what: self.what.to_string(),
-                            waited: now - started,
-                            attempts: n + 1,
-                            reason,
-                        }
-                        .into());
-                    }
-                    let repeat = shown.as_ref().is_some_and(|(at, r)| *r == reason && now - *at < REPEAT_INFO_EVERY);
-                    if repeat {
-                        debug!("[{}] {}: attempt {} failed: {reason}; retrying", self.tag, self.what, n + 1);
-                    } else {
-                        info!("[{}] {}: attempt {} failed: {reason}; retrying", self.tag, self.what, n + 1);
-                        shown = Some((now, reason.clone()));
-                    }
-                    self.clock.sleep(self.backoff.delay(n).min(deadline - now), &reason);
-                    n += 1;
+                    broken = 0;
+                    down += 1;
+                    (reason, self.backoff.delay(down - 1))
                 }
+                Attempt::Broken(reason) => {
+                    broken += 1;
+                    (reason, if broken == 1 { Duration::ZERO } else { self.backoff.delay(broken - 2) })
+                }
+            };
+            let now = self.clock.now();
+            if now >= deadline {
+                return Err(
+                    GaveUp { what: self.what.to_string(), waited: now - started, attempts: n + 1, reason }.into()
+                );
             }
+            let repeat = shown.as_ref().is_some_and(|(at, r)| *r == reason && now - *at < REPEAT_INFO_EVERY);
+            if repeat {
+                debug!("[{}] {}: attempt {} failed: {reason}; retrying", self.tag, self.what, n + 1);
+            } else {
+                info!("[{}] {}: attempt {} failed: {reason}; retrying", self.tag, self.what, n + 1);
+                shown = Some((now, reason.clone()));
+            }
+            if !delay.is_zero() {
+                self.clock.sleep(delay.min(deadline - now), &reason);
+            }
+            n += 1;
         }
     }
 }

@@ -137,8 +137,10 @@ pub(crate) fn discover(
                 "[discovery] Fetching cluster-info from {base} (token id {}), retrying until {timeout:?} have passed",
                 token.id()
             );
-            let info =
-                retry("discovering the cluster").run(|| token_attempt(&base, token, pins, *unsafe_skip_ca, record))?;
+            // The first fetch's verified answer, kept while only the CA-verified fetch fails.
+            let mut first = None;
+            let info = retry("discovering the cluster")
+                .run(|| token_attempt(&base, token, pins, *unsafe_skip_ca, record, &mut first))?;
             let tls = tls_bootstrap_token.as_ref().unwrap_or(token);
             Ok(found(info.server, info.ca_pem, tls.bearer()))
         }
@@ -191,34 +193,23 @@ fn client(base: &str, trust: Trust, auth: Auth, record: Option<&Recorder>) -> st
 }
 
 /// One discovery attempt: each way it can fall short becomes a reason to wait, with the words an
-/// operator needs.
+/// operator needs. `first` keeps the first fetch's verified answer (signature and pin checked)
+/// across attempts whose CA-verified fetch failed on the way, so a lossy network repeats only
+/// that fetch; an answer that changed between the two starts again from the first.
 fn token_attempt(
     base: &str,
     token: &Token,
     pins: &[CaPin],
     skip_ca: bool,
     record: Option<&Recorder>,
+    first: &mut Option<ClusterInfo>,
 ) -> Attempt<ClusterInfo, Error> {
-    let insecure = match client(base, Trust::InsecureForDiscovery, Auth::Anonymous, record) {
-        Ok(c) => c,
-        Err(e) => return Attempt::Fail(e.into()),
-    };
-    let cm = match fetch(&insecure) {
-        Ok(cm) => cm,
-        Err(reason) => return Attempt::Wait(reason.to_string()),
-    };
-    let info = match discovery::validate_cluster_info(&cm, token, pins, skip_ca) {
-        Ok(i) => i,
-        Err(DiscoveryProblem::NotSignedYet { token_id }) => {
-            return Attempt::Wait(format!(
-                "{}{}",
-                DiscoveryProblem::NotSignedYet { token_id },
-                token_verdict(base, token, record)
-            ));
-        }
-        // Waiting cannot fix a wrong secret or a forged ConfigMap: stop now, loudly.
-        Err(p @ DiscoveryProblem::BadSignature { .. }) => return Attempt::Fail(Error::cluster(p.to_string())),
-        Err(p) => return Attempt::Wait(p.to_string()),
+    let info = match first.take() {
+        Some(info) => info,
+        None => match first_fetch(base, token, pins, skip_ca, record) {
+            Ok(info) => info,
+            Err(attempt) => return attempt,
+        },
     };
     if pins.is_empty() {
         // Explicitly unsafe: nothing to re-check the answer against.
@@ -233,16 +224,52 @@ fn token_attempt(
             Ok(()) => Attempt::Done(info),
             Err(p) => Attempt::Wait(p.to_string()),
         },
-        Err(reason) => Attempt::Wait(format!("the CA-verified fetch failed: {reason}")),
+        Err((reason, broken)) => {
+            *first = Some(info);
+            wait(format!("the CA-verified fetch failed: {reason}"), broken)
+        }
     }
 }
 
-fn fetch(c: &Client) -> std::result::Result<Value, DiscoveryProblem> {
+/// The unverified fetch of cluster-info, its signature and the CA pins checked.
+fn first_fetch(
+    base: &str,
+    token: &Token,
+    pins: &[CaPin],
+    skip_ca: bool,
+    record: Option<&Recorder>,
+) -> std::result::Result<ClusterInfo, Attempt<ClusterInfo, Error>> {
+    let insecure =
+        client(base, Trust::InsecureForDiscovery, Auth::Anonymous, record).map_err(|e| Attempt::Fail(e.into()))?;
+    let cm = match fetch(&insecure) {
+        Ok(cm) => cm,
+        Err((reason, broken)) => return Err(wait(reason.to_string(), broken)),
+    };
+    match discovery::validate_cluster_info(&cm, token, pins, skip_ca) {
+        Ok(i) => Ok(i),
+        Err(DiscoveryProblem::NotSignedYet { token_id }) => Err(Attempt::Wait(format!(
+            "{}{}",
+            DiscoveryProblem::NotSignedYet { token_id },
+            token_verdict(base, token, record)
+        ))),
+        // Waiting cannot fix a wrong secret or a forged ConfigMap: stop now, loudly.
+        Err(p @ DiscoveryProblem::BadSignature { .. }) => Err(Attempt::Fail(Error::cluster(p.to_string()))),
+        Err(p) => Err(Attempt::Wait(p.to_string())),
+    }
+}
+
+/// Waits out `reason`: at once when the exchange broke mid-way (`Attempt::Broken`).
+fn wait(reason: String, broken: bool) -> Attempt<ClusterInfo, Error> {
+    if broken { Attempt::Broken(reason) } else { Attempt::Wait(reason) }
+}
+
+/// cluster-info, or why not and whether the exchange broke after the server took it.
+fn fetch(c: &Client) -> std::result::Result<Value, (DiscoveryProblem, bool)> {
     match c.get(CLUSTER_INFO) {
         Ok(Some(cm)) => Ok(cm),
-        Ok(None) => Err(DiscoveryProblem::NoClusterInfo),
-        Err(ApiError::Status { code: 403, .. }) => Err(DiscoveryProblem::NoClusterInfo),
-        Err(e) => Err(DiscoveryProblem::Transport(e.to_string())),
+        Ok(None) => Err((DiscoveryProblem::NoClusterInfo, false)),
+        Err(ApiError::Status { code: 403, .. }) => Err((DiscoveryProblem::NoClusterInfo, false)),
+        Err(e) => Err((DiscoveryProblem::Transport(e.to_string()), e.is_broken())),
     }
 }
 

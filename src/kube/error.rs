@@ -46,9 +46,16 @@ impl ApiError {
         use crate::retry::Attempt;
         match r {
             Ok(t) => Attempt::Done(t),
+            Err(e) if e.is_broken() => Attempt::Broken(e.to_string()),
             Err(e) if e.is_transient() => Attempt::Wait(e.to_string()),
             Err(e) => Attempt::Fail(e.into()),
         }
+    }
+
+    /// The exchange broke after the connection was made (a reset, a stream cut short): the
+    /// network failed, not the server, so it is worth repeating at once.
+    pub(crate) fn is_broken(&self) -> bool {
+        matches!(self, ApiError::Transport { kind: Transport::Other, .. })
     }
 
     /// Worth retrying: the server may come up, or become ready, later.

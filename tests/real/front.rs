@@ -9,7 +9,7 @@ use std::fs::File;
 use std::io;
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -221,4 +221,122 @@ fn pipe(from: &TcpStream, to: &TcpStream) {
         let _ = io::copy(&mut from, &mut to);
         let _ = to.shutdown(Shutdown::Write);
     });
+}
+
+/// The faults a lossy front injects: every connection refused for `refuse_for` from its start,
+/// then, per connection, drawn from `seed`: reset at once, delayed before it is forwarded, or
+/// cut mid-stream (the server's answer stopped after a few hundred bytes), else forwarded.
+#[derive(Clone, Copy, Debug)]
+pub struct Faults {
+    pub refuse_for: Duration,
+    pub reset: f64,
+    pub delay: f64,
+    pub delay_by: Duration,
+    pub cut: f64,
+    pub seed: u64,
+}
+
+/// What a lossy front did, connection by connection.
+#[derive(Default, Debug)]
+pub struct Injected {
+    pub refused_window: Duration,
+    pub reset: AtomicU64,
+    pub delayed: AtomicU64,
+    pub cut: AtomicU64,
+    pub forwarded: AtomicU64,
+}
+
+impl std::fmt::Display for Injected {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = |a: &AtomicU64| a.load(Ordering::SeqCst);
+        write!(
+            f,
+            "refused for {:?}, then {} reset, {} delayed, {} cut mid-stream, {} forwarded",
+            self.refused_window,
+            n(&self.reset),
+            n(&self.delayed),
+            n(&self.cut),
+            n(&self.forwarded)
+        )
+    }
+}
+
+/// A lossy front in `node`'s namespace (see [`Front::start`]) with `faults`; the counts of what
+/// it did.
+pub fn start_lossy(node: &Netns, upstream: &Netns, port: u16, faults: Faults) -> (Front, Arc<Injected>) {
+    let front = Front::start(node, upstream, port, Mode::Refuse);
+    let injected = Arc::new(Injected { refused_window: faults.refuse_for, ..Default::default() });
+    let addr: SocketAddr = format!("{CP_ADDR}:{port}").parse().expect("address");
+    // The refusal window, then a listener of our own (the front's stays closed).
+    let (node_ns, up_ns, counts, halt) =
+        (node.name.clone(), upstream.name.clone(), injected.clone(), front.stop.clone());
+    std::thread::spawn(move || {
+        std::thread::sleep(faults.refuse_for);
+        enter_named(&node_ns);
+        let l = TcpListener::bind(addr).unwrap_or_else(|e| panic!("lossy front on {addr}: {e}"));
+        l.set_nonblocking(true).expect("nonblocking listener");
+        let (tx, rx) = mpsc::channel::<(TcpStream, Option<Duration>, Option<u64>)>();
+        std::thread::spawn(move || {
+            enter_named(&up_ns);
+            for (conn, delay, cut) in rx {
+                std::thread::spawn(move || {
+                    if let Some(d) = delay {
+                        std::thread::sleep(d);
+                    }
+                    let Ok(back) = TcpStream::connect(addr) else { return };
+                    pipe(&conn, &back);
+                    match cut {
+                        None => pipe(&back, &conn),
+                        Some(limit) => {
+                            let (mut from, mut to) =
+                                (back.try_clone().expect("clone"), conn.try_clone().expect("clone"));
+                            let _ = io::copy(&mut io::Read::take(&mut from, limit), &mut to);
+                            let _ = conn.shutdown(Shutdown::Both);
+                            let _ = back.shutdown(Shutdown::Both);
+                        }
+                    }
+                });
+            }
+        });
+        let mut rng = faults.seed | 1;
+        let mut draw = move || {
+            // xorshift64: a fixed sequence per seed.
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            (rng >> 11) as f64 / (1u64 << 53) as f64
+        };
+        while !halt.load(Ordering::SeqCst) {
+            match l.accept() {
+                Ok((conn, _)) => {
+                    conn.set_nonblocking(false).expect("blocking stream");
+                    let x = draw();
+                    if x < faults.reset {
+                        counts.reset.fetch_add(1, Ordering::SeqCst);
+                        reset(conn);
+                    } else if x < faults.reset + faults.delay {
+                        counts.delayed.fetch_add(1, Ordering::SeqCst);
+                        let _ = tx.send((conn, Some(faults.delay_by), None));
+                    } else if x < faults.reset + faults.delay + faults.cut {
+                        counts.cut.fetch_add(1, Ordering::SeqCst);
+                        let limit = 200 + (draw() * 1800.0) as u64;
+                        let _ = tx.send((conn, None, Some(limit)));
+                    } else {
+                        counts.forwarded.fetch_add(1, Ordering::SeqCst);
+                        let _ = tx.send((conn, None, None));
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(1)),
+                Err(e) => panic!("lossy front accept: {e}"),
+            }
+        }
+    });
+    (front, injected)
+}
+
+/// Closes `conn` with a TCP reset (SO_LINGER 0), as a middlebox dropping it does.
+fn reset(conn: TcpStream) {
+    let linger = nix::libc::linger { l_onoff: 1, l_linger: 0 };
+    let _ = nix::sys::socket::setsockopt(&conn, nix::sys::socket::sockopt::Linger, &linger);
+    drop(conn);
 }

@@ -133,8 +133,8 @@ fn join_waits_for_a_server_that_is_down_for_20s() {
     let w = Scratch::new("");
     InProcessJoin::new(&c, "worker-1", &w.root()).run(&node, &clock, &[]).unwrap();
     let waits = clock.waits();
-    // Backoff 1 s doubling to 5 s, ±25%: 20 s of refusals take 5 to 9 waits, each saying why.
-    assert!((5..=9).contains(&waits.len()), "{waits:?}");
+    // Backoff 200 ms doubling to 5 s, ±25%: 20 s of refusals take 7 to 10 waits, each saying why.
+    assert!((7..=10).contains(&waits.len()), "{waits:?}");
     assert!(waits.iter().all(|w| w.why.contains("connection refused")), "{waits:?}");
     assert!(waits.iter().all(|w| w.duration <= Duration::from_millis(6250)), "capped: {waits:?}");
     assert!(clock.elapsed() >= Duration::from_secs(20) && clock.elapsed() < Duration::from_secs(27));

@@ -33,6 +33,7 @@ mod capi_patches;
 mod cluster;
 mod dry_run;
 mod e2e;
+mod faulty_net;
 mod front;
 mod ha;
 mod ha_checks;
