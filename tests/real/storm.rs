@@ -2,6 +2,8 @@
 //! kubestrap does the TLS bootstrap itself), each into its own root. N is 6, or
 //! KUBESTRAP_STORM_NODES (bench/join-storm.sh runs 100); KUBESTRAP_STORM_PARALLEL joins run at
 //! a time (default 10). Prints the join wall times and the API server's request counts.
+//! KUBESTRAP_STORM_CM_QPS=Q gives the controller-manager `kube-api-qps` Q and `kube-api-burst`
+//! 2Q (its CSR approver and signer share the default 20/30: bench/join-storm.sh compares).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -61,7 +63,18 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 fn join_storm() {
     let n = env_usize("KUBESTRAP_STORM_NODES", 6);
     let parallel = env_usize("KUBESTRAP_STORM_PARALLEL", 10).min(n);
-    let c = Cluster::init("24h");
+    // Further controller-manager flags go after the fixture's cluster-signing-duration entry.
+    let signing = match std::env::var("KUBESTRAP_STORM_CM_QPS").ok().and_then(|q| q.parse::<u32>().ok()) {
+        Some(q) => format!(
+            "24h\n  - name: kube-api-qps\n    value: \"{q}\"\n  - name: kube-api-burst\n    value: \"{}\"",
+            2 * q
+        ),
+        None => "24h".to_string(),
+    };
+    let c = Cluster::init(&signing);
+    let kcm = std::fs::read_to_string(at(&c.root(), "/etc/kubernetes/manifests/kube-controller-manager.yaml"))
+        .expect("the controller-manager's manifest");
+    let qps = kcm.lines().find_map(|l| l.trim().strip_prefix("- --kube-api-qps=")).unwrap_or("20 (default)");
     // Join needs cluster-info signed for the token.
     c.wait_cluster_info_signed();
     let (endpoint, hash) = (format!("{CP_ADDR}:{}", c.port), c.ca_hash());
@@ -126,7 +139,12 @@ fn join_storm() {
     let mut times: Vec<Duration> = results.iter().map(|r| r.1).collect();
     times.sort();
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
-    println!("join storm: {n} joins, {parallel} at a time, {:.0} ms in all; {bootstrap} bootstrap CSRs", ms(storm));
+    println!(
+        "join storm: {n} joins, {parallel} at a time, {:.0} ms in all ({:.1} joins/s; controller-manager kube-api-qps \
+         {qps}); {bootstrap} bootstrap CSRs",
+        ms(storm),
+        n as f64 / storm.as_secs_f64()
+    );
     println!(
         "join wall ms: p50 {:.0}  p99 {:.0}  max {:.0}",
         ms(percentile(&times, 0.5)),
