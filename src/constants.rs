@@ -4,7 +4,7 @@
 /// Kubernetes version targeted when the config names none.
 pub(crate) const DEFAULT_KUBERNETES_VERSION: &str = "v1.37.0";
 /// Oldest and newest Kubernetes minor versions kubestrap generates for.
-pub(crate) const MIN_MINOR: u32 = 35;
+pub(crate) const MIN_MINOR: u32 = 36;
 pub(crate) const MAX_MINOR: u32 = 37;
 /// kubeadm 1.37's MinimumKubeletVersion (three minors below its own): older kubelets are refused
 /// whatever the cluster's version.

@@ -23,8 +23,6 @@ pub(crate) const OPTIONAL_CA_DIRS: &[&str] = &[
     "/usr/local/share/ca-certificates",
     "/usr/share/ca-certificates",
 ];
-/// kubeadm before 1.36 mounted this into the controller-manager; 1.36 removed flex volumes.
-pub(crate) const FLEXVOLUME_DIR: &str = "/usr/libexec/kubernetes/kubelet-plugins/volume/exec";
 
 /// What the manifests take from the machine rather than the config.
 #[derive(Debug, Clone, Default)]
@@ -212,11 +210,6 @@ pub(crate) fn kube_controller_manager(cfg: &InitConfig, env: &HostEnv, external_
         Volume::new("k8s-certs", p, true, "DirectoryOrCreate"),
         Volume::new("kubeconfig", &k, true, "FileOrCreate"),
     ];
-    if cfg.version.minor < 36 {
-        // kubeadm 1.35 (the release that deploys 1.35) still mounts the flex-volume dir.
-        let flex = last_arg(&comp.extra_args, "flex-volume-plugin-dir").unwrap_or(FLEXVOLUME_DIR);
-        volumes.push(Volume::new("flexvolume-dir", flex, false, "DirectoryOrCreate"));
-    }
     volumes.extend(ca_volumes(env));
     volumes.extend(comp.extra_volumes.iter().map(Volume::from_extra));
     let probe = Probe { host: bind_probe_host(&comp.extra_args), path: "/healthz", scheme: "HTTPS" };

@@ -27,23 +27,8 @@ fn cmd(pod: &Value) -> Vec<String> {
     ctr(pod)["command"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().into()).collect()
 }
 
-fn volume_names(pod: &Value) -> Vec<&str> {
-    pod["spec"]["volumes"].as_array().unwrap().iter().map(|v| v["name"].as_str().unwrap()).collect()
-}
-
 fn probe_port(pod: &Value) -> &Value {
     &ctr(pod)["ports"][0]["containerPort"]
-}
-
-#[test]
-fn flexvolume_dir_only_before_1_36() {
-    let env = HostEnv::default();
-    let old = kube_controller_manager(&cfg_with("v1.35.2", ""), &env, false);
-    assert!(volume_names(&old).contains(&"flexvolume-dir"));
-    for v in ["v1.36.0", "v1.37.0"] {
-        let kcm = kube_controller_manager(&cfg_with(v, ""), &env, false);
-        assert!(!volume_names(&kcm).contains(&"flexvolume-dir"), "{v}");
-    }
 }
 
 #[test]
@@ -58,7 +43,7 @@ fn etcd_never_gets_experimental_flags() {
 
 #[test]
 fn etcd_and_coredns_tags_follow_kubeadm_1_37_2() {
-    for v in ["v1.35.0", "v1.36.3", "v1.37.2"] {
+    for v in ["v1.36.3", "v1.37.2"] {
         assert_eq!(cfg_with(v, "").etcd_image_tag, "3.7.0-0", "{v}");
     }
     assert_eq!(crate::objects::coredns::COREDNS_VERSION, "v1.14.6");

@@ -70,7 +70,7 @@ fn cases() -> Vec<(&'static str, String, Vec<&'static str>)> {
         (
             "unsupported version",
             cluster_doc("kubernetesVersion: v1.30.2\n"),
-            vec!["kubernetesVersion", "v1.30.2 is not supported", "v1.35"],
+            vec!["kubernetesVersion", "v1.30.2 is not supported", "v1.36"],
         ),
         (
             "bad token format",
