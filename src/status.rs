@@ -4,7 +4,6 @@
 //! Nothing secret goes in here: messages are our own error texts, which never carry secrets.
 
 use std::cell::RefCell;
-use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
@@ -74,7 +73,6 @@ pub struct Status {
 pub struct Reporter<'a> {
     fs: &'a NodeFs,
     status: RefCell<Status>,
-    phase_started: RefCell<Option<Instant>>,
     /// The timeline's index of this stage's span and of the running phase's.
     stage_span: usize,
     phase_span: RefCell<Option<usize>>,
@@ -109,13 +107,7 @@ impl<'a> Reporter<'a> {
             timeline,
             ..Default::default()
         };
-        let r = Reporter {
-            fs,
-            status: RefCell::new(status),
-            phase_started: RefCell::new(None),
-            stage_span,
-            phase_span: RefCell::new(None),
-        };
+        let r = Reporter { fs, status: RefCell::new(status), stage_span, phase_span: RefCell::new(None) };
         r.emit("start", "", "");
         r
     }
@@ -132,7 +124,6 @@ impl<'a> Reporter<'a> {
 
     pub fn phase(&self, name: &str) {
         self.finish_phase();
-        *self.phase_started.borrow_mut() = Some(Instant::now());
         {
             let mut s = self.status.borrow_mut();
             s.phase = name.into();
@@ -143,14 +134,14 @@ impl<'a> Reporter<'a> {
         self.emit("phase", name, "");
     }
 
+    /// Ends the running phase's span, and its row of `timings` from it.
     fn finish_phase(&self) {
-        if let Some(t) = self.phase_started.borrow_mut().take() {
-            let mut s = self.status.borrow_mut();
-            let name = s.phase.clone();
-            s.timings.push((name, t.elapsed().as_millis() as u64));
-        }
         if let Some(i) = self.phase_span.borrow_mut().take() {
             self.end_span(i);
+            let mut s = self.status.borrow_mut();
+            let span = &s.timeline[i];
+            let row = (span.name.clone(), span.end_ms.unwrap_or(span.start_ms) - span.start_ms);
+            s.timings.push(row);
         }
     }
 

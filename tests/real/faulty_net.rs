@@ -48,7 +48,7 @@ fn joins_through_a_faulty_network() {
                         .args(["--root", &root])
                         .env("KUBESTRAP_LOG", "debug")
                         .env_remove("JOURNAL_STREAM")
-                        .stdout(std::process::Stdio::piped())
+                        .stdout(std::process::Stdio::null())
                         .stderr(std::process::Stdio::piped())
                         .spawn()
                         .expect("run kubestrap");

@@ -53,7 +53,16 @@ impl Switch {
 
 pub struct Front {
     pub switch: Switch,
-    stop: Arc<AtomicBool>,
+    _halt: Halt,
+}
+
+/// Set when its owner goes, which ends the owner's accept loop.
+struct Halt(Arc<AtomicBool>);
+
+impl Drop for Halt {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
 }
 
 /// Moves the calling thread (and the threads it spawns) into `netns`'s network namespace.
@@ -80,19 +89,47 @@ pub fn in_netns<T: Send>(netns: &Netns, f: impl FnOnce() -> T + Send) -> T {
     })
 }
 
-/// cp-1's address on `node`'s loopback: the node's connections to the endpoint stay local.
-fn take_endpoint(node: &Netns) -> SocketAddr {
+/// cp-1's address on `node`'s loopback, so the node's connections to the endpoint stay local;
+/// the endpoint with `port`.
+fn take_endpoint(node: &Netns, port: u16) -> SocketAddr {
     let (code, out, err) = sh(&format!("ip -n {} addr add {CP_ADDR}/32 dev lo", node.name));
     assert_eq!(code, 0, "cp-1's address on {}'s loopback: {out}{err}", node.name);
-    format!("{CP_ADDR}:0").parse().expect("address")
+    format!("{CP_ADDR}:{port}").parse().expect("address")
+}
+
+/// From `after` on, accepts on `addr` in namespace `ns` until `halt` is set, handing each
+/// connection to `on`.
+fn serve(
+    ns: &Netns,
+    addr: SocketAddr,
+    after: Duration,
+    halt: Arc<AtomicBool>,
+    mut on: impl FnMut(TcpStream) + Send + 'static,
+) {
+    let ns = ns.name.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(after);
+        enter_named(&ns);
+        let l = TcpListener::bind(addr).unwrap_or_else(|e| panic!("listening on {addr}: {e}"));
+        l.set_nonblocking(true).expect("nonblocking listener");
+        while !halt.load(Ordering::SeqCst) {
+            match l.accept() {
+                Ok((conn, _)) => {
+                    conn.set_nonblocking(false).expect("blocking stream");
+                    on(conn);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(1)),
+                Err(e) => panic!("accepting on {addr}: {e}"),
+            }
+        }
+    });
 }
 
 impl Front {
     /// A front in `node`'s namespace for the API server at cp-1's address and `port`, whose
     /// upstream connections are made in `upstream` (cp-1's namespace).
     pub fn start(node: &Netns, upstream: &Netns, port: u16, mode: Mode) -> Front {
-        let mut addr = take_endpoint(node);
-        addr.set_port(port);
+        let addr = take_endpoint(node, port);
         let switch = Switch { wanted: Arc::new(AtomicU8::new(mode as u8)), applied: Arc::new(AtomicU8::new(u8::MAX)) };
         let stop = Arc::new(AtomicBool::new(false));
 
@@ -103,8 +140,7 @@ impl Front {
             enter_named(&up_ns);
             for conn in rx {
                 if let Ok(back) = TcpStream::connect(addr) {
-                    pipe(&conn, &back);
-                    pipe(&back, &conn);
+                    splice(&conn, &back);
                 }
             }
         });
@@ -137,7 +173,7 @@ impl Front {
             }
         });
         switch.set(mode);
-        Front { switch, stop }
+        Front { switch, _halt: Halt(stop) }
     }
 }
 
@@ -145,24 +181,22 @@ impl Front {
 /// control plane of the pool that accepts it (connected from another namespace on the LAN).
 pub struct Balancer {
     pool: Arc<std::sync::Mutex<Vec<String>>>,
-    stop: Arc<AtomicBool>,
+    _halt: Halt,
 }
 
 impl Balancer {
     /// A balancer in `client`'s namespace for the API servers at `pool`'s addresses and `port`,
     /// connecting from `upstream`'s namespace.
     pub fn start(client: &Netns, upstream: &Netns, port: u16, pool: &[String]) -> Balancer {
-        let mut addr = take_endpoint(client);
-        addr.set_port(port);
-        let b =
-            Balancer { pool: Arc::new(std::sync::Mutex::new(pool.to_vec())), stop: Arc::new(AtomicBool::new(false)) };
+        let addr = take_endpoint(client, port);
+        let (pool, halt) = (Arc::new(std::sync::Mutex::new(pool.to_vec())), Arc::new(AtomicBool::new(false)));
         let (tx, rx) = mpsc::channel::<TcpStream>();
-        let (up_ns, pool) = (upstream.name.clone(), b.pool.clone());
+        let (up_ns, backends) = (upstream.name.clone(), pool.clone());
         std::thread::spawn(move || {
             enter_named(&up_ns);
             let mut next = 0usize;
             for conn in rx {
-                let backends = pool.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                let backends = backends.lock().unwrap_or_else(|e| e.into_inner()).clone();
                 for k in 0..backends.len() {
                     let to: SocketAddr = match format!("{}:{port}", backends[(next + k) % backends.len()]).parse() {
                         Ok(a) => a,
@@ -170,30 +204,16 @@ impl Balancer {
                     };
                     if let Ok(back) = TcpStream::connect_timeout(&to, Duration::from_secs(1)) {
                         next = (next + k + 1) % backends.len();
-                        pipe(&conn, &back);
-                        pipe(&back, &conn);
+                        splice(&conn, &back);
                         break;
                     }
                 }
             }
         });
-        let (client_ns, halt) = (client.name.clone(), b.stop.clone());
-        std::thread::spawn(move || {
-            enter_named(&client_ns);
-            let l = TcpListener::bind(addr).unwrap_or_else(|e| panic!("balancer on {addr}: {e}"));
-            l.set_nonblocking(true).expect("nonblocking listener");
-            while !halt.load(Ordering::SeqCst) {
-                match l.accept() {
-                    Ok((conn, _)) => {
-                        conn.set_nonblocking(false).expect("blocking stream");
-                        let _ = tx.send(conn);
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(1)),
-                    Err(e) => panic!("balancer accept: {e}"),
-                }
-            }
+        serve(client, addr, Duration::ZERO, halt.clone(), move |conn| {
+            let _ = tx.send(conn);
         });
-        b
+        Balancer { pool, _halt: Halt(halt) }
     }
 
     /// The control planes new connections go to (a drained one keeps the ones it has).
@@ -202,16 +222,10 @@ impl Balancer {
     }
 }
 
-impl Drop for Balancer {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-    }
-}
-
-impl Drop for Front {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-    }
+/// `conn` and `back` joined, both ways.
+fn splice(conn: &TcpStream, back: &TcpStream) {
+    pipe(conn, back);
+    pipe(back, conn);
 }
 
 /// Copies `from` to `to` on a thread until `from` ends, then ends `to`'s writing side.
@@ -261,77 +275,64 @@ impl std::fmt::Display for Injected {
     }
 }
 
-/// A lossy front in `node`'s namespace (see [`Front::start`]) with `faults`; the counts of what
-/// it did.
-pub fn start_lossy(node: &Netns, upstream: &Netns, port: u16, faults: Faults) -> (Front, Arc<Injected>) {
-    let front = Front::start(node, upstream, port, Mode::Refuse);
+/// A lossy front, running until dropped.
+pub struct Lossy {
+    _halt: Halt,
+}
+
+/// A lossy front in `node`'s namespace (cp-1's address on its loopback, as [`Front::start`])
+/// with `faults`, connecting from `upstream`'s; the counts of what it did.
+pub fn start_lossy(node: &Netns, upstream: &Netns, port: u16, faults: Faults) -> (Lossy, Arc<Injected>) {
+    let addr = take_endpoint(node, port);
     let injected = Arc::new(Injected { refused_window: faults.refuse_for, ..Default::default() });
-    let addr: SocketAddr = format!("{CP_ADDR}:{port}").parse().expect("address");
-    // The refusal window, then a listener of our own (the front's stays closed).
-    let (node_ns, up_ns, counts, halt) =
-        (node.name.clone(), upstream.name.clone(), injected.clone(), front.stop.clone());
+    let halt = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = mpsc::channel::<(TcpStream, Option<Duration>, Option<u64>)>();
+    let up_ns = upstream.name.clone();
     std::thread::spawn(move || {
-        std::thread::sleep(faults.refuse_for);
-        enter_named(&node_ns);
-        let l = TcpListener::bind(addr).unwrap_or_else(|e| panic!("lossy front on {addr}: {e}"));
-        l.set_nonblocking(true).expect("nonblocking listener");
-        let (tx, rx) = mpsc::channel::<(TcpStream, Option<Duration>, Option<u64>)>();
-        std::thread::spawn(move || {
-            enter_named(&up_ns);
-            for (conn, delay, cut) in rx {
-                std::thread::spawn(move || {
-                    if let Some(d) = delay {
-                        std::thread::sleep(d);
-                    }
-                    let Ok(back) = TcpStream::connect(addr) else { return };
-                    pipe(&conn, &back);
-                    match cut {
-                        None => pipe(&back, &conn),
-                        Some(limit) => {
-                            let (mut from, mut to) =
-                                (back.try_clone().expect("clone"), conn.try_clone().expect("clone"));
-                            let _ = io::copy(&mut io::Read::take(&mut from, limit), &mut to);
-                            let _ = conn.shutdown(Shutdown::Both);
-                            let _ = back.shutdown(Shutdown::Both);
-                        }
-                    }
-                });
-            }
-        });
-        let mut rng = faults.seed | 1;
-        let mut draw = move || {
-            // xorshift64: a fixed sequence per seed.
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            (rng >> 11) as f64 / (1u64 << 53) as f64
-        };
-        while !halt.load(Ordering::SeqCst) {
-            match l.accept() {
-                Ok((conn, _)) => {
-                    conn.set_nonblocking(false).expect("blocking stream");
-                    let x = draw();
-                    if x < faults.reset {
-                        counts.reset.fetch_add(1, Ordering::SeqCst);
-                        reset(conn);
-                    } else if x < faults.reset + faults.delay {
-                        counts.delayed.fetch_add(1, Ordering::SeqCst);
-                        let _ = tx.send((conn, Some(faults.delay_by), None));
-                    } else if x < faults.reset + faults.delay + faults.cut {
-                        counts.cut.fetch_add(1, Ordering::SeqCst);
-                        let limit = 200 + (draw() * 1800.0) as u64;
-                        let _ = tx.send((conn, None, Some(limit)));
-                    } else {
-                        counts.forwarded.fetch_add(1, Ordering::SeqCst);
-                        let _ = tx.send((conn, None, None));
-                    }
+        enter_named(&up_ns);
+        for (conn, delay, cut) in rx {
+            std::thread::spawn(move || {
+                if let Some(d) = delay {
+                    std::thread::sleep(d);
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(1)),
-                Err(e) => panic!("lossy front accept: {e}"),
-            }
+                let Ok(back) = TcpStream::connect(addr) else { return };
+                let Some(limit) = cut else { return splice(&conn, &back) };
+                pipe(&conn, &back);
+                let (mut from, mut to) = (back.try_clone().expect("clone"), conn.try_clone().expect("clone"));
+                let _ = io::copy(&mut io::Read::take(&mut from, limit), &mut to);
+                let _ = conn.shutdown(Shutdown::Both);
+                let _ = back.shutdown(Shutdown::Both);
+            });
         }
     });
-    (front, injected)
+    let mut rng = faults.seed | 1;
+    let mut draw = move || {
+        // xorshift64: a fixed sequence per seed.
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        (rng >> 11) as f64 / (1u64 << 53) as f64
+    };
+    // Nothing listens (connections refused) until the refusal window ends.
+    let counts = injected.clone();
+    serve(node, addr, faults.refuse_for, halt.clone(), move |conn| {
+        let x = draw();
+        if x < faults.reset {
+            counts.reset.fetch_add(1, Ordering::SeqCst);
+            reset(conn);
+        } else if x < faults.reset + faults.delay {
+            counts.delayed.fetch_add(1, Ordering::SeqCst);
+            let _ = tx.send((conn, Some(faults.delay_by), None));
+        } else if x < faults.reset + faults.delay + faults.cut {
+            counts.cut.fetch_add(1, Ordering::SeqCst);
+            let limit = 200 + (draw() * 1800.0) as u64;
+            let _ = tx.send((conn, None, Some(limit)));
+        } else {
+            counts.forwarded.fetch_add(1, Ordering::SeqCst);
+            let _ = tx.send((conn, None, None));
+        }
+    });
+    (Lossy { _halt: Halt(halt) }, injected)
 }
 
 /// Closes `conn` with a TCP reset (SO_LINGER 0), as a middlebox dropping it does.
