@@ -82,9 +82,9 @@ record() {   # record KIND TOOL I LOG
 boot_cp() {   # boot_cp TOOL I
     local d="$WORK/cp-$1-$2" rc=0 mask=$KS_MASK
     mkdir -p "$d"
-    # Both tools get the same timeouts: kubeadm's default kubernetesAPICall (1m) ends its init
-    # under TCG before the API server's RBAC is up ("could not bootstrap the admin user").
-    cp_user_data | sed 's/^localAPIEndpoint:$/timeouts:\n  controlPlaneComponentHealthCheck: 10m0s\n  kubernetesAPICall: 5m0s\n&/' >"$d/docs.yaml"
+    # Both tools get the user-data's timeouts: kubeadm's default kubernetesAPICall (1m) ends its
+    # init under TCG before the API server's RBAC is up ("could not bootstrap the admin user").
+    cp_user_data >"$d/docs.yaml"
     grep -q '^  kubernetesAPICall: 5m0s$' "$d/docs.yaml" || { echo "bench: timeouts not set" >&2; exit 1; }
     if [ "$1" = kubestrap ]; then cp "$d/docs.yaml" "$d/user-data"; else cloud_init_user_data "$d/docs.yaml" init >"$d/user-data"; mask=$KA_MASK; fi
     printf 'instance-id: iid-bench-cp-%s-%s\nlocal-hostname: cp-1\n' "$1" "$2" >"$d/meta-data"
