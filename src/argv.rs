@@ -19,6 +19,10 @@ pub const SWITCHES: &[&str] = &[
     "verbose",
 ];
 
+/// Boolean flags that default to true (pflag `BoolVar`s): `--flag` is `--flag true`, and
+/// `--flag=false` turns them off; argh reads them as `Option<bool>` options.
+const TRUE_BY_DEFAULT: &[&str] = &["certificate-renewal", "etcd-upgrade"];
+
 /// Flags that may be given several times, each value adding to a list (pflag's StringSlice).
 pub(crate) const REPEATABLE: &[&str] =
     &["apiserver-cert-extra-sans", "discovery-token-ca-cert-hash", "ignore-preflight-errors", "skip-phases"];
@@ -79,6 +83,11 @@ pub fn rewrite(args: &[String]) -> Result<Vec<String>, String> {
                     }
                 }
             }
+        } else if TRUE_BY_DEFAULT.contains(&name.as_str()) {
+            let v = attached.unwrap_or_else(|| "true".into());
+            let b = parse_bool(&v)
+                .ok_or_else(|| format!("invalid argument {v:?} for \"--{name}\" flag: expected true or false"))?;
+            items.push(Item::Opt(name, Some(b.to_string())));
         } else {
             let value = attached.or_else(|| rest.next().cloned());
             items.push(Item::Opt(name, value));

@@ -14,6 +14,7 @@ pub mod init;
 pub mod join;
 pub mod phases;
 pub mod reset;
+pub mod upgrade;
 
 // run: one run's node, its status file, its error and exit code.
 pub mod error;

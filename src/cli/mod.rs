@@ -11,6 +11,7 @@ mod join;
 mod misc;
 mod reset;
 mod token;
+mod upgrade;
 
 use argh::FromArgs;
 
@@ -25,6 +26,7 @@ pub use self::join::Join;
 pub use self::misc::{Phases, Preflight, Version};
 pub use self::reset::{Reset, ResetPhase, ResetSub};
 pub use self::token::{Token, TokenCommand, TokenCreate, TokenDelete, TokenGenerate, TokenList};
+pub use self::upgrade::{Upgrade, UpgradeCommand, UpgradeNode};
 
 /// kubestrap: first-boot Kubernetes node bootstrapper, kubeadm-compatible.
 #[derive(FromArgs, Debug)]
@@ -52,6 +54,7 @@ pub enum Command {
     Certs(Certs),
     Version(Version),
     Config(Config),
+    Upgrade(Upgrade),
 }
 
 /// Splits a comma-separated flag value, dropping empty items.

@@ -6,6 +6,7 @@ mod config_command;
 mod join;
 mod reset;
 mod token;
+mod upgrade;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -35,6 +36,7 @@ pub fn run(cli: cli::Cli) -> Result<()> {
         Command::Join(j) => join::run(j),
         Command::Reset(r) => reset::run(r),
         Command::Token(t) => token::run(t),
+        Command::Upgrade(u) => upgrade::run(u),
         Command::Config(c) => config_command::run(c),
         Command::Phases(_) => list_phases(),
         Command::Certs(c) => certs(c),

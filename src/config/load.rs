@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::ConfigError;
 use super::types::{ClusterConfiguration, InitConfiguration, JoinConfiguration, Timeouts};
+use super::upgrade::UpgradeConfiguration;
 use super::v1beta3;
 use crate::constants::{KUBEADM_API_VERSION, KUBELET_API_VERSION, KUBEPROXY_API_VERSION};
 
@@ -32,6 +33,9 @@ pub struct Documents {
     pub kube_proxy: Option<serde_yaml::Mapping>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub join: Option<JoinConfiguration>,
+    /// Read only by `upgrade` ([`Reads::Upgrade`]).
+    #[serde(skip)]
+    pub upgrade: Option<UpgradeConfiguration>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
     /// Kinds the command does not read (see [`Reads`]), left undecoded.
@@ -58,6 +62,8 @@ pub enum Reads {
     All,
     Init,
     Join,
+    /// `upgrade`: the UpgradeConfiguration only.
+    Upgrade,
 }
 
 /// Parses and checks user input (a file, user-data, flags' documents).
@@ -82,8 +88,15 @@ fn parse(source: &str, text: &str, user_input: bool, reads: Reads) -> Result<Doc
     if text.len() > MAX_CONFIG_BYTES {
         return Err(ConfigError::file(source, format!("is {} bytes; the limit is {MAX_CONFIG_BYTES}", text.len())));
     }
-    let mut d =
-        Decoder { source, text, user_input, docs: Documents::default(), moved_timeout: None, init_was_v1beta3: false };
+    let mut d = Decoder {
+        source,
+        text,
+        user_input,
+        reads,
+        docs: Documents::default(),
+        moved_timeout: None,
+        init_was_v1beta3: false,
+    };
     let mut seen: Vec<String> = Vec::new();
     for (index, de) in serde_yaml::Deserializer::from_str(text).enumerate() {
         let label = format!("document {}", index + 1);
@@ -99,7 +112,14 @@ fn parse(source: &str, text: &str, user_input: bool, reads: Reads) -> Result<Doc
         }
         seen.push(kind.clone());
         let is_join = kind == "JoinConfiguration" && api_version.starts_with("kubeadm.k8s.io/");
-        if (reads == Reads::Join && !is_join) || (reads == Reads::Init && is_join) {
+        let is_upgrade = kind == "UpgradeConfiguration" && api_version == KUBEADM_API_VERSION;
+        let unread = match reads {
+            Reads::All => false,
+            Reads::Init => is_join,
+            Reads::Join => !is_join,
+            Reads::Upgrade => !is_upgrade,
+        };
+        if unread {
             // kubeadm's words for a document the command does not read.
             d.docs.warnings.push(format!(
                 "{source}: ignored configuration document with GroupVersionKind {api_version}, Kind={kind}"
@@ -136,6 +156,7 @@ struct Decoder<'a> {
     source: &'a str,
     text: &'a str,
     user_input: bool,
+    reads: Reads,
     docs: Documents,
     /// v1beta3's apiServer.timeoutForControlPlane, bound for the InitConfiguration's timeouts.
     moved_timeout: Option<String>,
@@ -206,8 +227,14 @@ impl Decoder<'_> {
             (v1beta3::API_VERSION, "ResetConfiguration") => {
                 self.docs.warnings.push(format!("{source}: {label}: ignored, kubestrap does not reset"));
             }
-            (KUBEADM_API_VERSION, "ResetConfiguration" | "UpgradeConfiguration") => {
-                self.docs.warnings.push(format!("{source}: {label}: ignored, kubestrap does not reset or upgrade"));
+            (KUBEADM_API_VERSION, "UpgradeConfiguration") if self.reads == Reads::Upgrade => {
+                self.docs.upgrade = Some(self.typed(label, index)?);
+            }
+            (KUBEADM_API_VERSION, "UpgradeConfiguration") => {
+                self.docs.warnings.push(format!("{source}: {label}: ignored, `kubestrap upgrade --config` reads it"));
+            }
+            (KUBEADM_API_VERSION, "ResetConfiguration") => {
+                self.docs.warnings.push(format!("{source}: {label}: ignored, kubestrap reset takes flags"));
             }
             (KUBEADM_API_VERSION, _) => {
                 return Err(ConfigError::doc(

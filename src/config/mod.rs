@@ -7,6 +7,7 @@ pub mod flags;
 pub mod load;
 mod resolve;
 pub mod types;
+pub mod upgrade;
 pub mod v1beta3;
 pub mod values;
 

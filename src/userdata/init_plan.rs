@@ -53,6 +53,7 @@ pub(super) fn init_plan(req: PlanRequest, notices: &mut Notices) -> Result<Docum
         kubelet: docs.kubelet,
         kube_proxy: docs.kube_proxy,
         join: None,
+        upgrade: None,
         warnings: Vec::new(),
         ignored_kinds: Vec::new(),
     };

@@ -21,3 +21,4 @@ mod malformed;
 mod nulls_and_reads;
 mod refusals;
 mod reset;
+mod upgrade_node;

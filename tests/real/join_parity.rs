@@ -89,25 +89,27 @@ fn expiry_in_hours(mut f: Facts) -> Facts {
     f
 }
 
-/// `kubelet-client-2026-11-25-18-30-00.pem` as `kubelet-client-DATE.pem`.
+/// `kubelet-client-2026-11-25-18-30-00.pem` as `kubelet-client-DATE.pem`, and upgrade node's
+/// `kubeadm-kubelet-config-2026-11-25-18-30-00` as `kubeadm-kubelet-config-DATE`.
 fn undated(s: &str) -> String {
-    let (mut out, mut rest) = (String::new(), s);
-    while let Some(i) = rest.find("kubelet-client-") {
-        let after = &rest[i + "kubelet-client-".len()..];
-        let date = after.get(..19).filter(|d| d.bytes().all(|b| b.is_ascii_digit() || b == b'-'));
-        out.push_str(&rest[..i]);
-        match date.filter(|_| after[19..].starts_with(".pem")) {
-            Some(_) => {
-                out.push_str("kubelet-client-DATE");
+    let mut out = s.to_string();
+    for prefix in ["kubelet-client-", "kubeadm-kubelet-config-"] {
+        let (mut done, mut rest) = (String::new(), out.as_str());
+        while let Some(i) = rest.find(prefix) {
+            let after = &rest[i + prefix.len()..];
+            let dated = after.get(..19).is_some_and(|d| d.bytes().all(|b| b.is_ascii_digit() || b == b'-'));
+            done.push_str(&rest[..i]);
+            done.push_str(prefix);
+            if dated {
+                done.push_str("DATE");
                 rest = &after[19..];
-            }
-            None => {
-                out.push_str("kubelet-client-");
+            } else {
                 rest = after;
             }
         }
+        out = done + rest;
     }
-    out + rest
+    out
 }
 
 /// A Node's labels and taints as facts, with `name` and `ip` swapped for ours.
@@ -175,6 +177,7 @@ fn kubestrap_join_and_kubeadm_join_make_the_same_nodes() {
     c.wait_ready("worker-1");
     c.wait_ready("worker-2");
     compare(&c, "join-worker", ("worker-1", 21), ("worker-2", 22), t);
+    super::upgrade_node::upgrade_workers(&c, ("worker-1", 21), ("worker-2", 22), t);
 
     let cp = fixture!("real/join-control-plane.yaml").replace("{key}", &key);
     let t = (now(), 0);

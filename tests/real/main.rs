@@ -56,6 +56,7 @@ mod static_pods;
 mod storm;
 mod tokenless;
 mod upgrade;
+mod upgrade_node;
 mod workers;
 
 // The parity facts and allow-list, shared with tests/parity (join parity runs here, on a real

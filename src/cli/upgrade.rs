@@ -1,0 +1,51 @@
+//! `kubestrap upgrade node`.
+
+use argh::FromArgs;
+use std::path::PathBuf;
+
+/// Upgrade this node as `kubeadm upgrade` does (today: `node` on a worker).
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "upgrade")]
+pub struct Upgrade {
+    #[argh(subcommand)]
+    pub command: UpgradeCommand,
+}
+
+#[derive(FromArgs, Debug)]
+#[argh(subcommand)]
+pub enum UpgradeCommand {
+    Node(UpgradeNode),
+}
+
+/// Upgrade this node's kubelet configuration to the cluster's, as `kubeadm upgrade node` (phases: preflight, control-plane, kubeconfig, kubelet-config, addon, post-upgrade); the kubelet is not restarted.
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "node")]
+pub struct UpgradeNode {
+    #[argh(option)]
+    /// an UpgradeConfiguration (kubeadm.k8s.io/v1beta4) file; its `node` fields are defaults for the flags
+    pub config: Option<PathBuf>,
+    #[argh(switch)]
+    /// change nothing: say what would be written
+    pub dry_run: bool,
+    #[argh(option)]
+    /// the kubeconfig to talk to the cluster with (default kubelet.conf, admin.conf on a control plane)
+    pub kubeconfig: Option<PathBuf>,
+    #[argh(option)]
+    /// a directory of kubeadm patches (target[suffix][+patchtype].extension)
+    pub patches: Option<String>,
+    #[argh(option)]
+    /// checks whose errors become warnings (comma-separated, repeatable; `all` for every check)
+    pub ignore_preflight_errors: Vec<String>,
+    #[argh(option)]
+    /// phases to skip (comma-separated, repeatable)
+    pub skip_phases: Vec<String>,
+    #[argh(option)]
+    /// renew the certificates of upgraded components (default true; a control plane's)
+    pub certificate_renewal: Option<bool>,
+    #[argh(option)]
+    /// upgrade etcd (default true; a control plane's)
+    pub etcd_upgrade: Option<bool>,
+    #[argh(option, default = "PathBuf::from(\"/\")")]
+    /// the node root (default /); under another root the kubelet is left alone
+    pub root: PathBuf,
+}

@@ -1,0 +1,27 @@
+//! `kubestrap upgrade node`: the flags and any UpgradeConfiguration into
+//! [`crate::upgrade::NodeArgs`], this machine as the host, the wall clock for the backup's stamp.
+
+use crate::cli::{self, UpgradeCommand};
+use crate::error::Result;
+use crate::fsutil::NodeFs;
+use crate::upgrade::{NodeArgs, NodeFlags};
+
+pub(super) fn run(u: cli::Upgrade) -> Result<()> {
+    let UpgradeCommand::Node(n) = u.command;
+    let config = n.config.as_deref().map(crate::upgrade::read_config).transpose()?;
+    let flags = NodeFlags {
+        root: n.root,
+        config: n.config,
+        dry_run: n.dry_run,
+        kubeconfig: n.kubeconfig,
+        patches: n.patches,
+        ignore_preflight: cli::split_all(&n.ignore_preflight_errors),
+        skip_phases: cli::split_all(&n.skip_phases),
+        certificate_renewal: n.certificate_renewal,
+        etcd_upgrade: n.etcd_upgrade,
+    };
+    let args = NodeArgs::resolve(flags, config.as_ref());
+    let fs = if args.dry_run { NodeFs::dry_run(&args.root) } else { NodeFs::new(&args.root) };
+    let _lock = fs.lock()?;
+    crate::upgrade::run_node(&args, &fs, &crate::host::LinuxHost, time::OffsetDateTime::now_utc())
+}

@@ -1,0 +1,140 @@
+//! `kubestrap upgrade`: kubeadm 1.37's `upgrade` commands on a node kubestrap or kubeadm built.
+//! Today `upgrade node` on a worker (kubelet-config: the node's config.yaml from the cluster's
+//! kubelet-config, the old one backed up); a control plane is refused with what to run instead.
+
+mod node;
+
+use std::path::PathBuf;
+
+use crate::config::upgrade::{UpgradeConfiguration, UpgradeNodeConfiguration};
+use crate::config::{Reads, parse_documents_for};
+use crate::error::{Error, Result};
+
+pub use node::{NODE_PHASES, run_node};
+
+/// `upgrade node`'s flags, as given (`None`: not on the command line).
+#[derive(Debug, Default, Clone)]
+pub struct NodeFlags {
+    pub root: PathBuf,
+    pub config: Option<PathBuf>,
+    pub dry_run: bool,
+    pub kubeconfig: Option<PathBuf>,
+    pub patches: Option<String>,
+    pub ignore_preflight: Vec<String>,
+    pub skip_phases: Vec<String>,
+    pub certificate_renewal: Option<bool>,
+    pub etcd_upgrade: Option<bool>,
+}
+
+/// What `upgrade node` does: the flags over the UpgradeConfiguration's `node` fields, as
+/// kubeadm's ValueFromFlagsOrConfig (a flag given wins; preflight ignores are the union).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeArgs {
+    pub root: PathBuf,
+    pub dry_run: bool,
+    pub kubeconfig: Option<PathBuf>,
+    pub patches: Option<String>,
+    pub ignore_preflight: Vec<String>,
+    pub skip_phases: Vec<String>,
+    pub certificate_renewal: bool,
+    pub etcd_upgrade: bool,
+}
+
+/// The UpgradeConfiguration in `--config`; kubeadm's words when the file has none.
+pub fn read_config(path: &std::path::Path) -> Result<UpgradeConfiguration> {
+    let source = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| Error::bad_file(format!("reading --config {source}: {e}")))?;
+    let docs = parse_documents_for(&source, &text, Reads::Upgrade)?;
+    for w in &docs.warnings {
+        log::warn!("[config] {w}");
+    }
+    docs.upgrade.ok_or_else(|| {
+        Error::bad_config(format!(
+            "{source}: no UpgradeConfiguration found in the supplied config (apiVersion: kubeadm.k8s.io/v1beta4, kind: UpgradeConfiguration)"
+        ))
+    })
+}
+
+impl NodeArgs {
+    pub fn resolve(f: NodeFlags, cfg: Option<&UpgradeConfiguration>) -> NodeArgs {
+        let n = cfg.and_then(|c| c.node.clone()).unwrap_or_default();
+        let UpgradeNodeConfiguration { certificate_renewal, dry_run, etcd_upgrade, ignore_preflight_errors, .. } = n;
+        let mut ignore = f.ignore_preflight;
+        ignore.extend(ignore_preflight_errors);
+        ignore.sort();
+        ignore.dedup();
+        NodeArgs {
+            root: f.root,
+            dry_run: f.dry_run || dry_run.unwrap_or(false),
+            kubeconfig: f.kubeconfig,
+            patches: f.patches.or(n.patches.map(|p| p.directory)).filter(|d| !d.is_empty()),
+            ignore_preflight: ignore,
+            skip_phases: if f.skip_phases.is_empty() { n.skip_phases } else { f.skip_phases },
+            certificate_renewal: f.certificate_renewal.or(certificate_renewal).unwrap_or(true),
+            etcd_upgrade: f.etcd_upgrade.or(etcd_upgrade).unwrap_or(true),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(text: &str) -> UpgradeConfiguration {
+        let docs = parse_documents_for("u.yaml", text, Reads::Upgrade).expect("parses");
+        docs.upgrade.expect("an UpgradeConfiguration")
+    }
+
+    #[test]
+    fn flags_win_over_the_configs_node_fields_and_ignores_add_up() {
+        let cfg = config(
+            "apiVersion: kubeadm.k8s.io/v1beta4\nkind: UpgradeConfiguration\nnode:\n  dryRun: true\n  certificateRenewal: false\n  skipPhases: [addon]\n  ignorePreflightErrors: [Swap]\n  patches:\n    directory: /etc/kubernetes/patches\n",
+        );
+        let from_config = NodeArgs::resolve(NodeFlags::default(), Some(&cfg));
+        assert!(from_config.dry_run && !from_config.certificate_renewal && from_config.etcd_upgrade);
+        assert_eq!(from_config.skip_phases, ["addon"]);
+        assert_eq!(from_config.patches.as_deref(), Some("/etc/kubernetes/patches"));
+        let flags = NodeFlags {
+            certificate_renewal: Some(true),
+            skip_phases: vec!["post-upgrade".into()],
+            ignore_preflight: vec!["all".into()],
+            patches: Some("/p".into()),
+            ..Default::default()
+        };
+        let both = NodeArgs::resolve(flags, Some(&cfg));
+        assert!(both.certificate_renewal);
+        assert_eq!(both.skip_phases, ["post-upgrade"]);
+        assert_eq!(both.ignore_preflight, ["Swap", "all"]);
+        assert_eq!(both.patches.as_deref(), Some("/p"));
+    }
+
+    #[test]
+    fn other_kinds_are_ignored_and_a_file_without_one_is_refused() {
+        let text = "apiVersion: kubeadm.k8s.io/v1beta4\nkind: JoinConfiguration\n---\napiVersion: kubeadm.k8s.io/v1beta4\nkind: UpgradeConfiguration\n";
+        let docs = parse_documents_for("u.yaml", text, Reads::Upgrade).expect("parses");
+        assert!(docs.upgrade.is_some() && docs.join.is_none());
+        assert!(
+            docs.warnings[0].contains("ignored configuration document with GroupVersionKind"),
+            "{:?}",
+            docs.warnings
+        );
+        let dir = std::env::temp_dir().join(format!("kubestrap-upgrade-cfg-{}", std::process::id()));
+        std::fs::write(&dir, "apiVersion: kubeadm.k8s.io/v1beta4\nkind: JoinConfiguration\n").expect("write");
+        let e = read_config(&dir).expect_err("no UpgradeConfiguration");
+        let _ = std::fs::remove_file(&dir);
+        assert_eq!(e.kind.exit_code(), 2);
+        assert!(e.to_string().contains("no UpgradeConfiguration found in the supplied config"), "{e}");
+    }
+
+    #[test]
+    fn an_unknown_field_is_named_with_its_path() {
+        let e = parse_documents_for(
+            "u.yaml",
+            "apiVersion: kubeadm.k8s.io/v1beta4\nkind: UpgradeConfiguration\nnode:\n  dryrun: true\n",
+            Reads::Upgrade,
+        )
+        .expect_err("unknown field");
+        let m = e.to_string();
+        assert!(m.contains("u.yaml") && m.contains("dryrun"), "{m}");
+    }
+}

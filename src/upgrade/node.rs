@@ -1,0 +1,262 @@
+//! `upgrade node` on a worker, as kubeadm 1.37's: the cluster's configuration read through the
+//! node's own credential, then kubeadm's phases (preflight, control-plane, kubeconfig,
+//! kubelet-config, addon, post-upgrade). Only kubelet-config writes on a worker: config.yaml
+//! backed up to `/etc/kubernetes/tmp/kubeadm-kubelet-config-<stamp>/`, a missing
+//! instance-config.yaml written anew, config.yaml rewritten from the kubelet-config ConfigMap.
+//! The kubelet is not restarted (kubeadm's neither): the new config takes effect with the new
+//! kubelet binary.
+
+use std::path::Path;
+use std::time::Duration;
+
+use log::{info, warn};
+use serde_json::{Value, json};
+
+use super::NodeArgs;
+use crate::error::{Error, Result};
+use crate::fsutil::NodeFs;
+use crate::host::Host;
+use crate::kube::Client;
+use crate::kubeconfig::Kubeconfig;
+use crate::objects::kubelet;
+use crate::paths::{self, KUBELET_CONF, KUBELET_CONFIG, KUBELET_INSTANCE_CONFIG, KUBERNETES_TMP_DIR};
+use crate::phases::{Phase, Stage};
+
+/// What the phases share: the node, its name and CRI socket, and the cluster's KubeletConfiguration.
+pub struct NodeRun<'a> {
+    pub fs: &'a NodeFs,
+    pub host: &'a dyn Host,
+    pub live: bool,
+    pub args: &'a NodeArgs,
+    pub node_name: String,
+    pub cri_socket: String,
+    /// `data.kubelet` of kube-system/kubelet-config.
+    pub kubelet_yaml: String,
+    /// The backup directory's stamp (`YYYY-MM-DD-hh-mm-ss`).
+    pub stamp: String,
+}
+
+pub(crate) type NodeFn = fn(&NodeRun) -> Result<()>;
+
+/// kubeadm 1.37's `upgrade node` phases, in its order (`kubeconfig` is hidden in kubeadm's help).
+#[rustfmt::skip]
+pub const NODE_PHASES: &[Phase<NodeFn>] = &[
+    Phase { name: "preflight", about: "Run upgrade node pre-flight checks", stage: Stage::PostKubelet, commit: true, run: preflight },
+    Phase { name: "control-plane", about: "Upgrade the control plane instance deployed on this node, if any", stage: Stage::PostKubelet, commit: true, run: control_plane },
+    Phase { name: "kubeconfig", about: "Upgrade kubeconfig files for this node", stage: Stage::PostKubelet, commit: true, run: kubeconfig },
+    Phase { name: "kubelet-config", about: "Upgrade the kubelet configuration for this node", stage: Stage::PostKubelet, commit: true, run: kubelet_config },
+    Phase { name: "addon/coredns", about: "Upgrade the CoreDNS addon", stage: Stage::PostKubelet, commit: true, run: addon_coredns },
+    Phase { name: "addon/kube-proxy", about: "Upgrade the kube-proxy addon", stage: Stage::PostKubelet, commit: true, run: addon_kube_proxy },
+    Phase { name: "post-upgrade", about: "Run post upgrade tasks", stage: Stage::PostKubelet, commit: true, run: post_upgrade },
+];
+
+/// `kubestrap upgrade node`: refuses a control plane, reads the cluster, runs the phases not
+/// skipped. `now` stamps the backup directory.
+pub fn run_node(args: &NodeArgs, fs: &NodeFs, host: &dyn Host, now: time::OffsetDateTime) -> Result<()> {
+    crate::phases::check_skip(NODE_PHASES, "upgrade node", &args.skip_phases)?;
+    if fs.exists(paths::manifest("kube-apiserver")) {
+        return Err(Error::bad_flag(format!(
+            "{} exists: this is a control plane, and kubestrap upgrades only workers so far. Run kubeadm 1.37's \
+             `kubeadm upgrade apply <version>` (the first control plane) or `kubeadm upgrade node` (the others) here: \
+             the node is laid out as kubeadm's (docs/upgrades.md)",
+            paths::manifest("kube-apiserver")
+        )));
+    }
+    let kubelet_conf = fs.real(KUBELET_CONF.as_str());
+    let kubelet_client = client_from(fs, &kubelet_conf)?;
+    let client = client_from(fs, args.kubeconfig.as_deref().unwrap_or(&kubelet_conf))?;
+    info!("[upgrade] Reading configuration from the \"kubeadm-config\" ConfigMap in namespace \"kube-system\"...");
+    info!("[upgrade] Use 'kubeadm init phase upload-config kubeadm --config your-config-file' to re-upload it.");
+    let kubeadm_config = get_configmap(&client, "kubeadm-config")?;
+    let cluster_text = kubeadm_config["data"]["ClusterConfiguration"].as_str().ok_or_else(|| {
+        Error::cluster(
+            "unexpected error when reading kubeadm-config ConfigMap: ClusterConfiguration key value pair missing",
+        )
+    })?;
+    crate::config::cluster_from_configmap(cluster_text)
+        .map_err(|e| Error::cluster(format!("the kubeadm-config ConfigMap's ClusterConfiguration: {e}")))?;
+    let kubelet_cm = get_configmap(&client, "kubelet-config")?;
+    let kubelet_yaml = kubelet_cm["data"]["kubelet"]
+        .as_str()
+        .ok_or_else(|| Error::cluster("the ConfigMap kube-system/kubelet-config has no data.kubelet"))?
+        .to_string();
+    let node_name = node_name(&kubelet_client)?;
+    client
+        .get(&format!("/api/v1/nodes/{node_name}"))
+        .map_err(|e| Error::cluster(format!("failed to get corresponding node {node_name:?}: {e}")))?
+        .ok_or_else(|| {
+            Error::cluster(format!(
+                "the Node {node_name:?} (the name in {KUBELET_CONF}) does not exist in the cluster: this node is not \
+                 part of it (join it first)"
+            ))
+        })?;
+    let cri_socket = cri_socket(fs, &node_name)?;
+    let run = NodeRun {
+        fs,
+        host,
+        live: crate::node::is_live(fs.root()),
+        args,
+        node_name,
+        cri_socket,
+        kubelet_yaml,
+        stamp: crate::pki::check::file_stamp(now),
+    };
+    for p in NODE_PHASES.iter().filter(|p| !crate::phases::is_skipped(&args.skip_phases, p.name)) {
+        (p.run)(&run).and_then(|()| Ok(fs.commit()?)).map_err(|e| {
+            fs.discard();
+            e.context(format_args!("phase {}", p.name))
+        })?;
+    }
+    if fs.is_dry_run() {
+        print_planned(fs);
+        info!("[upgrade/successful] Finished dryrunning successfully!");
+    } else if !crate::phases::is_skipped(&args.skip_phases, "kubelet-config") {
+        info!(
+            "[upgrade] The kubelet reads the new {KUBELET_CONFIG} when it restarts: drain the node, install the new \
+             kubelet, `systemctl restart kubelet`, uncordon"
+        );
+    }
+    Ok(())
+}
+
+/// A client for a kubeconfig file; the certificate files it names are read under the node root.
+fn client_from(fs: &NodeFs, path: &Path) -> Result<Client> {
+    let bytes = std::fs::read(path).map_err(|e| {
+        Error::bad_file(format!("reading {}: {e}: this node has no kubelet identity (join it first)", path.display()))
+    })?;
+    let kc = Kubeconfig::parse(&bytes).map_err(|m| Error::bad_file(format!("{} {m}", path.display())))?;
+    Client::from_kubeconfig(&kc, &|p| fs.read_following_link(p).ok().flatten(), Duration::from_secs(10))
+        .map_err(|m| Error::bad_file(format!("{}: {m}", path.display())))
+}
+
+fn get_configmap(client: &Client, name: &str) -> Result<Value> {
+    client
+        .get(&format!("/api/v1/namespaces/kube-system/configmaps/{name}"))
+        .map_err(|e| Error::cluster(format!("reading the ConfigMap kube-system/{name}: {e}")))?
+        .ok_or_else(|| {
+            Error::cluster(format!(
+                "the ConfigMap kube-system/{name} was not found: this cluster was not made by kubeadm or kubestrap"
+            ))
+        })
+}
+
+/// The node's name as the API server knows its credential (kubeadm's SelfSubjectReview).
+fn node_name(client: &Client) -> Result<String> {
+    let review = json!({ "apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview" });
+    let (code, body) = client
+        .request("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", Some(("application/json", &review)))
+        .map_err(|e| Error::cluster(format!("asking the API server who {KUBELET_CONF} is: {e}")))?;
+    let user = body["status"]["userInfo"]["username"].as_str().unwrap_or_default();
+    match user.strip_prefix(crate::constants::NODE_USER_PREFIX).filter(|n| !n.is_empty() && code == 201) {
+        Some(n) => Ok(n.to_string()),
+        None => Err(Error::bad_file(format!(
+            "{KUBELET_CONF} authenticates as {user:?} (HTTP {code}), not system:node:<name>: it is not a kubelet's credential"
+        ))),
+    }
+}
+
+/// The CRI socket from instance-config.yaml, or containerd's with kubeadm's warning.
+fn cri_socket(fs: &NodeFs, node_name: &str) -> Result<String> {
+    let Some(bytes) = fs.read(KUBELET_INSTANCE_CONFIG.as_str())? else {
+        warn!(
+            "Node {node_name:?} lacks a kubelet instance config file {:?}; falling back to default {:?}",
+            KUBELET_INSTANCE_CONFIG.as_str(),
+            crate::constants::DEFAULT_CRI_SOCKET
+        );
+        return Ok(crate::constants::DEFAULT_CRI_SOCKET.into());
+    };
+    let m: serde_yaml::Mapping = serde_yaml::from_slice(&bytes).map_err(|e| {
+        Error::bad_file(format!("{KUBELET_INSTANCE_CONFIG}: {e}; fix or remove it (kubeadm rewrites it)"))
+    })?;
+    match m.get("containerRuntimeEndpoint").and_then(serde_yaml::Value::as_str) {
+        Some(s) if !s.is_empty() => Ok(s.to_string()),
+        _ => Err(Error::bad_file(format!(
+            "{KUBELET_INSTANCE_CONFIG} has no containerRuntimeEndpoint; remove it and it is rewritten with the default"
+        ))),
+    }
+}
+
+fn preflight(r: &NodeRun) -> Result<()> {
+    info!("[upgrade/preflight] Running pre-flight checks");
+    if r.live {
+        let input = crate::preflight::Input::worker(r.fs.root(), r.node_name.clone(), Some(r.cri_socket.clone()), None);
+        let names = ["IsPrivilegedUser", "SystemVerification", "ContainerRuntimeVersion"];
+        let report = crate::preflight::run_only(r.host, &input, &r.args.ignore_preflight, &names);
+        crate::preflight::enforce(&report)?;
+    } else {
+        info!("[upgrade/preflight] {} is not this machine's root: the host checks are skipped", r.fs.root().display());
+    }
+    info!("[upgrade/preflight] Skipping prepull. Not a control plane node.");
+    Ok(())
+}
+
+fn control_plane(_: &NodeRun) -> Result<()> {
+    info!("[upgrade/control-plane] Skipping phase. Not a control plane node.");
+    Ok(())
+}
+
+fn kubeconfig(_: &NodeRun) -> Result<()> {
+    info!("[upgrade/kubeconfig] Skipping phase. Not a control plane node.");
+    Ok(())
+}
+
+fn kubelet_config(r: &NodeRun) -> Result<()> {
+    let fs = r.fs;
+    let dir = paths::Dir { path: format!("{KUBERNETES_TMP_DIR}/kubeadm-kubelet-config-{}", r.stamp), mode: 0o700 };
+    let dest = format!("{}/config.yaml", dir.path);
+    if fs.is_dry_run() {
+        info!("[dryrun] Would back up kubelet config file to {dest}");
+    } else {
+        info!("[upgrade] Backing up kubelet config file to {dest}");
+        let old = fs.read(KUBELET_CONFIG.as_str())?.ok_or_else(|| {
+            Error::bad_file(format!(
+                "error backing up the kubelet config file: {KUBELET_CONFIG} does not exist: this node never ran a kubelet set up by kubeadm or kubestrap"
+            ))
+        })?;
+        let mode = std::fs::metadata(fs.real(KUBELET_CONFIG.as_str()))
+            .map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o7777)
+            .unwrap_or(KUBELET_CONFIG.mode);
+        fs.mkdir(&dir)?;
+        fs.write(&paths::File::at(dest, mode), &old)?;
+    }
+    if !fs.exists(KUBELET_INSTANCE_CONFIG.as_str()) {
+        warn!(
+            "The kubelet instance configuration file {} was not found. Creating a new one with defaults. Please verify its contents!",
+            KUBELET_INSTANCE_CONFIG.as_str()
+        );
+        info!("[kubelet-start] Writing kubelet configuration to file {:?}", KUBELET_INSTANCE_CONFIG.as_str());
+        fs.write(&KUBELET_INSTANCE_CONFIG, kubelet::instance_config_yaml(&r.cri_socket).as_bytes())?;
+    }
+    let patches = crate::patches::for_dir(fs, r.args.patches.as_deref())?;
+    let config = kubelet::node_config_yaml_patched(&r.kubelet_yaml, &r.cri_socket, patches.as_deref())?;
+    crate::patches::log_instance_config();
+    info!("[kubelet-start] Writing kubelet configuration to file {:?}", KUBELET_CONFIG.as_str());
+    fs.write(&KUBELET_CONFIG, config.as_bytes())?;
+    info!("[upgrade/kubelet-config] The kubelet configuration for this node was successfully upgraded!");
+    Ok(())
+}
+
+fn addon_coredns(_: &NodeRun) -> Result<()> {
+    info!("[upgrade/addon] Skipping the addon/coredns phase. Not a control plane node.");
+    Ok(())
+}
+
+fn addon_kube_proxy(_: &NodeRun) -> Result<()> {
+    info!("[upgrade/addon] Skipping the addon/kube-proxy phase. Not a control plane node.");
+    Ok(())
+}
+
+/// kubeadm 1.37's post-upgrade removes no kubelet flag (its list is empty): nothing to do.
+fn post_upgrade(_: &NodeRun) -> Result<()> {
+    Ok(())
+}
+
+/// A dry run's files, as kubeadm prints them (`[dryrun] Would write file ... with content:`).
+fn print_planned(fs: &NodeFs) {
+    for f in fs.planned() {
+        info!("[dryrun] Would write file {:?} with content:", f.path);
+        for line in String::from_utf8_lossy(&f.data).lines() {
+            info!("\t{line}");
+        }
+    }
+}

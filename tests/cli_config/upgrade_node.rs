@@ -1,0 +1,59 @@
+//! `kubestrap upgrade node`'s refusals, before it talks to any cluster: each exits 2, names what
+//! is wrong, and writes nothing (the upgrade itself is tests/real/upgrade_node.rs's, beside the
+//! real kubeadm).
+
+use crate::common::*;
+
+fn upgrade_node(s: &Scratch, extra: &[&str]) -> Run {
+    let root = s.root_str();
+    let mut args = vec!["upgrade", "node", "--root", root.as_str()];
+    args.extend_from_slice(extra);
+    kubestrap(&args)
+}
+
+fn refused(r: &Run, words: &[&str]) {
+    assert_eq!(r.code(), 2, "want exit 2:\n{}", r.stderr());
+    for w in words {
+        assert!(r.stderr().contains(w), "{w:?} not in:\n{}", r.stderr());
+    }
+}
+
+fn wrote_nothing(s: &Scratch) {
+    assert!(!s.path("/etc/kubernetes/tmp").exists(), "a refused upgrade wrote a backup");
+}
+
+#[test]
+fn a_control_plane_is_refused_with_kubeadms_commands_named() {
+    let s = Scratch::new(fixture!("base/kubeadm.yaml"));
+    s.init(&[]).ok();
+    let before = std::fs::read(s.path("/var/lib/kubelet/config.yaml")).expect("init wrote config.yaml");
+    refused(&upgrade_node(&s, &[]), &["kube-apiserver.yaml", "control plane", "kubeadm upgrade apply"]);
+    wrote_nothing(&s);
+    assert_eq!(std::fs::read(s.path("/var/lib/kubelet/config.yaml")).unwrap(), before);
+}
+
+#[test]
+fn a_node_that_never_joined_is_told_to_join_first() {
+    let s = Scratch::new("");
+    refused(&upgrade_node(&s, &[]), &["/etc/kubernetes/kubelet.conf", "join it first"]);
+    wrote_nothing(&s);
+}
+
+#[test]
+fn bad_upgrade_configurations_and_flags_are_refused() {
+    let s = Scratch::new("");
+    let cfg = s.path("/upgrade.yaml");
+    let cfg_str = cfg.display().to_string();
+    for (text, words) in [
+        ("apiVersion: kubeadm.k8s.io/v1beta4\nkind: JoinConfiguration\n", &["no UpgradeConfiguration found"][..]),
+        ("apiVersion: kubeadm.k8s.io/v1beta4\nkind: UpgradeConfiguration\nnode:\n  dryrun: true\n", &["dryrun"][..]),
+        ("apiVersion: kubeadm.k8s.io/v1beta4\nkind: UpgradeConfiguration\nnode:\n  dryRun: maybe\n", &["dryRun"][..]),
+    ] {
+        write_file(&cfg, text);
+        refused(&upgrade_node(&s, &["--config", &cfg_str]), &[&cfg_str]);
+        refused(&upgrade_node(&s, &["--config", &cfg_str]), words);
+    }
+    refused(&upgrade_node(&s, &["--skip-phases", "kubelet-confg"]), &["kubelet-confg", "kubelet-config"]);
+    refused(&upgrade_node(&s, &["--certificate-renewal=maybe"]), &["--certificate-renewal"]);
+    wrote_nothing(&s);
+}

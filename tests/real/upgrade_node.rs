@@ -1,0 +1,124 @@
+//! `kubestrap upgrade node` on a worker beside the real `kubeadm upgrade node` on its twin, on
+//! the cluster of join_parity.rs: the kubelet-config ConfigMap changes as `kubeadm upgrade
+//! apply` rewrites it; a dry run changes nothing and shows the new config.yaml; then each tool
+//! upgrades its worker. Both print kubeadm's lines, back up the old config.yaml under
+//! /etc/kubernetes/tmp/kubeadm-kubelet-config-<stamp>/, and leave the same files (the parity
+//! facts, compared again); the kubelets keep running and the Nodes stay Ready. On a control
+//! plane kubestrap refuses (exit 2) and writes nothing.
+
+use std::path::Path;
+
+use super::cluster::*;
+use super::join_parity::compare;
+
+/// The backup directories `upgrade node` left under a node root's /etc/kubernetes/tmp.
+fn backups(root: &Path) -> Vec<std::path::PathBuf> {
+    let tmp = at(root, "/etc/kubernetes/tmp");
+    let Ok(dir) = std::fs::read_dir(&tmp) else { return Vec::new() };
+    let mut v: Vec<_> = dir
+        .map(|e| e.expect("dir entry").path())
+        .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("kubeadm-kubelet-config-")))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Every file under a root with its content, to show a dry run wrote nothing.
+fn tree(root: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    for top in ["etc/kubernetes", "var/lib/kubelet"] {
+        let mut stack = vec![root.join(top)];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+                let (p, t) = (e.path(), e.file_type().expect("file type"));
+                if t.is_dir() {
+                    stack.push(p);
+                } else if t.is_file() && !p.starts_with(root.join("var/lib/kubelet/pods")) {
+                    out.push((p.display().to_string(), std::fs::read(&p).unwrap_or_default()));
+                }
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// kubeadm's `[upgrade...]`/`[kubelet-start]` lines, the backup's stamp left out.
+fn workflow_lines(out: &str) -> Vec<String> {
+    out.lines()
+        .filter_map(|l| l.find('[').map(|i| &l[i..]))
+        .filter(|l| l.starts_with("[upgrade") || l.starts_with("[kubelet-start]"))
+        .map(|l| match l.find("kubeadm-kubelet-config-") {
+            Some(i) => format!("{}kubeadm-kubelet-config-DATE/config.yaml", &l[..i]),
+            None => l.to_string(),
+        })
+        .collect()
+}
+
+/// Runs the upgrade of both workers on `c` (`ours` joined by kubestrap, `twin` by kubeadm, at
+/// `started`), then compares them as join_parity does.
+pub fn upgrade_workers(c: &Cluster, ours: (&str, usize), twin: (&str, usize), started: (i64, i64)) {
+    let host = |n: &str| c.hosts.iter().find(|h| h.name == n).expect("host");
+    let (mine, theirs) = (host(ours.0), host(twin.0));
+
+    // A control plane is refused before anything is read or written.
+    let cp = c.root();
+    let r = run_in(&c.netns, &["upgrade", "node", "--root", &cp.display().to_string()]);
+    assert_eq!(r.code(), 2, "upgrade node on a control plane:\n{}", r.stderr());
+    assert!(r.stderr().contains("control plane") && r.stderr().contains("kubeadm upgrade apply"), "{}", r.stderr());
+    assert!(backups(&cp).is_empty(), "a refused upgrade node wrote a backup");
+
+    // The cluster's KubeletConfiguration changes, as `upgrade apply`'s upload-config rewrites it.
+    let cm = c.get(&["-n", "kube-system", "configmap", "kubelet-config"]);
+    let mut kc: serde_yaml::Mapping =
+        serde_yaml::from_str(cm["data"]["kubelet"].as_str().expect("data.kubelet")).unwrap();
+    kc.insert("maxPods".into(), 150.into());
+    let patch = serde_json::json!({ "data": { "kubelet": serde_yaml::to_string(&kc).unwrap() } }).to_string();
+    let (code, _, err) =
+        c.kubectl(&["-n", "kube-system", "patch", "configmap", "kubelet-config", "--type=merge", "-p", &patch]);
+    assert_eq!(code, 0, "{err}");
+
+    let before = tree(&mine.root);
+    let old_config = std::fs::read(at(&mine.root, "/var/lib/kubelet/config.yaml")).unwrap();
+    let root = mine.root.display().to_string();
+    let dry = run_in(&mine.netns, &["upgrade", "node", "--dry-run", "--root", &root]);
+    assert_eq!(dry.code(), 0, "upgrade node --dry-run:\n{}", dry.stderr());
+    assert_eq!(tree(&mine.root), before, "a dry run changed the node's files");
+    assert!(dry.stderr().contains("Would write file \"/var/lib/kubelet/config.yaml\""), "{}", dry.stderr());
+    assert!(dry.stderr().contains("maxPods: 150"), "the dry run does not show the new config:\n{}", dry.stderr());
+
+    let r = run_in(&mine.netns, &["upgrade", "node", "--root", &root]);
+    assert_eq!(r.code(), 0, "kubestrap upgrade node:\n{}", r.stderr());
+    let logs = c.logs.with_file_name(twin.0);
+    let k =
+        run_kubeadm(&theirs.netns, &theirs.root, &logs, &["upgrade", "node", "--ignore-preflight-errors=all"], &|| {
+            c.health()
+        });
+    assert_eq!(k.code(), 0, "kubeadm upgrade node:\n{}\n{}", k.stdout(), k.stderr());
+
+    // The same workflow lines, in the same order (kubeadm prints them on stdout; kubestrap logs).
+    let (want, got) = (workflow_lines(&k.stdout()), workflow_lines(&r.stderr()));
+    assert!(!want.is_empty(), "kubeadm printed no workflow line:\n{}", k.stdout());
+    let missing: Vec<&String> = want.iter().filter(|l| !got.contains(l)).collect();
+    assert!(missing.is_empty(), "kubeadm's lines kubestrap did not print: {missing:#?}\nkubestrap's: {got:#?}");
+
+    for (h, what) in [(mine, "kubestrap"), (theirs, "kubeadm")] {
+        let b = backups(&h.root);
+        assert_eq!(b.len(), 1, "{what}: one backup directory, got {b:?}");
+        let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&b[0]).unwrap().permissions());
+        assert_eq!(mode & 0o777, 0o700, "{what}: {} mode", b[0].display());
+        let config = std::fs::read_to_string(at(&h.root, "/var/lib/kubelet/config.yaml")).unwrap();
+        assert!(config.contains("maxPods: 150"), "{what}: config.yaml lacks the cluster's new field:\n{config}");
+    }
+    assert_eq!(
+        std::fs::read(backups(&mine.root)[0].join("config.yaml")).unwrap(),
+        old_config,
+        "the backup is the old file"
+    );
+    for h in [mine, theirs] {
+        h.health().unwrap_or_else(|e| panic!("{}'s kubelet after upgrade node: {e}", h.name));
+    }
+    c.wait_ready(ours.0);
+    c.wait_ready(twin.0);
+    compare(c, "join-worker-after-upgrade-node", ours, twin, started);
+}
