@@ -4,7 +4,8 @@
 //! its kubelet does the TLS bootstrap, as after kubeadm). Every twin's Node goes Ready; then
 //! their files are compared fact by fact (tests/parity/facts.rs) with the twin's name and
 //! address swapped for ours, and their Nodes' labels and taints. A difference not on the
-//! allow-list (tests/parity/allow.rs) fails the test.
+//! allow-list (tests/parity/allow.rs) fails the test. The workers are then upgraded by each
+//! tool's `upgrade node`, and a v1.36.3 worker in place (tests/real/upgrade_node.rs).
 
 use std::path::Path;
 
@@ -177,7 +178,9 @@ fn kubestrap_join_and_kubeadm_join_make_the_same_nodes() {
     c.wait_ready("worker-1");
     c.wait_ready("worker-2");
     compare(&c, "join-worker", ("worker-1", 21), ("worker-2", 22), t);
+    super::upgrade_node::join_older_worker(&mut c, "worker-3", 23);
     super::upgrade_node::upgrade_workers(&c, ("worker-1", 21), ("worker-2", 22), t);
+    super::upgrade_node::upgrade_in_place(&mut c, "worker-3");
 
     let cp = fixture!("real/join-control-plane.yaml").replace("{key}", &key);
     let t = (now(), 0);

@@ -5,11 +5,55 @@
 //! /etc/kubernetes/tmp/kubeadm-kubelet-config-<stamp>/, and leave the same files (the parity
 //! facts, compared again); the kubelets keep running and the Nodes stay Ready. On a control
 //! plane kubestrap refuses (exit 2) and writes nothing.
+//!
+//! A worker upgraded in place, on the real kubelets of both versions: a v1.36.3 worker joins the
+//! v1.37.2 cluster (a kubelet one minor older: allowed skew) and goes Ready; after the
+//! ConfigMap change, `kubestrap upgrade node`, then the node restarts with the v1.37.2 kubelet
+//! (what a package upgrade or the next image does): its Node reports v1.37.2 and the new
+//! config's `maxPods` as its capacity.
 
 use std::path::Path;
 
 use super::cluster::*;
+use super::host::Host;
 use super::join_parity::compare;
+use crate::common::fixture;
+
+const OLD: &str = "v1.36.3";
+const NEW: &str = "v1.37.2";
+
+fn kubelet_version(c: &Cluster, node: &str) -> String {
+    c.get(&["node", node])["status"]["nodeInfo"]["kubeletVersion"].as_str().unwrap_or_default().to_string()
+}
+
+/// A v1.36.3 worker `name` joins the (v1.37.2) cluster with kubestrap and goes Ready.
+pub fn join_older_worker(c: &mut Cluster, name: &str, i: usize) {
+    c.set_version(name, OLD);
+    let r = c.join(name, i, fixture!("real/join.yaml"), &[]);
+    assert_eq!(r.code(), 0, "a {OLD} worker joining {NEW}:\n{}\n{}", r.stderr(), c.status());
+    c.wait_ready(name);
+    assert_eq!(kubelet_version(c, name), OLD);
+}
+
+/// `kubestrap upgrade node` on the older worker `name`, then its node restarted with the
+/// v1.37.2 kubelet: the Node reports v1.37.2, Ready, with the cluster's new maxPods.
+pub fn upgrade_in_place(c: &mut Cluster, name: &str) {
+    let i = c.hosts.iter().position(|h| h.name == name).expect("host");
+    let root = c.hosts[i].root.display().to_string();
+    let r = run_in(&c.hosts[i].netns, &["upgrade", "node", "--root", &root]);
+    assert_eq!(r.code(), 0, "upgrade node on the {OLD} worker:\n{}", r.stderr());
+    assert_eq!(kubelet_version(c, name), OLD, "upgrade node restarted nothing");
+    let (netns, scratch) = c.hosts.remove(i).power_off();
+    let scratch = scratch.expect("the worker's root");
+    let w = scratch.root();
+    c.set_version(name, NEW);
+    let logs = c.logs.with_file_name(name);
+    c.hosts.push(Host::start_at(c.version(name), name, netns, &w, &logs, Some(scratch), false));
+    c.wait(&format!("{name}'s Node reporting the {NEW} kubelet"), || (kubelet_version(c, name) == NEW).then_some(()));
+    c.wait_ready(name);
+    let pods = c.get(&["node", name])["status"]["capacity"]["pods"].clone();
+    assert_eq!(pods, "150", "the {NEW} kubelet runs the upgraded config.yaml (maxPods 150)");
+}
 
 /// The backup directories `upgrade node` left under a node root's /etc/kubernetes/tmp.
 fn backups(root: &Path) -> Vec<std::path::PathBuf> {
