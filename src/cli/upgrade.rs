@@ -1,9 +1,9 @@
-//! `kubestrap upgrade node`.
+//! `kubestrap upgrade node` and `upgrade diff`.
 
 use argh::FromArgs;
 use std::path::PathBuf;
 
-/// Upgrade this node as `kubeadm upgrade` does (today: `node` on a worker).
+/// Upgrade this node as `kubeadm upgrade` does (today: `node` on a worker, `diff` on a control plane).
 #[derive(FromArgs, Debug)]
 #[argh(subcommand, name = "upgrade")]
 pub struct Upgrade {
@@ -15,6 +15,28 @@ pub struct Upgrade {
 #[argh(subcommand)]
 pub enum UpgradeCommand {
     Node(UpgradeNode),
+    Diff(UpgradeDiff),
+}
+
+/// Show what would change in this control plane's static Pod manifests at a version, as `kubeadm upgrade diff` (changes nothing).
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "diff")]
+pub struct UpgradeDiff {
+    #[argh(positional)]
+    /// the Kubernetes version to compare with (default the cluster's kubernetesVersion)
+    pub version: Option<String>,
+    #[argh(option)]
+    /// an UpgradeConfiguration (kubeadm.k8s.io/v1beta4) file; its `diff` fields are defaults
+    pub config: Option<PathBuf>,
+    #[argh(option)]
+    /// the kubeconfig to talk to the cluster with (default admin.conf)
+    pub kubeconfig: Option<PathBuf>,
+    #[argh(option, short = 'c')]
+    /// how many lines of context in the diff (default 0, as kubeadm 1.37 applies it)
+    pub context_lines: Option<usize>,
+    #[argh(option, default = "PathBuf::from(\"/\")")]
+    /// the node root (default /)
+    pub root: PathBuf,
 }
 
 /// Upgrade this node's kubelet configuration to the cluster's, as `kubeadm upgrade node` (phases: preflight, control-plane, kubeconfig, kubelet-config, addon, post-upgrade); the kubelet is not restarted.

@@ -1,4 +1,4 @@
-//! `kubestrap upgrade node`: the flags and any UpgradeConfiguration into
+//! `kubestrap upgrade node` and `upgrade diff`: the flags and any UpgradeConfiguration into
 //! [`crate::upgrade::NodeArgs`], this machine as the host, the wall clock for the backup's stamp.
 
 use crate::cli::{self, UpgradeCommand};
@@ -7,7 +7,26 @@ use crate::fsutil::NodeFs;
 use crate::upgrade::{NodeArgs, NodeFlags};
 
 pub(super) fn run(u: cli::Upgrade) -> Result<()> {
-    let UpgradeCommand::Node(n) = u.command;
+    match u.command {
+        UpgradeCommand::Node(n) => node(n),
+        UpgradeCommand::Diff(d) => diff(d),
+    }
+}
+
+fn diff(d: cli::UpgradeDiff) -> Result<()> {
+    let config = d.config.as_deref().map(crate::upgrade::read_config).transpose()?;
+    let args = crate::upgrade::DiffArgs {
+        root: d.root,
+        kubeconfig: d.kubeconfig,
+        version: d.version,
+        context_lines: d.context_lines,
+        config,
+    };
+    let fs = NodeFs::dry_run(&args.root);
+    crate::upgrade::run_diff(&args, &fs, &mut std::io::stdout().lock())
+}
+
+fn node(n: cli::UpgradeNode) -> Result<()> {
     let config = n.config.as_deref().map(crate::upgrade::read_config).transpose()?;
     let flags = NodeFlags {
         root: n.root,

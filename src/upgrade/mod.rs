@@ -1,7 +1,10 @@
 //! `kubestrap upgrade`: kubeadm 1.37's `upgrade` commands on a node kubestrap or kubeadm built.
 //! Today `upgrade node` on a worker (kubelet-config: the node's config.yaml from the cluster's
-//! kubelet-config, the old one backed up); a control plane is refused with what to run instead.
+//! kubelet-config, the old one backed up; a control plane is refused with what to run instead)
+//! and `upgrade diff` on a control plane.
 
+mod cluster;
+mod diff;
 mod node;
 
 use std::path::PathBuf;
@@ -10,6 +13,7 @@ use crate::config::upgrade::{UpgradeConfiguration, UpgradeNodeConfiguration};
 use crate::config::{Reads, parse_documents_for};
 use crate::error::{Error, Result};
 
+pub use diff::{DiffArgs, run_diff};
 pub use node::{NODE_PHASES, run_node};
 
 /// `upgrade node`'s flags, as given (`None`: not on the command line).

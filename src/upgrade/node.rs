@@ -6,18 +6,13 @@
 //! The kubelet is not restarted (kubeadm's neither): the new config takes effect with the new
 //! kubelet binary.
 
-use std::path::Path;
-use std::time::Duration;
-
 use log::{info, warn};
-use serde_json::{Value, json};
 
 use super::NodeArgs;
+use super::cluster::{client_from, cri_socket, get_configmap, node_name};
 use crate::error::{Error, Result};
 use crate::fsutil::NodeFs;
 use crate::host::Host;
-use crate::kube::Client;
-use crate::kubeconfig::Kubeconfig;
 use crate::objects::kubelet;
 use crate::paths::{self, KUBELET_CONF, KUBELET_CONFIG, KUBELET_INSTANCE_CONFIG, KUBERNETES_TMP_DIR};
 use crate::phases::{Phase, Stage};
@@ -117,63 +112,6 @@ pub fn run_node(args: &NodeArgs, fs: &NodeFs, host: &dyn Host, now: time::Offset
         );
     }
     Ok(())
-}
-
-/// A client for a kubeconfig file; the certificate files it names are read under the node root.
-fn client_from(fs: &NodeFs, path: &Path) -> Result<Client> {
-    let bytes = std::fs::read(path).map_err(|e| {
-        Error::bad_file(format!("reading {}: {e}: this node has no kubelet identity (join it first)", path.display()))
-    })?;
-    let kc = Kubeconfig::parse(&bytes).map_err(|m| Error::bad_file(format!("{} {m}", path.display())))?;
-    Client::from_kubeconfig(&kc, &|p| fs.read_following_link(p).ok().flatten(), Duration::from_secs(10))
-        .map_err(|m| Error::bad_file(format!("{}: {m}", path.display())))
-}
-
-fn get_configmap(client: &Client, name: &str) -> Result<Value> {
-    client
-        .get(&format!("/api/v1/namespaces/kube-system/configmaps/{name}"))
-        .map_err(|e| Error::cluster(format!("reading the ConfigMap kube-system/{name}: {e}")))?
-        .ok_or_else(|| {
-            Error::cluster(format!(
-                "the ConfigMap kube-system/{name} was not found: this cluster was not made by kubeadm or kubestrap"
-            ))
-        })
-}
-
-/// The node's name as the API server knows its credential (kubeadm's SelfSubjectReview).
-fn node_name(client: &Client) -> Result<String> {
-    let review = json!({ "apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview" });
-    let (code, body) = client
-        .request("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", Some(("application/json", &review)))
-        .map_err(|e| Error::cluster(format!("asking the API server who {KUBELET_CONF} is: {e}")))?;
-    let user = body["status"]["userInfo"]["username"].as_str().unwrap_or_default();
-    match user.strip_prefix(crate::constants::NODE_USER_PREFIX).filter(|n| !n.is_empty() && code == 201) {
-        Some(n) => Ok(n.to_string()),
-        None => Err(Error::bad_file(format!(
-            "{KUBELET_CONF} authenticates as {user:?} (HTTP {code}), not system:node:<name>: it is not a kubelet's credential"
-        ))),
-    }
-}
-
-/// The CRI socket from instance-config.yaml, or containerd's with kubeadm's warning.
-fn cri_socket(fs: &NodeFs, node_name: &str) -> Result<String> {
-    let Some(bytes) = fs.read(KUBELET_INSTANCE_CONFIG.as_str())? else {
-        warn!(
-            "Node {node_name:?} lacks a kubelet instance config file {:?}; falling back to default {:?}",
-            KUBELET_INSTANCE_CONFIG.as_str(),
-            crate::constants::DEFAULT_CRI_SOCKET
-        );
-        return Ok(crate::constants::DEFAULT_CRI_SOCKET.into());
-    };
-    let m: serde_yaml::Mapping = serde_yaml::from_slice(&bytes).map_err(|e| {
-        Error::bad_file(format!("{KUBELET_INSTANCE_CONFIG}: {e}; fix or remove it (kubeadm rewrites it)"))
-    })?;
-    match m.get("containerRuntimeEndpoint").and_then(serde_yaml::Value::as_str) {
-        Some(s) if !s.is_empty() => Ok(s.to_string()),
-        _ => Err(Error::bad_file(format!(
-            "{KUBELET_INSTANCE_CONFIG} has no containerRuntimeEndpoint; remove it and it is rewritten with the default"
-        ))),
-    }
 }
 
 fn preflight(r: &NodeRun) -> Result<()> {

@@ -5,7 +5,8 @@
 //! their files are compared fact by fact (tests/parity/facts.rs) with the twin's name and
 //! address swapped for ours, and their Nodes' labels and taints. A difference not on the
 //! allow-list (tests/parity/allow.rs) fails the test. The workers are then upgraded by each
-//! tool's `upgrade node`, and a v1.36.3 worker in place (tests/real/upgrade_node.rs).
+//! tool's `upgrade node`, and a v1.36.3 worker in place (tests/real/upgrade_node.rs); the two
+//! tools' `upgrade diff` are compared on cp-2 (tests/real/upgrade_diff.rs).
 
 use std::path::Path;
 
@@ -196,4 +197,5 @@ fn kubestrap_join_and_kubeadm_join_make_the_same_nodes() {
     c.wait_ready("cp-2");
     c.wait_ready("cp-3");
     compare(&c, "join-control-plane", ("cp-2", 1), ("cp-3", 2), t);
+    super::upgrade_diff::diff_beside_kubeadm(&c, "cp-2");
 }

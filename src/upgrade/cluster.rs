@@ -1,0 +1,102 @@
+//! What `upgrade` reads from a node and its cluster, as kubeadm's FetchInitConfigurationFromCluster:
+//! a client from a kubeconfig, the kube-system ConfigMaps, the node's name (a SelfSubjectReview
+//! of its kubelet.conf), its CRI socket (instance-config.yaml) and, on a control plane, its API
+//! endpoint (the annotation on its kube-apiserver mirror Pod).
+
+use std::path::Path;
+use std::time::Duration;
+
+use log::warn;
+use serde_json::{Value, json};
+
+use crate::error::{Error, Result};
+use crate::fsutil::NodeFs;
+use crate::kube::Client;
+use crate::kubeconfig::Kubeconfig;
+use crate::paths::{KUBELET_CONF, KUBELET_INSTANCE_CONFIG};
+
+/// A client for a kubeconfig file; the certificate files it names are read under the node root.
+pub(super) fn client_from(fs: &NodeFs, path: &Path) -> Result<Client> {
+    let bytes = std::fs::read(path).map_err(|e| {
+        Error::bad_file(format!("reading {}: {e}: this node has no kubelet identity (join it first)", path.display()))
+    })?;
+    let kc = Kubeconfig::parse(&bytes).map_err(|m| Error::bad_file(format!("{} {m}", path.display())))?;
+    Client::from_kubeconfig(&kc, &|p| fs.read_following_link(p).ok().flatten(), Duration::from_secs(10))
+        .map_err(|m| Error::bad_file(format!("{}: {m}", path.display())))
+}
+
+pub(super) fn get_configmap(client: &Client, name: &str) -> Result<Value> {
+    client
+        .get(&format!("/api/v1/namespaces/kube-system/configmaps/{name}"))
+        .map_err(|e| Error::cluster(format!("reading the ConfigMap kube-system/{name}: {e}")))?
+        .ok_or_else(|| {
+            Error::cluster(format!(
+                "the ConfigMap kube-system/{name} was not found: this cluster was not made by kubeadm or kubestrap"
+            ))
+        })
+}
+
+/// The node's name as the API server knows its credential (kubeadm's SelfSubjectReview).
+pub(super) fn node_name(client: &Client) -> Result<String> {
+    let review = json!({ "apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview" });
+    let (code, body) = client
+        .request("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", Some(("application/json", &review)))
+        .map_err(|e| Error::cluster(format!("asking the API server who {KUBELET_CONF} is: {e}")))?;
+    let user = body["status"]["userInfo"]["username"].as_str().unwrap_or_default();
+    match user.strip_prefix(crate::constants::NODE_USER_PREFIX).filter(|n| !n.is_empty() && code == 201) {
+        Some(n) => Ok(n.to_string()),
+        None => Err(Error::bad_file(format!(
+            "{KUBELET_CONF} authenticates as {user:?} (HTTP {code}), not system:node:<name>: it is not a kubelet's credential"
+        ))),
+    }
+}
+
+/// The CRI socket from instance-config.yaml, or containerd's with kubeadm's warning.
+pub(super) fn cri_socket(fs: &NodeFs, node_name: &str) -> Result<String> {
+    let Some(bytes) = fs.read(KUBELET_INSTANCE_CONFIG.as_str())? else {
+        warn!(
+            "Node {node_name:?} lacks a kubelet instance config file {:?}; falling back to default {:?}",
+            KUBELET_INSTANCE_CONFIG.as_str(),
+            crate::constants::DEFAULT_CRI_SOCKET
+        );
+        return Ok(crate::constants::DEFAULT_CRI_SOCKET.into());
+    };
+    let m: serde_yaml::Mapping = serde_yaml::from_slice(&bytes).map_err(|e| {
+        Error::bad_file(format!("{KUBELET_INSTANCE_CONFIG}: {e}; fix or remove it (kubeadm rewrites it)"))
+    })?;
+    match m.get("containerRuntimeEndpoint").and_then(serde_yaml::Value::as_str) {
+        Some(s) if !s.is_empty() => Ok(s.to_string()),
+        _ => Err(Error::bad_file(format!(
+            "{KUBELET_INSTANCE_CONFIG} has no containerRuntimeEndpoint; remove it and it is rewritten with the default"
+        ))),
+    }
+}
+
+/// The annotation kubeadm (and kubestrap) puts on a control plane's kube-apiserver Pod.
+const ENDPOINT_ANNOTATION: &str = "kubeadm.kubernetes.io/kube-apiserver.advertise-address.endpoint";
+
+/// This control plane's API endpoint (address, port), from its kube-apiserver mirror Pod's
+/// annotation, as kubeadm's GetAPIEndpoint.
+pub(super) fn api_endpoint(client: &Client, node: &str) -> Result<(String, u16)> {
+    let path = format!(
+        "/api/v1/namespaces/kube-system/pods?labelSelector=component%3Dkube-apiserver%2Ctier%3Dcontrol-plane&fieldSelector=spec.nodeName%3D{node}"
+    );
+    let pods =
+        client.list(&path).map_err(|e| Error::cluster(format!("listing this node's kube-apiserver Pod: {e}")))?;
+    let [pod] = pods.as_slice() else {
+        return Err(Error::cluster(format!(
+            "found {} kube-apiserver Pods on node {node:?}, want one: is its kubelet running the static Pods?",
+            pods.len()
+        )));
+    };
+    let endpoint = pod["metadata"]["annotations"][ENDPOINT_ANNOTATION].as_str().unwrap_or_default();
+    let (host, port) = endpoint.rsplit_once(':').ok_or_else(|| {
+        Error::cluster(format!(
+            "the kube-apiserver Pod on node {node:?} has no {ENDPOINT_ANNOTATION} annotation of the form address:port"
+        ))
+    })?;
+    let port = port.parse().map_err(|_| {
+        Error::cluster(format!("{ENDPOINT_ANNOTATION} {endpoint:?} on node {node:?}: the port is not a number"))
+    })?;
+    Ok((host.trim_start_matches('[').trim_end_matches(']').to_string(), port))
+}
