@@ -18,7 +18,8 @@ for i in $(seq "$runs"); do
     cat "$log.run" >&2
     exit 1
   fi
-  grep '^upgrade-node:' "$log.run" | sed "s/^/run $i: /" | tee -a "$log"
+  line=$(grep '^upgrade-node:' "$log.run") || { cat "$log.run" >&2; echo "bench: no upgrade-node line" >&2; exit 1; }
+  echo "run $i: $line" | tee -a "$log"
 done
 python3 - "$log" <<'PY'
 import re, statistics, sys

@@ -9,7 +9,7 @@
 pub mod boot;
 pub mod commands;
 
-// workflow: the phase tables and the steps of init, join and reset.
+// workflow: the phase tables and the steps of init, join, reset and upgrade.
 pub mod init;
 pub mod join;
 pub mod phases;

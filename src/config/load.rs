@@ -225,7 +225,7 @@ impl Decoder<'_> {
                 self.decode_v1beta3(index, label, api_version, kind)?;
             }
             (v1beta3::API_VERSION, "ResetConfiguration") => {
-                self.docs.warnings.push(format!("{source}: {label}: ignored, kubestrap does not reset"));
+                self.docs.warnings.push(format!("{source}: {label}: ignored, kubestrap reset takes flags"));
             }
             (KUBEADM_API_VERSION, "UpgradeConfiguration") if self.reads == Reads::Upgrade => {
                 self.docs.upgrade = Some(self.typed(label, index)?);

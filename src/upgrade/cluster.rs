@@ -11,9 +11,10 @@ use serde_json::{Value, json};
 
 use crate::error::{Error, Result};
 use crate::fsutil::NodeFs;
-use crate::kube::Client;
+use crate::kube::{ApiError, Client};
 use crate::kubeconfig::Kubeconfig;
 use crate::paths::{KUBELET_CONF, KUBELET_INSTANCE_CONFIG};
+use crate::retry::Retry;
 
 /// A client for a kubeconfig file; the certificate files it names are read under the node root.
 pub(super) fn client_from(fs: &NodeFs, path: &Path) -> Result<Client> {
@@ -26,14 +27,26 @@ pub(super) fn client_from(fs: &NodeFs, path: &Path) -> Result<Client> {
 }
 
 pub(super) fn get_configmap(client: &Client, name: &str) -> Result<Value> {
-    client
-        .get(&format!("/api/v1/namespaces/kube-system/configmaps/{name}"))
-        .map_err(|e| Error::cluster(format!("reading the ConfigMap kube-system/{name}: {e}")))?
-        .ok_or_else(|| {
-            Error::cluster(format!(
-                "the ConfigMap kube-system/{name} was not found: this cluster was not made by kubeadm or kubestrap"
-            ))
-        })
+    let path = format!("/api/v1/namespaces/kube-system/configmaps/{name}");
+    get_patiently(client, &path, &format!("reading the ConfigMap kube-system/{name}"))?.ok_or_else(|| {
+        Error::cluster(format!(
+            "the ConfigMap kube-system/{name} was not found: this cluster was not made by kubeadm or kubestrap"
+        ))
+    })
+}
+
+/// A GET with kubeadm's patience for API calls (`timeouts.kubernetesAPICall`, 1 min, polled
+/// every 500 ms): an API server that is down or restarting, as during `upgrade apply` on the
+/// control plane, is waited out; a refusal (403, a bad certificate) ends it at once.
+pub(super) fn get_patiently(client: &Client, path: &str, what: &str) -> Result<Option<Value>> {
+    let retry = Retry {
+        what,
+        tag: "upgrade",
+        timeout: crate::timeouts::KUBERNETES_API_CALL,
+        backoff: &crate::timeouts::KUBERNETES_API_CALL_RETRY,
+        clock: &crate::clock::SystemClock,
+    };
+    retry.run(|| ApiError::attempt(client.get(path)))
 }
 
 /// The node's name as the API server knows its credential (kubeadm's SelfSubjectReview).

@@ -9,7 +9,7 @@
 use log::{info, warn};
 
 use super::NodeArgs;
-use super::cluster::{client_from, cri_socket, get_configmap, node_name};
+use super::cluster::{client_from, cri_socket, get_configmap, get_patiently, node_name};
 use crate::error::{Error, Result};
 use crate::fsutil::NodeFs;
 use crate::host::Host;
@@ -76,15 +76,14 @@ pub fn run_node(args: &NodeArgs, fs: &NodeFs, host: &dyn Host, now: time::Offset
         .ok_or_else(|| Error::cluster("the ConfigMap kube-system/kubelet-config has no data.kubelet"))?
         .to_string();
     let node_name = node_name(&kubelet_client)?;
-    client
-        .get(&format!("/api/v1/nodes/{node_name}"))
-        .map_err(|e| Error::cluster(format!("failed to get corresponding node {node_name:?}: {e}")))?
-        .ok_or_else(|| {
+    get_patiently(&client, &format!("/api/v1/nodes/{node_name}"), "failed to get corresponding node")?.ok_or_else(
+        || {
             Error::cluster(format!(
                 "the Node {node_name:?} (the name in {KUBELET_CONF}) does not exist in the cluster: this node is not \
                  part of it (join it first)"
             ))
-        })?;
+        },
+    )?;
     let cri_socket = cri_socket(fs, &node_name)?;
     let run = NodeRun {
         fs,

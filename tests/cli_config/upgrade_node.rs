@@ -1,6 +1,6 @@
-//! `kubestrap upgrade node`'s refusals, before it talks to any cluster: each exits 2, names what
-//! is wrong, and writes nothing (the upgrade itself is tests/real/upgrade_node.rs's, beside the
-//! real kubeadm).
+//! `kubestrap upgrade node`'s and `upgrade diff`'s refusals, before they talk to any cluster:
+//! each exits 2, names what is wrong, and writes nothing (the upgrade itself is
+//! tests/real/upgrade_node.rs's and upgrade_diff.rs's, beside the real kubeadm).
 
 use crate::common::*;
 
@@ -56,4 +56,14 @@ fn bad_upgrade_configurations_and_flags_are_refused() {
     refused(&upgrade_node(&s, &["--skip-phases", "kubelet-confg"]), &["kubelet-confg", "kubelet-config"]);
     refused(&upgrade_node(&s, &["--certificate-renewal=maybe"]), &["--certificate-renewal"]);
     wrote_nothing(&s);
+}
+
+#[test]
+fn upgrade_diff_on_a_node_without_the_manifests_names_the_missing_one() {
+    let s = Scratch::new("");
+    let root = s.root_str();
+    let r = kubestrap(&["upgrade", "diff", "v1.37.1", "--root", &root]);
+    refused(&r, &["/etc/kubernetes/manifests/kube-apiserver.yaml", "does not exist", "control plane"]);
+    let r = kubestrap(&["upgrade", "diff", "--context-lines", "many", "--root", &root]);
+    assert_eq!(r.code(), 2, "a context that is not a number:\n{}", r.stderr());
 }

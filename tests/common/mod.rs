@@ -231,9 +231,24 @@ pub fn write_file(path: &Path, data: impl AsRef<[u8]>) {
     std::fs::write(path, data).expect("write file");
 }
 
-/// A TCP port on loopback that is free right now.
+/// A TCP port on loopback that is free right now, below Linux's ephemeral range (32768+): a
+/// port the kernel hands out for `bind(0)` or for an outgoing connection of another test could
+/// be taken before the caller binds it ("Address already in use"). Each port is handed out
+/// once per process.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    const LOW: u32 = 20000;
+    const SPAN: u32 = 12000;
+    let start = std::process::id().wrapping_mul(2654435761) % SPAN;
+    loop {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        assert!(n < SPAN, "free_port: every port of {LOW}..{} handed out", LOW + SPAN);
+        let port = (LOW + (start + n) % SPAN) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
 }
 
 /// Kills a child process (and reaps it) when the test ends, whether it passes or panics.

@@ -131,16 +131,20 @@ pub fn upgrade_workers(c: &Cluster, ours: (&str, usize), twin: (&str, usize), st
     assert!(dry.stderr().contains("Would write file \"/var/lib/kubelet/config.yaml\""), "{}", dry.stderr());
     assert!(dry.stderr().contains("maxPods: 150"), "the dry run does not show the new config:\n{}", dry.stderr());
 
+    let t = std::time::Instant::now();
     let r = run_in(&mine.netns, &["upgrade", "node", "--root", &root]);
+    let ours_s = t.elapsed().as_secs_f64();
     assert_eq!(r.code(), 0, "kubestrap upgrade node:\n{}", r.stderr());
     let logs = c.logs.with_file_name(twin.0);
-    let k =
-        run_kubeadm(&theirs.netns, &theirs.root, &logs, &["upgrade", "node", "--ignore-preflight-errors=all"], &|| {
-            c.health()
-        });
+    let args = ["upgrade", "node", "--ignore-preflight-errors=all"];
+    let t = std::time::Instant::now();
+    let k = run_kubeadm(&theirs.netns, &theirs.root, &logs, &args, &|| c.health());
+    let theirs_s = t.elapsed().as_secs_f64();
     assert_eq!(k.code(), 0, "kubeadm upgrade node:\n{}\n{}", k.stdout(), k.stderr());
+    // bench/upgrade-node.sh reads this line.
+    println!("upgrade-node: kubestrap {ours_s:.3} s | kubeadm {theirs_s:.3} s");
 
-    // The same workflow lines, in the same order (kubeadm prints them on stdout; kubestrap logs).
+    // Every workflow line kubeadm printed (on stdout; kubestrap logs them).
     let (want, got) = (workflow_lines(&k.stdout()), workflow_lines(&r.stderr()));
     assert!(!want.is_empty(), "kubeadm printed no workflow line:\n{}", k.stdout());
     let missing: Vec<&String> = want.iter().filter(|l| !got.contains(l)).collect();
