@@ -19,7 +19,12 @@ use crate::retry::Retry;
 /// A client for a kubeconfig file; the certificate files it names are read under the node root.
 pub(super) fn client_from(fs: &NodeFs, path: &Path) -> Result<Client> {
     let bytes = std::fs::read(path).map_err(|e| {
-        Error::bad_file(format!("reading {}: {e}: this node has no kubelet identity (join it first)", path.display()))
+        let hint = if path.ends_with("kubelet.conf") {
+            "this node has no kubelet identity (join it first)"
+        } else {
+            "give the kubeconfig of a cluster administrator with --kubeconfig"
+        };
+        Error::bad_file(format!("reading {}: {e}: {hint}", path.display()))
     })?;
     let kc = Kubeconfig::parse(&bytes).map_err(|m| Error::bad_file(format!("{} {m}", path.display())))?;
     Client::from_kubeconfig(&kc, &|p| fs.read_following_link(p).ok().flatten(), Duration::from_secs(10))
