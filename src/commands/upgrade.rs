@@ -30,7 +30,6 @@ fn node(n: cli::UpgradeNode) -> Result<()> {
     let config = n.config.as_deref().map(crate::upgrade::read_config).transpose()?;
     let flags = NodeFlags {
         root: n.root,
-        config: n.config,
         dry_run: n.dry_run,
         kubeconfig: n.kubeconfig,
         patches: n.patches,

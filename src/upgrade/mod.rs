@@ -20,7 +20,6 @@ pub use node::{NODE_PHASES, run_node};
 #[derive(Debug, Default, Clone)]
 pub struct NodeFlags {
     pub root: PathBuf,
-    pub config: Option<PathBuf>,
     pub dry_run: bool,
     pub kubeconfig: Option<PathBuf>,
     pub patches: Option<String>,

@@ -59,10 +59,12 @@ pub fn run_node(args: &NodeArgs, fs: &NodeFs, host: &dyn Host, now: time::Offset
     }
     let kubelet_conf = fs.real(KUBELET_CONF.as_str());
     let kubelet_client = client_from(fs, &kubelet_conf)?;
-    let client = client_from(fs, args.kubeconfig.as_deref().unwrap_or(&kubelet_conf))?;
+    // kubelet.conf names the node; --kubeconfig, when given, reads the cluster.
+    let given = args.kubeconfig.as_deref().map(|k| client_from(fs, k)).transpose()?;
+    let client = given.as_ref().unwrap_or(&kubelet_client);
     info!("[upgrade] Reading configuration from the \"kubeadm-config\" ConfigMap in namespace \"kube-system\"...");
     info!("[upgrade] Use 'kubeadm init phase upload-config kubeadm --config your-config-file' to re-upload it.");
-    let kubeadm_config = get_configmap(&client, "kubeadm-config")?;
+    let kubeadm_config = get_configmap(client, "kubeadm-config")?;
     let cluster_text = kubeadm_config["data"]["ClusterConfiguration"].as_str().ok_or_else(|| {
         Error::cluster(
             "unexpected error when reading kubeadm-config ConfigMap: ClusterConfiguration key value pair missing",
@@ -70,13 +72,13 @@ pub fn run_node(args: &NodeArgs, fs: &NodeFs, host: &dyn Host, now: time::Offset
     })?;
     crate::config::cluster_from_configmap(cluster_text)
         .map_err(|e| Error::cluster(format!("the kubeadm-config ConfigMap's ClusterConfiguration: {e}")))?;
-    let kubelet_cm = get_configmap(&client, "kubelet-config")?;
+    let kubelet_cm = get_configmap(client, "kubelet-config")?;
     let kubelet_yaml = kubelet_cm["data"]["kubelet"]
         .as_str()
         .ok_or_else(|| Error::cluster("the ConfigMap kube-system/kubelet-config has no data.kubelet"))?
         .to_string();
     let node_name = node_name(&kubelet_client)?;
-    get_patiently(&client, &format!("/api/v1/nodes/{node_name}"), "failed to get corresponding node")?.ok_or_else(
+    get_patiently(client, &format!("/api/v1/nodes/{node_name}"), "failed to get corresponding node")?.ok_or_else(
         || {
             Error::cluster(format!(
                 "the Node {node_name:?} (the name in {KUBELET_CONF}) does not exist in the cluster: this node is not \
