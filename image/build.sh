@@ -298,7 +298,7 @@ tar --numeric-owner --xattrs --xattrs-include='*' -C "$r" -xf "$BASE/rootfs.tar"
 install -m 0755 "$BIN_DIR/kubestrap" "$r/usr/bin/kubestrap"
 ln -sfn /usr/bin/kubestrap "$r/usr/local/bin/kubestrap"
 sysd="$r/usr/lib/systemd/system" wants="$r/etc/systemd/system/multi-user.target.wants"
-enable_unit() {   # enable_unit FILE: install into /usr/lib/systemd/system, wants-symlink it
+enable_unit() {   # enable_unit FILE: install into /usr/lib/systemd/system, wants/requires-symlink it
     local f=$1 n t
     n=$(basename "$f")
     install -m 0644 "$f" "$sysd/$n"
@@ -307,6 +307,10 @@ enable_unit() {   # enable_unit FILE: install into /usr/lib/systemd/system, want
     for t in ${t:-multi-user.target}; do
         mkdir -p "$r/etc/systemd/system/$t.wants"
         ln -sfn "/usr/lib/systemd/system/$n" "$r/etc/systemd/system/$t.wants/$n"
+    done
+    for t in $(sed -n 's/^RequiredBy=\(.*\)$/\1/p' "$f"); do
+        mkdir -p "$r/etc/systemd/system/$t.requires"
+        ln -sfn "/usr/lib/systemd/system/$n" "$r/etc/systemd/system/$t.requires/$n"
     done
 }
 for f in "${UNIT_FILES[@]}"; do enable_unit "$f"; done
@@ -331,6 +335,10 @@ if [ "$TEST_IMAGE" = 1 ]; then
     install -D -m 0644 "$HERE/test-node/10-bridge.conflist" "$r/etc/cni/net.d/10-bridge.conflist"
     mkdir -p "$sysd/kubelet.service.d"
     install -m 0644 "$REPO/units/kubelet-dropin/10-kubeadm.conf" "$sysd/kubelet.service.d/10-kubeadm.conf"
+    # What the image was built for: kubestrap compares it with the node's version at every boot
+    # (an upgrade by image, docs/upgrades.md).
+    kv=$("$REAL_BIN/kubelet" --version | awk '{print $2}')
+    printf '{"kubernetesVersion": "%s"}\n' "$kv" | install -D -m 0644 /dev/stdin "$r/usr/share/kubestrap/image.json"
     log "container images (image/test-images.sh)"
     "$HERE/test-images.sh" "$REAL_BIN" "$r" "$r/usr/share/kubestrap/images" >&2
     if [ "$PRELOADED" = 1 ]; then

@@ -52,17 +52,21 @@ pub enum Kind {
     Runtime,
     /// A cluster this node must not touch answers where it would make its own (never two clusters).
     Conflict,
+    /// The image's Kubernetes version may not run here (version skew, a skipped minor, a
+    /// downgrade): an upgrade by image refused, the node left on its old configuration.
+    Skew,
 }
 
 impl Kind {
     /// Exit codes: 1 runtime failure, 2 bad input (usage, config, on-disk state), 3 preflight,
-    /// 4 another cluster answers at the endpoint.
+    /// 4 another cluster answers at the endpoint, 5 the image's Kubernetes version refused.
     pub fn exit_code(self) -> i32 {
         match self {
             Kind::Usage | Kind::Config | Kind::State => 2,
             Kind::Preflight => 3,
             Kind::Runtime => 1,
             Kind::Conflict => 4,
+            Kind::Skew => 5,
         }
     }
 }
@@ -105,6 +109,10 @@ impl Error {
     /// Another cluster answers where this node would make its own (never two clusters).
     pub fn other_cluster(m: impl Into<String>) -> Self {
         Self::new(Kind::Conflict, m)
+    }
+    /// The image's Kubernetes version breaks a version rule against this node or its cluster.
+    pub fn skew(m: impl Into<String>) -> Self {
+        Self::new(Kind::Skew, m)
     }
     /// The cluster answered, but without what this node needs (a ConfigMap, a Secret's entry) or
     /// refusing it (a CSR left unsigned, a discovery signature that does not verify).

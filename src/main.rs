@@ -38,6 +38,9 @@ fn fail(e: Error) -> ! {
         Kind::Usage => "see `kubestrap help`",
         Kind::Preflight => "fix the errors above, or ignore them with --ignore-preflight-errors",
         Kind::Conflict => "nothing was written: point the user-data at the right cluster",
+        Kind::Skew => {
+            "the node keeps its old configuration: boot the image of its version, or upgrade the cluster first"
+        }
         _ => "the run can be repeated safely: finished steps are reused",
     };
     eprintln!("kubestrap: {hint}");

@@ -176,6 +176,14 @@ pub(crate) const GENERATED_CERTIFICATE_KEY: File = File::fixed("/var/lib/kubestr
 /// Left by an init/join that got past preflight, so a resumed run accepts its own files.
 pub(crate) const INIT_IN_PROGRESS: File = File::fixed("/var/lib/kubestrap/init-in-progress", PRIVATE);
 pub(crate) const JOIN_IN_PROGRESS: File = File::fixed("/var/lib/kubestrap/join-in-progress", PRIVATE);
+/// What the image was built for (`{"kubernetesVersion": "v1.37.2"}`), written by the image
+/// builder; read at every boot to upgrade the node by image.
+pub(crate) const IMAGE_INFO: File = File::fixed("/usr/share/kubestrap/image.json", READABLE);
+/// The Kubernetes version this node was last set up (or upgraded) for.
+pub(crate) const DEPLOYED_VERSION: File = File::fixed("/var/lib/kubestrap/kubernetes-version", READABLE);
+/// While it exists the kubelet does not start (its unit's ConditionPathExists=!): an upgrade by
+/// image refused on a worker, whose new kubelet would break the version skew rules.
+pub(crate) const KUBELET_HOLD: File = File::fixed("/run/kubestrap/hold-kubelet", READABLE);
 /// A boot stage's done stamp and attempt counter.
 pub(crate) fn boot_done(stage: &str) -> File {
     File::at(format!("{STATE_DIR}/done-{stage}"), PRIVATE)

@@ -63,6 +63,9 @@ pub struct Status {
     /// The every-boot pass's certificate table (later boots only).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub certificates: Vec<CertRow>,
+    /// The every-boot comparison of the image's Kubernetes version with the node's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upgrade: Option<crate::boot::image_upgrade::ImageUpgrade>,
     /// This boot's stages, phases, image imports and component waits, in the order they began
     /// (the pre-kubelet stage's kept by the post-kubelet one).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -104,6 +107,7 @@ impl<'a> Reporter<'a> {
             updated_at: t,
             images: earlier.images,
             certificates: earlier.certificates,
+            upgrade: earlier.upgrade,
             timeline,
             ..Default::default()
         };

@@ -50,6 +50,7 @@ pub(crate) fn reason(kind: Kind) -> &'static str {
         Kind::Preflight => "PreflightFailed",
         Kind::Runtime => "BootstrapFailed",
         Kind::Conflict => "OtherClusterAtEndpoint",
+        Kind::Skew => "UpgradeRefused",
     }
 }
 

@@ -19,6 +19,7 @@ fn args(root: &Path, stage: Stage) -> BootArgs {
             mount_dir: root.join("mnt"),
         },
         image_dirs: Vec::new(),
+        upgrade_wait: Duration::from_secs(1),
     }
 }
 

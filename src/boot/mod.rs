@@ -12,6 +12,7 @@ pub mod every_boot;
 mod every_boot_leaves;
 pub mod existing;
 pub mod failure;
+pub mod image_upgrade;
 pub mod metadata;
 pub mod script;
 
@@ -44,6 +45,8 @@ pub struct BootArgs {
     pub env: crate::datasource::Env,
     /// Image archive directories to preload (under the node root), before the kubelet starts.
     pub image_dirs: Vec<PathBuf>,
+    /// How long a worker booted on a newer image waits for its control plane to reach that minor.
+    pub upgrade_wait: Duration,
 }
 
 /// Runs one stage, reporting every step; the error (if any) is also in the status file. User-data
@@ -67,17 +70,21 @@ pub(crate) fn run_with(args: BootArgs, runner: &dyn script::Runner) -> Result<()
             // /run is empty again: Afterburn's files as the first boot wrote them.
             metadata::put_back(&fs);
             // Every later boot, before the kubelet: keep the node's credentials alive.
-            let env = every_boot::Env {
+            let every = every_boot::Env {
                 clock: &SystemClock,
                 credentials_dir: args.env.credentials_path(),
                 config: planned_cluster(&fs),
             };
-            match every_boot::run(&fs, &env) {
-                Ok(rows) => report.certs(&rows),
-                Err(e) => {
-                    failed(&fs, &report, &e);
-                    return Err(e);
-                }
+            let env = image_upgrade::Env {
+                clock: &SystemClock,
+                host: &crate::host::LinuxHost,
+                wait: args.upgrade_wait,
+                patches: joined_patches(&fs),
+            };
+            let checked = every_boot::run(&fs, &every).map(|rows| report.certs(&rows));
+            if let Err(e) = checked.and_then(|()| image_upgrade::run(&fs, &report, &env)) {
+                failed(&fs, &report, &e);
+                return Err(e);
             }
         }
         // What the first boot decided, so a later boot's status says what this node is.
@@ -101,6 +108,9 @@ pub(crate) fn run_with(args: BootArgs, runner: &dyn script::Runner) -> Result<()
             // syncfs, which is most of a first boot's disk time. A cut between the renames
             // leaves the token in the 0600 plan, never a scrubbed plan without the stamp.
             fs.write(&done, b"")?;
+            if args.stage == Stage::PreKubelet {
+                image_upgrade::record_first_boot(&fs);
+            }
             let last = last_stage(&fs, args.stage);
             let scrubbed = if last { scrub_plan(&fs)? } else { false };
             fs.commit()?;
@@ -310,6 +320,12 @@ fn read_plan(fs: &NodeFs) -> Result<BootPlan> {
         .read(&PLAN_FILE)?
         .ok_or_else(|| Error::bad_file(format!("{PLAN_FILE} is missing: the pre-kubelet stage has not run")))?;
     BootPlan::from_yaml(&bytes).map_err(|e| Error::bad_file(format!("{PLAN_FILE}: {e}")))
+}
+
+/// The patches directory a joined node's user-data gave (`upgrade node` at boot applies it again).
+fn joined_patches(fs: &NodeFs) -> Option<String> {
+    let NodePlan::Join { join } = read_plan(fs).ok()?.node else { return None };
+    join.patches.map(|p| p.directory).filter(|d| !d.is_empty())
 }
 
 /// The ClusterConfiguration this node made its cluster from (the boot plan of an init), for

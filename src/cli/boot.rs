@@ -19,6 +19,9 @@ pub struct Boot {
     #[argh(option)]
     /// preload the image archives in this directory (repeatable; default /usr/share/kubestrap/images)
     pub image_dir: Vec<PathBuf>,
+    #[argh(option)]
+    /// on a worker booted on an image of a newer Kubernetes: how long to wait for the control plane to run that minor (Go duration; default 20m)
+    pub upgrade_wait: Option<String>,
 }
 
 /// Print the last boot run in words; exit non-zero if it failed.

@@ -247,6 +247,10 @@ fn boot(b: cli::Boot) -> Result<()> {
         }
         None => crate::timeouts::DATASOURCE,
     };
+    let upgrade_wait = match &b.upgrade_wait {
+        Some(t) => config::values::parse_duration(t).map_err(|m| Error::bad_flag(format!("--upgrade-wait: {m}")))?,
+        None => crate::boot::image_upgrade::DEFAULT_WAIT,
+    };
     let mut env = crate::datasource::Env::from_system();
     env.root = b.root.clone();
     crate::boot::run(crate::boot::BootArgs {
@@ -255,5 +259,6 @@ fn boot(b: cli::Boot) -> Result<()> {
         datasource_timeout,
         env,
         image_dirs: if b.image_dir.is_empty() { vec![PathBuf::from(crate::images::DEFAULT_DIR)] } else { b.image_dir },
+        upgrade_wait,
     })
 }

@@ -16,6 +16,24 @@ use crate::error::{Error, Result};
 pub use diff::{DiffArgs, run_diff};
 pub use node::{NODE_PHASES, run_node};
 
+/// A client on this node's own credential (kubelet.conf).
+pub(crate) fn kubelet_client(fs: &crate::fsutil::NodeFs) -> Result<crate::kube::Client> {
+    cluster::client_from(fs, &fs.real(crate::paths::KUBELET_CONF.as_str()))
+}
+
+/// The version of the kubelet that last ran on this node, as its Node reports it (one try).
+pub(crate) fn reported_kubelet_version(fs: &crate::fsutil::NodeFs) -> Result<crate::config::values::Version> {
+    let client = kubelet_client(fs)?;
+    let name = cluster::node_name(&client)?;
+    let node = client
+        .get(&format!("/api/v1/nodes/{name}"))
+        .map_err(|e| Error::cluster(format!("reading the Node {name:?}: {e}")))?
+        .ok_or_else(|| Error::cluster(format!("the Node {name:?} does not exist")))?;
+    let v = node["status"]["nodeInfo"]["kubeletVersion"].as_str().unwrap_or_default();
+    crate::config::values::Version::parse(v)
+        .map_err(|e| Error::cluster(format!("the Node {name:?}'s status.nodeInfo.kubeletVersion {v:?}: {e}")))
+}
+
 /// `upgrade node`'s flags, as given (`None`: not on the command line).
 #[derive(Debug, Default, Clone)]
 pub struct NodeFlags {
@@ -59,6 +77,12 @@ pub fn read_config(path: &std::path::Path) -> Result<UpgradeConfiguration> {
 }
 
 impl NodeArgs {
+    /// `upgrade node` as a boot runs it: kubeadm's defaults, the node's join patches.
+    pub(crate) fn for_boot(root: &std::path::Path, patches: Option<String>) -> NodeArgs {
+        let flags = NodeFlags { root: root.to_path_buf(), patches, ..Default::default() };
+        NodeArgs::resolve(flags, None)
+    }
+
     pub fn resolve(f: NodeFlags, cfg: Option<&UpgradeConfiguration>) -> NodeArgs {
         let n = cfg.and_then(|c| c.node.clone()).unwrap_or_default();
         let UpgradeNodeConfiguration { certificate_renewal, dry_run, etcd_upgrade, ignore_preflight_errors, .. } = n;

@@ -88,8 +88,8 @@ fn credentials_are_imported_and_optional() {
     assert!(!text.lines().any(|l| l.starts_with("SetCredential=") || l.starts_with("ImportCredential=")), "{text}");
 }
 
-/// The first-boot unit waits only for what it needs, and the kubelet follows it without a
-/// restart (`systemd::restart_kubelet` relies on that ordering inside kubestrap.service).
+/// The first-boot unit waits only for what it needs, is part of the boot's assessment, and the
+/// kubelet follows it without a restart (`systemd::restart_kubelet` relies on that ordering inside kubestrap.service).
 #[test]
 fn units_wait_only_for_what_the_first_boot_needs() {
     let read = |n: &str| std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("units").join(n)).unwrap();
@@ -106,7 +106,9 @@ fn units_wait_only_for_what_the_first_boot_needs() {
         assert!(values(&pre, "Wants").iter().any(|u| u == needed), "kubestrap.service must want {needed}");
     }
     assert!(!after.iter().any(|u| u.contains("udev-settle")), "no udev settle: {after:?}");
-    assert_eq!(values(&pre, "Before"), ["kubelet.service"]);
+    // boot-complete.target: a failed kubestrap.service marks the boot bad (boot assessment).
+    assert_eq!(values(&pre, "Before"), ["kubelet.service", "boot-complete.target"]);
+    assert_eq!(values(&pre, "RequiredBy"), ["boot-complete.target"]);
     let post = read("kubestrap-post.service");
     assert!(values(&post, "After").iter().any(|u| u == "kubelet.service"), "{post}");
     assert!(values(&post, "Wants").iter().any(|u| u == "kubelet.service"), "{post}");

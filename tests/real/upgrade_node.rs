@@ -55,6 +55,18 @@ pub fn upgrade_in_place(c: &mut Cluster, name: &str) {
     assert_eq!(pods, "150", "the {NEW} kubelet runs the upgraded config.yaml (maxPods 150)");
 }
 
+/// The cluster's KubeletConfiguration changes, as `upgrade apply`'s upload-config rewrites it.
+pub fn set_max_pods(c: &Cluster, n: u32) {
+    let cm = c.get(&["-n", "kube-system", "configmap", "kubelet-config"]);
+    let mut kc: serde_yaml::Mapping =
+        serde_yaml::from_str(cm["data"]["kubelet"].as_str().expect("data.kubelet")).unwrap();
+    kc.insert("maxPods".into(), n.into());
+    let patch = serde_json::json!({ "data": { "kubelet": serde_yaml::to_string(&kc).unwrap() } }).to_string();
+    let (code, _, err) =
+        c.kubectl(&["-n", "kube-system", "patch", "configmap", "kubelet-config", "--type=merge", "-p", &patch]);
+    assert_eq!(code, 0, "{err}");
+}
+
 /// The backup directories `upgrade node` left under a node root's /etc/kubernetes/tmp.
 fn backups(root: &Path) -> Vec<std::path::PathBuf> {
     let tmp = at(root, "/etc/kubernetes/tmp");
@@ -112,15 +124,7 @@ pub fn upgrade_workers(c: &Cluster, ours: (&str, usize), twin: (&str, usize), st
     assert!(r.stderr().contains("control plane") && r.stderr().contains("kubeadm upgrade apply"), "{}", r.stderr());
     assert!(backups(&cp).is_empty(), "a refused upgrade node wrote a backup");
 
-    // The cluster's KubeletConfiguration changes, as `upgrade apply`'s upload-config rewrites it.
-    let cm = c.get(&["-n", "kube-system", "configmap", "kubelet-config"]);
-    let mut kc: serde_yaml::Mapping =
-        serde_yaml::from_str(cm["data"]["kubelet"].as_str().expect("data.kubelet")).unwrap();
-    kc.insert("maxPods".into(), 150.into());
-    let patch = serde_json::json!({ "data": { "kubelet": serde_yaml::to_string(&kc).unwrap() } }).to_string();
-    let (code, _, err) =
-        c.kubectl(&["-n", "kube-system", "patch", "configmap", "kubelet-config", "--type=merge", "-p", &patch]);
-    assert_eq!(code, 0, "{err}");
+    set_max_pods(c, 150);
 
     let before = tree(&mine.root);
     let old_config = std::fs::read(at(&mine.root, "/var/lib/kubelet/config.yaml")).unwrap();

@@ -1,0 +1,282 @@
+//! Upgrade by booting the next image: at every boot after the first, before the kubelet starts,
+//! the Kubernetes version the image was built for (`/usr/share/kubestrap/image.json`, written at
+//! image build time) is compared with the version the node was set up for. A worker whose image
+//! is one minor (or patches) newer runs `upgrade node` once its control plane runs that minor;
+//! until then it waits, bounded, with the kubelet held back (a kubelet newer than the API server
+//! breaks Kubernetes' skew policy). A downgrade, a skipped minor or a wait that ran out is refused:
+//! nothing changes, the failure file names the rule, and the kubelet stays held so the node can
+//! boot its previous image. Control planes are not upgraded by image yet: refused, naming what to
+//! run, with the old static Pods left running.
+
+use std::time::Duration;
+
+use log::{info, warn};
+use serde::{Deserialize, Serialize};
+
+use crate::clock::Clock;
+use crate::config::values::Version;
+use crate::error::{Error, Result};
+use crate::fsutil::NodeFs;
+use crate::paths::{self, DEPLOYED_VERSION, IMAGE_INFO, KUBELET_HOLD};
+use crate::status::Reporter;
+
+/// How long a worker waits for its control plane to reach the image's minor, by default.
+pub const DEFAULT_WAIT: Duration = Duration::from_secs(20 * 60);
+/// How often it asks the API server's version while it waits.
+const POLL: Duration = Duration::from_secs(5);
+
+/// `image.json`: what the image was built for. Other fields (component versions, image tags)
+/// are the image builder's and ignored here.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ImageInfo {
+    kubernetes_version: String,
+}
+
+/// The status file's account of the check.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct ImageUpgrade {
+    /// The image's version and the node's before this boot.
+    pub image: String,
+    pub node: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub control_plane: String,
+    /// `current`, `upgraded`, `waiting` or `refused`.
+    pub state: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+}
+
+/// What a version change asks for.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Change {
+    None,
+    Upgrade,
+    Refused(String),
+}
+
+/// The rules between the version a node runs and its new image's (kubeadm's upgrade rules: no
+/// downgrade, no skipped minor, no new major).
+pub(crate) fn change(node: &Version, image: &Version) -> Change {
+    if node == image {
+        return Change::None;
+    }
+    let (n, i) = ((node.major, node.minor, node.patch), (image.major, image.minor, image.patch));
+    if image.major != node.major {
+        Change::Refused(format!("the image carries Kubernetes {image} and this node runs {node}: a new major version"))
+    } else if i < n {
+        Change::Refused(format!(
+            "the image carries Kubernetes {image}, older than the {node} this node runs: Kubernetes nodes are not \
+             downgraded (boot the image of {node})"
+        ))
+    } else if image.minor > node.minor + 1 {
+        Change::Refused(format!(
+            "the image carries Kubernetes {image} and this node runs {node}: an upgrade may not skip a minor version \
+             (boot an image of v{}.{} first)",
+            node.major,
+            node.minor + 1
+        ))
+    } else {
+        Change::Upgrade
+    }
+}
+
+/// The image's version, if it says (a missing file: an image that does not take part).
+pub(crate) fn image_version(fs: &NodeFs) -> Result<Option<Version>> {
+    let Some(bytes) = fs.read(IMAGE_INFO)? else { return Ok(None) };
+    let bad = |m: String| Error::bad_file(format!("{IMAGE_INFO}: {m}: the image was built wrong; rebuild it"));
+    let info: ImageInfo = serde_json::from_slice(&bytes).map_err(|e| bad(e.to_string()))?;
+    Version::parse(&info.kubernetes_version).map(Some).map_err(|e| bad(format!("kubernetesVersion: {e}")))
+}
+
+/// At the end of a first boot: the node was set up for its image's version.
+pub(crate) fn record_first_boot(fs: &NodeFs) {
+    match image_version(fs) {
+        Ok(Some(v)) => {
+            if let Err(e) = fs.write(&DEPLOYED_VERSION, format!("{v}\n").as_bytes()) {
+                warn!("[upgrade] recording the node's version in {DEPLOYED_VERSION}: {e}");
+            }
+        }
+        Ok(None) => {}
+        Err(e) => warn!("[upgrade] {e}"),
+    }
+}
+
+/// What the check needs from outside.
+pub(crate) struct Env<'a> {
+    pub clock: &'a dyn Clock,
+    pub host: &'a dyn crate::host::Host,
+    /// How long a worker waits for its control plane to reach the image's minor.
+    pub wait: Duration,
+    /// The patches directory the node joined with (`upgrade node` applies it again).
+    pub patches: Option<String>,
+}
+
+/// The every-boot check. An error leaves the node as it was (and a worker's kubelet held).
+pub(crate) fn run(fs: &NodeFs, report: &Reporter, env: &Env) -> Result<()> {
+    fs.remove(&KUBELET_HOLD)?;
+    let Some(image) = image_version(fs)? else { return Ok(()) };
+    let start = crate::clock::boot_ms();
+    let result = if fs.exists(paths::manifest("kube-apiserver")) {
+        control_plane(fs, report, &image)
+    } else {
+        worker(fs, report, env, &image)
+    };
+    report.span("upgrade by image", start);
+    result
+}
+
+fn set(report: &Reporter, u: &ImageUpgrade) {
+    let u = u.clone();
+    report.set(|s| s.upgrade = Some(u));
+}
+
+/// A refusal: in the status, and on a worker the kubelet held (its unit's condition).
+fn refuse(fs: &NodeFs, report: &Reporter, mut u: ImageUpgrade, hold: bool, reason: String) -> Result<()> {
+    u.state = "refused".into();
+    u.reason = reason.clone();
+    set(report, &u);
+    if hold {
+        fs.write(&KUBELET_HOLD, format!("{reason}\n").as_bytes())?;
+        fs.commit()?;
+    }
+    Err(Error::skew(reason))
+}
+
+/// A control plane's version is its kube-apiserver manifest's image tag.
+fn control_plane(fs: &NodeFs, report: &Reporter, image: &Version) -> Result<()> {
+    let manifest = paths::manifest("kube-apiserver");
+    let bytes = fs.read(manifest.as_str())?.unwrap_or_default();
+    let pod: serde_yaml::Value =
+        serde_yaml::from_slice(&bytes).map_err(|e| Error::bad_file(format!("{manifest}: {e}")))?;
+    let tag = pod["spec"]["containers"][0]["image"].as_str().and_then(|i| i.rsplit_once(':')).map(|(_, t)| t);
+    let Some(node) = tag.and_then(|t| Version::parse(&t.replace('_', "+")).ok()) else {
+        warn!("[upgrade] {manifest} names no versioned kube-apiserver image: the image's version is not compared");
+        return Ok(());
+    };
+    let u = ImageUpgrade { image: image.to_string(), node: node.to_string(), ..Default::default() };
+    let reason = match change(&node, image) {
+        Change::None => {
+            set(report, &ImageUpgrade { state: "current".into(), ..u });
+            return Ok(());
+        }
+        Change::Refused(r) => r,
+        Change::Upgrade => format!(
+            "the image carries Kubernetes {image} and this control plane runs {node}: kubestrap does not upgrade a \
+             control plane by image yet. Its static Pods stay at {node}; run `kubeadm upgrade apply {image}` on the \
+             first control plane and `kubeadm upgrade node` on the others, or boot the image of {node}"
+        ),
+    };
+    refuse(fs, report, u, false, reason)
+}
+
+fn worker(fs: &NodeFs, report: &Reporter, env: &Env, image: &Version) -> Result<()> {
+    let node = match worker_version(fs)? {
+        Some(v) => v,
+        // Set up before its image said its version: the kubelet that last ran, as its Node says.
+        None => match crate::upgrade::reported_kubelet_version(fs) {
+            Ok(v) => {
+                fs.write(&DEPLOYED_VERSION, format!("{v}\n").as_bytes())?;
+                fs.commit()?;
+                v
+            }
+            Err(e) => {
+                warn!("[upgrade] {DEPLOYED_VERSION} is missing and {e}: the image's version is not compared this boot");
+                return Ok(());
+            }
+        },
+    };
+    let mut u = ImageUpgrade { image: image.to_string(), node: node.to_string(), ..Default::default() };
+    match change(&node, image) {
+        Change::None => {
+            u.state = "current".into();
+            set(report, &u);
+            return Ok(());
+        }
+        Change::Refused(r) => return refuse(fs, report, u, true, r),
+        Change::Upgrade => {}
+    }
+    info!("[upgrade] This node runs Kubernetes {node}; its image carries {image}");
+    let client = crate::upgrade::kubelet_client(fs)?;
+    let cp = match wait_for_control_plane(&client, report, env, image, &mut u) {
+        Ok(cp) => cp,
+        Err(reason) => return refuse(fs, report, u, true, reason),
+    };
+    u.control_plane = cp.to_string();
+    info!("[upgrade] The control plane runs {cp}: upgrading this node to {image}");
+    let args = crate::upgrade::NodeArgs::for_boot(fs.root(), env.patches.clone());
+    crate::upgrade::run_node(&args, fs, env.host, env.clock.wall())?;
+    fs.write(&DEPLOYED_VERSION, format!("{image}\n").as_bytes())?;
+    fs.commit()?;
+    info!("[upgrade] This node was upgraded from {node} to {image}");
+    u.state = "upgraded".into();
+    set(report, &u);
+    Ok(())
+}
+
+/// The version a worker was set up for: recorded, or (a node set up before its image said it)
+/// `None`.
+fn worker_version(fs: &NodeFs) -> Result<Option<Version>> {
+    let Some(bytes) = fs.read(DEPLOYED_VERSION.as_str())? else { return Ok(None) };
+    let text = String::from_utf8_lossy(&bytes);
+    Version::parse(text.trim()).map(Some).map_err(|e| {
+        Error::bad_file(format!("{DEPLOYED_VERSION}: {e}: remove it and the next boot records the image's version"))
+    })
+}
+
+/// Waits until the API server runs the image's minor or newer; the reason when it does not in
+/// time.
+fn wait_for_control_plane(
+    client: &crate::kube::Client,
+    report: &Reporter,
+    env: &Env,
+    image: &Version,
+    u: &mut ImageUpgrade,
+) -> std::result::Result<Version, String> {
+    let deadline = env.clock.now() + env.wait;
+    let mut said = String::new();
+    loop {
+        let seen = match client.get("/version") {
+            Ok(Some(v)) => v["gitVersion"].as_str().and_then(|s| Version::parse(s).ok()).ok_or_else(|| {
+                format!(
+                    "the API server's /version has no gitVersion: {}",
+                    v.to_string().chars().take(200).collect::<String>()
+                )
+            }),
+            Ok(None) => Err("the API server has no /version".to_string()),
+            Err(e) => Err(format!("the API server does not answer: {e}")),
+        };
+        let why = match seen {
+            Ok(cp) if (cp.major, cp.minor) >= (image.major, image.minor) => return Ok(cp),
+            Ok(cp) => {
+                u.control_plane = cp.to_string();
+                format!(
+                    "the control plane runs {cp}: this image's kubelet {image} would be newer than its API server, \
+                     which Kubernetes' version skew policy forbids; waiting for the control plane to be upgraded"
+                )
+            }
+            Err(e) => e,
+        };
+        if why != said {
+            warn!("[upgrade] {why}");
+            u.state = "waiting".into();
+            u.reason = why.clone();
+            set(report, u);
+            report.waiting(&why);
+            said = why;
+        }
+        if env.clock.now() >= deadline {
+            return Err(format!(
+                "{said} (waited {}s). Upgrade the control plane to {image}'s minor and reboot this node, or boot the \
+                 image of {}",
+                env.wait.as_secs(),
+                u.node
+            ));
+        }
+        env.clock.sleep(POLL.min(env.wait), "the control plane's version");
+    }
+}
+
+#[cfg(test)]
+#[path = "image_upgrade_tests.rs"]
+mod tests;

@@ -1,0 +1,138 @@
+use super::*;
+use crate::clock::FakeClock;
+
+fn v(s: &str) -> Version {
+    Version::parse(s).expect("a version")
+}
+
+#[test]
+fn the_rules_allow_one_minor_or_patches_up_and_refuse_the_rest() {
+    assert_eq!(change(&v("v1.37.2"), &v("v1.37.2")), Change::None);
+    assert_eq!(change(&v("v1.36.3"), &v("v1.37.2")), Change::Upgrade);
+    assert_eq!(change(&v("v1.37.1"), &v("v1.37.2")), Change::Upgrade);
+    assert_eq!(change(&v("v1.37.2-rc.1"), &v("v1.37.2")), Change::Upgrade);
+    let refused = |node, image| match change(&v(node), &v(image)) {
+        Change::Refused(r) => r,
+        other => panic!("{node} -> {image}: {other:?}"),
+    };
+    assert!(refused("v1.35.0", "v1.37.2").contains("may not skip a minor version (boot an image of v1.36 first)"));
+    assert!(refused("v1.37.2", "v1.36.3").contains("not downgraded (boot the image of v1.37.2)"));
+    assert!(refused("v1.37.2", "v1.37.1").contains("older than the v1.37.2"));
+    assert!(refused("v1.37.2", "v2.0.0").contains("a new major version"));
+}
+
+struct Root {
+    dir: std::path::PathBuf,
+}
+
+impl Root {
+    fn new(name: &str) -> Root {
+        let dir = std::env::temp_dir().join(format!("kubestrap-image-upgrade-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        Root { dir }
+    }
+    fn put(&self, path: &str, text: &str) {
+        let p = self.dir.join(path.trim_start_matches('/'));
+        std::fs::create_dir_all(p.parent().expect("a parent")).expect("mkdir");
+        std::fs::write(p, text).expect("write");
+    }
+    fn has(&self, path: &str) -> bool {
+        self.dir.join(path.trim_start_matches('/')).exists()
+    }
+}
+
+impl Drop for Root {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn check(root: &Root) -> (Result<()>, Option<ImageUpgrade>) {
+    let fs = NodeFs::new(&root.dir);
+    let report = Reporter::new(&fs, "pre-kubelet", 2);
+    let clock = FakeClock::new();
+    let env = Env { clock: &clock, host: &crate::host::LinuxHost, wait: Duration::from_secs(1), patches: None };
+    let r = run(&fs, &report, &env);
+    (r, report.snapshot().upgrade)
+}
+
+const IMAGE_1_37: &str = r#"{"kubernetesVersion": "v1.37.2", "images": ["ignored"]}"#;
+
+#[test]
+fn an_image_without_image_json_or_at_the_nodes_version_changes_nothing() {
+    let root = Root::new("same");
+    let (r, u) = check(&root);
+    assert!(r.is_ok() && u.is_none(), "no image.json: {r:?} {u:?}");
+    root.put(IMAGE_INFO.as_str(), IMAGE_1_37);
+    root.put(DEPLOYED_VERSION.as_str(), "v1.37.2\n");
+    let (r, u) = check(&root);
+    assert!(r.is_ok(), "{r:?}");
+    assert_eq!(u.expect("reported").state, "current");
+    assert!(!root.has(KUBELET_HOLD.as_str()));
+}
+
+#[test]
+fn a_worker_on_an_older_image_is_refused_and_its_kubelet_held_until_a_good_boot() {
+    let root = Root::new("downgrade");
+    root.put(IMAGE_INFO.as_str(), r#"{"kubernetesVersion": "v1.36.3"}"#);
+    root.put(DEPLOYED_VERSION.as_str(), "v1.37.2\n");
+    let (r, u) = check(&root);
+    let e = r.expect_err("a downgrade");
+    assert_eq!(e.kind.exit_code(), 5);
+    assert!(e.message.contains("not downgraded"), "{e}");
+    let u = u.expect("reported");
+    assert_eq!((u.state.as_str(), u.node.as_str(), u.image.as_str()), ("refused", "v1.37.2", "v1.36.3"));
+    assert!(root.has(KUBELET_HOLD.as_str()), "the kubelet is held");
+    // The image of the node's version again: the hold goes.
+    root.put(IMAGE_INFO.as_str(), IMAGE_1_37);
+    let (r, _) = check(&root);
+    assert!(r.is_ok(), "{r:?}");
+    assert!(!root.has(KUBELET_HOLD.as_str()), "the hold outlived a good boot");
+}
+
+#[test]
+fn a_control_plane_on_a_newer_image_is_refused_with_kubeadms_commands_and_keeps_its_kubelet() {
+    let root = Root::new("cp");
+    root.put(IMAGE_INFO.as_str(), IMAGE_1_37);
+    let manifest = "apiVersion: v1\nkind: Pod\nspec:\n  containers:\n  - name: kube-apiserver\n    image: registry.k8s.io/kube-apiserver:v1.36.3\n";
+    root.put(paths::manifest("kube-apiserver").as_str(), manifest);
+    let (r, u) = check(&root);
+    let e = r.expect_err("refused");
+    assert_eq!(e.kind.exit_code(), 5);
+    assert!(e.message.contains("kubeadm upgrade apply v1.37.2") && e.message.contains("stay at v1.36.3"), "{e}");
+    assert_eq!(u.expect("reported").state, "refused");
+    assert!(!root.has(KUBELET_HOLD.as_str()), "a control plane's kubelet keeps running its old static Pods");
+    root.put(paths::manifest("kube-apiserver").as_str(), &manifest.replace("v1.36.3", "v1.37.2"));
+    assert!(check(&root).0.is_ok());
+}
+
+#[test]
+fn a_broken_image_json_or_record_is_named() {
+    let root = Root::new("broken");
+    root.put(IMAGE_INFO.as_str(), r#"{"kubernetesVersion": "1.37"}"#);
+    let e = check(&root).0.expect_err("bad version");
+    assert_eq!(e.kind.exit_code(), 2);
+    assert!(e.message.contains("/usr/share/kubestrap/image.json: kubernetesVersion"), "{e}");
+    root.put(IMAGE_INFO.as_str(), IMAGE_1_37);
+    root.put(DEPLOYED_VERSION.as_str(), "latest\n");
+    let e = check(&root).0.expect_err("bad record");
+    assert!(e.message.contains("/var/lib/kubestrap/kubernetes-version") && e.message.contains("remove it"), "{e}");
+}
+
+#[test]
+fn a_worker_without_a_record_and_no_kubelet_conf_is_not_compared() {
+    let root = Root::new("norecord");
+    root.put(IMAGE_INFO.as_str(), IMAGE_1_37);
+    let (r, u) = check(&root);
+    assert!(r.is_ok() && u.is_none(), "{r:?} {u:?}");
+    assert!(!root.has(DEPLOYED_VERSION.as_str()));
+}
+
+#[test]
+fn the_shipped_units_hold_the_kubelet_on_the_same_file_and_take_part_in_boot_assessment() {
+    let hold = include_str!("../../units/kubelet.service.d/20-kubestrap-hold.conf");
+    assert!(hold.contains(&format!("\nConditionPathExists=!{KUBELET_HOLD}\n")), "{hold}");
+    let unit = include_str!("../../units/kubestrap.service");
+    assert!(unit.lines().any(|l| l.starts_with("Before=") && l.contains("boot-complete.target")), "{unit}");
+    assert!(unit.contains("\nRequiredBy=boot-complete.target"), "{unit}");
+}
