@@ -269,6 +269,13 @@ pub(crate) fn describe(s: &Status) -> String {
     for c in &s.certificates {
         out.push_str(&format!("  {:<24} {} ({} days) {}\n", c.name, c.not_after, c.residual_days, c.action));
     }
+    if let Some(u) = &s.upgrade {
+        let cp = if u.control_plane.is_empty() { String::new() } else { format!(", control plane {}", u.control_plane) };
+        out.push_str(&format!("  upgrade by image: {} (node {}, image {}{cp})\n", u.state, u.node, u.image));
+        if !u.reason.is_empty() && u.state != "refused" {
+            out.push_str(&format!("    {}\n", u.reason));
+        }
+    }
     if !s.last_error.is_empty() {
         out.push_str(&format!("  failed: {}\n  see: journalctl -u kubestrap -u kubestrap-post\n", s.last_error));
     }

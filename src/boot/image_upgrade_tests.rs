@@ -136,3 +136,25 @@ fn the_shipped_units_hold_the_kubelet_on_the_same_file_and_take_part_in_boot_ass
     assert!(unit.lines().any(|l| l.starts_with("Before=") && l.contains("boot-complete.target")), "{unit}");
     assert!(unit.contains("\nRequiredBy=boot-complete.target"), "{unit}");
 }
+
+#[test]
+fn kubestrap_status_says_what_the_check_found() {
+    let s = crate::status::Status {
+        state: "failed".into(),
+        upgrade: Some(ImageUpgrade {
+            image: "v1.38.0".into(),
+            node: "v1.37.2".into(),
+            control_plane: "v1.37.2".into(),
+            state: "refused".into(),
+            reason: "the rule".into(),
+        }),
+        last_error: "the rule".into(),
+        ..Default::default()
+    };
+    let text = crate::status::describe(&s);
+    assert!(
+        text.contains("upgrade by image: refused (node v1.37.2, image v1.38.0, control plane v1.37.2)\n"),
+        "{text}"
+    );
+    assert_eq!(text.matches("the rule").count(), 1, "the reason is said once:\n{text}");
+}
