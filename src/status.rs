@@ -24,6 +24,20 @@ pub struct CertRow {
     pub action: String,
 }
 
+/// The every-boot comparison of the image's Kubernetes version with the node's (boot/image_upgrade.rs).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct ImageUpgrade {
+    /// The image's version and the node's before this boot.
+    pub image: String,
+    pub node: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub control_plane: String,
+    /// `current`, `upgraded`, `waiting` or `refused`.
+    pub state: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+}
+
 /// One span of the boot timeline: a stage, a phase, an image import or a wait for a component,
 /// on the boot clock ([`crate::clock::boot_ms`]).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -65,7 +79,7 @@ pub struct Status {
     pub certificates: Vec<CertRow>,
     /// The every-boot comparison of the image's Kubernetes version with the node's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub upgrade: Option<crate::boot::image_upgrade::ImageUpgrade>,
+    pub upgrade: Option<ImageUpgrade>,
     /// This boot's stages, phases, image imports and component waits, in the order they began
     /// (the pre-kubelet stage's kept by the post-kubelet one).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -270,7 +284,8 @@ pub(crate) fn describe(s: &Status) -> String {
         out.push_str(&format!("  {:<24} {} ({} days) {}\n", c.name, c.not_after, c.residual_days, c.action));
     }
     if let Some(u) = &s.upgrade {
-        let cp = if u.control_plane.is_empty() { String::new() } else { format!(", control plane {}", u.control_plane) };
+        let cp =
+            if u.control_plane.is_empty() { String::new() } else { format!(", control plane {}", u.control_plane) };
         out.push_str(&format!("  upgrade by image: {} (node {}, image {}{cp})\n", u.state, u.node, u.image));
         if !u.reason.is_empty() && u.state != "refused" {
             out.push_str(&format!("    {}\n", u.reason));

@@ -11,7 +11,7 @@
 use std::time::Duration;
 
 use log::{info, warn};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use crate::clock::Clock;
 use crate::config::values::Version;
@@ -33,19 +33,7 @@ struct ImageInfo {
     kubernetes_version: String,
 }
 
-/// The status file's account of the check.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct ImageUpgrade {
-    /// The image's version and the node's before this boot.
-    pub image: String,
-    pub node: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub control_plane: String,
-    /// `current`, `upgraded`, `waiting` or `refused`.
-    pub state: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub reason: String,
-}
+pub use crate::status::ImageUpgrade;
 
 /// What a version change asks for.
 #[derive(Debug, PartialEq)]

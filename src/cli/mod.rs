@@ -26,7 +26,7 @@ pub use self::join::Join;
 pub use self::misc::{Phases, Preflight, Version};
 pub use self::reset::{Reset, ResetPhase, ResetSub};
 pub use self::token::{Token, TokenCommand, TokenCreate, TokenDelete, TokenGenerate, TokenList};
-pub use self::upgrade::{Upgrade, UpgradeCommand, UpgradeDiff, UpgradeNode};
+pub use self::upgrade::{Upgrade, UpgradeApply, UpgradeCommand, UpgradeDiff, UpgradeNode};
 
 /// kubestrap: first-boot Kubernetes node bootstrapper, kubeadm-compatible.
 #[derive(FromArgs, Debug)]

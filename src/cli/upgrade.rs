@@ -14,8 +14,57 @@ pub struct Upgrade {
 #[derive(FromArgs, Debug)]
 #[argh(subcommand)]
 pub enum UpgradeCommand {
+    Apply(UpgradeApply),
     Node(UpgradeNode),
     Diff(UpgradeDiff),
+}
+
+/// Upgrade the cluster to a version from its first control plane, as `kubeadm upgrade apply` (phases: preflight, control-plane, upload-config, kubeconfig, kubelet-config, bootstrap-token, addon, post-upgrade).
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "apply")]
+pub struct UpgradeApply {
+    #[argh(positional)]
+    /// the Kubernetes version to upgrade to (or apply.kubernetesVersion in --config)
+    pub version: Option<String>,
+    #[argh(option)]
+    /// an UpgradeConfiguration (kubeadm.k8s.io/v1beta4) file; its `apply` fields are defaults for the flags
+    pub config: Option<PathBuf>,
+    #[argh(switch, short = 'y')]
+    /// do not ask for confirmation
+    pub yes: bool,
+    #[argh(switch, short = 'f')]
+    /// go on past the skippable version rules, without asking
+    pub force: bool,
+    #[argh(switch)]
+    /// change nothing: say what each phase would do
+    pub dry_run: bool,
+    #[argh(option)]
+    /// the kubeconfig to talk to the cluster with (default admin.conf)
+    pub kubeconfig: Option<PathBuf>,
+    #[argh(option)]
+    /// a directory of kubeadm patches (target[suffix][+patchtype].extension)
+    pub patches: Option<String>,
+    #[argh(option)]
+    /// checks whose errors become warnings (comma-separated, repeatable; `all` for every check)
+    pub ignore_preflight_errors: Vec<String>,
+    #[argh(option)]
+    /// phases to skip (comma-separated, repeatable)
+    pub skip_phases: Vec<String>,
+    #[argh(option)]
+    /// renew the certificates of upgraded components (default true)
+    pub certificate_renewal: Option<bool>,
+    #[argh(option)]
+    /// upgrade etcd (default true)
+    pub etcd_upgrade: Option<bool>,
+    #[argh(switch)]
+    /// allow alpha, beta and release-candidate versions
+    pub allow_experimental_upgrades: bool,
+    #[argh(switch)]
+    /// allow release-candidate versions
+    pub allow_release_candidate_upgrades: bool,
+    #[argh(option, default = "PathBuf::from(\"/\")")]
+    /// the node root (default /); under another root the kubelet is left alone
+    pub root: PathBuf,
 }
 
 /// Show what would change in this control plane's static Pod manifests at a version, as `kubeadm upgrade diff` (changes nothing).

@@ -8,6 +8,7 @@ use crate::upgrade::{NodeArgs, NodeFlags};
 
 pub(super) fn run(u: cli::Upgrade) -> Result<()> {
     match u.command {
+        UpgradeCommand::Apply(a) => apply(a),
         UpgradeCommand::Node(n) => node(n),
         UpgradeCommand::Diff(d) => diff(d),
     }
@@ -24,6 +25,30 @@ fn diff(d: cli::UpgradeDiff) -> Result<()> {
     };
     let fs = NodeFs::dry_run(&args.root);
     crate::upgrade::run_diff(&args, &fs, &mut std::io::stdout().lock())
+}
+
+fn apply(a: cli::UpgradeApply) -> Result<()> {
+    let config = a.config.as_deref().map(crate::upgrade::read_config).transpose()?;
+    let flags = crate::upgrade::ApplyFlags {
+        root: a.root,
+        version: a.version,
+        yes: a.yes,
+        force: a.force,
+        dry_run: a.dry_run,
+        kubeconfig: a.kubeconfig,
+        patches: a.patches,
+        ignore_preflight: cli::split_all(&a.ignore_preflight_errors),
+        skip_phases: cli::split_all(&a.skip_phases),
+        certificate_renewal: a.certificate_renewal,
+        etcd_upgrade: a.etcd_upgrade,
+        allow_experimental: a.allow_experimental_upgrades,
+        allow_rc: a.allow_release_candidate_upgrades,
+    };
+    let args = crate::upgrade::ApplyArgs::resolve(flags, config.as_ref())?;
+    let fs = if args.dry_run { NodeFs::dry_run(&args.root) } else { NodeFs::new(&args.root) };
+    let _lock = fs.lock()?;
+    let stdin = std::io::stdin();
+    crate::upgrade::run_apply(&args, &fs, &crate::host::LinuxHost, time::OffsetDateTime::now_utc(), &mut stdin.lock())
 }
 
 fn node(n: cli::UpgradeNode) -> Result<()> {

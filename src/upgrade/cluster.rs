@@ -94,27 +94,44 @@ pub(super) fn cri_socket(fs: &NodeFs, node_name: &str) -> Result<String> {
 const ENDPOINT_ANNOTATION: &str = "kubeadm.kubernetes.io/kube-apiserver.advertise-address.endpoint";
 
 /// This control plane's API endpoint (address, port), from its kube-apiserver mirror Pod's
-/// annotation, as kubeadm's GetAPIEndpoint.
+/// annotation, as kubeadm's GetAPIEndpoint: polled every 500 ms for `timeouts.kubernetesAPICall`
+/// (the kubelet may not have mirrored the static Pod yet).
 pub(super) fn api_endpoint(client: &Client, node: &str) -> Result<(String, u16)> {
     let path = format!(
         "/api/v1/namespaces/kube-system/pods?labelSelector=component%3Dkube-apiserver%2Ctier%3Dcontrol-plane&fieldSelector=spec.nodeName%3D{node}"
     );
-    let pods =
-        client.list(&path).map_err(|e| Error::cluster(format!("listing this node's kube-apiserver Pod: {e}")))?;
-    let [pod] = pods.as_slice() else {
-        return Err(Error::cluster(format!(
-            "found {} kube-apiserver Pods on node {node:?}, want one: is its kubelet running the static Pods?",
-            pods.len()
-        )));
+    let retry = Retry {
+        what: "reading this node's API endpoint from its kube-apiserver Pod",
+        tag: "upgrade",
+        timeout: crate::timeouts::KUBERNETES_API_CALL,
+        backoff: &crate::timeouts::KUBERNETES_API_CALL_RETRY,
+        clock: &crate::clock::SystemClock,
     };
-    let endpoint = pod["metadata"]["annotations"][ENDPOINT_ANNOTATION].as_str().unwrap_or_default();
-    let (host, port) = endpoint.rsplit_once(':').ok_or_else(|| {
-        Error::cluster(format!(
-            "the kube-apiserver Pod on node {node:?} has no {ENDPOINT_ANNOTATION} annotation of the form address:port"
-        ))
+    let endpoint = retry.run::<_, crate::retry::GaveUp>(|| match client.list(&path) {
+        Ok(pods) => match endpoint_of(&pods, node) {
+            Ok(e) => crate::retry::Attempt::Done(e),
+            Err(e) => crate::retry::Attempt::Wait(e),
+        },
+        Err(e) => crate::retry::Attempt::Wait(format!("listing this node's kube-apiserver Pod: {e}")),
+    });
+    let endpoint = endpoint.map_err(|e| {
+        Error::cluster(format!("could not retrieve API endpoints for node {node:?} using pod annotations: {e}"))
     })?;
+    let (host, port) = endpoint.rsplit_once(':').unwrap_or((endpoint.as_str(), ""));
     let port = port.parse().map_err(|_| {
-        Error::cluster(format!("{ENDPOINT_ANNOTATION} {endpoint:?} on node {node:?}: the port is not a number"))
+        Error::cluster(format!("{ENDPOINT_ANNOTATION} {endpoint:?} on node {node:?}: not of the form address:port"))
     })?;
     Ok((host.trim_start_matches('[').trim_end_matches(']').to_string(), port))
+}
+
+fn endpoint_of(pods: &[Value], node: &str) -> std::result::Result<String, String> {
+    let [pod] = pods else {
+        return Err(format!(
+            "API server pod for node name {node:?} has {} entries, only one was expected (is its kubelet running the static Pods?)",
+            pods.len()
+        ));
+    };
+    pod["metadata"]["annotations"][ENDPOINT_ANNOTATION].as_str().map(str::to_string).ok_or_else(|| {
+        format!("API server pod for node name {node:?} hasn't got a {ENDPOINT_ANNOTATION:?} annotation, cannot retrieve API endpoint")
+    })
 }

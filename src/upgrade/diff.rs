@@ -8,12 +8,12 @@ use std::path::PathBuf;
 
 use log::info;
 
-use super::cluster::{api_endpoint, client_from, cri_socket, get_configmap, node_name};
-use crate::config::types::{ApiEndpoint, InitConfiguration, NodeRegistrationOptions};
+use super::cluster::client_from;
+use super::context::{Want, control_plane_config};
 use crate::config::upgrade::UpgradeConfiguration;
 use crate::error::{Error, Result};
 use crate::fsutil::NodeFs;
-use crate::paths::{self, ADMIN_CONF, KUBELET_CONF};
+use crate::paths::{self, ADMIN_CONF};
 
 pub const COMPONENTS: [&str; 3] = ["kube-apiserver", "kube-controller-manager", "kube-scheduler"];
 
@@ -49,35 +49,10 @@ pub fn run_diff(a: &DiffArgs, fs: &NodeFs, out: &mut dyn Write) -> Result<()> {
     let client = client_from(fs, a.kubeconfig.as_deref().unwrap_or(&admin))?;
     info!("[upgrade/diff] Reading configuration from the \"kubeadm-config\" ConfigMap in namespace \"kube-system\"...");
     info!("[upgrade/diff] Use 'kubeadm init phase upload-config kubeadm --config your-config-file' to re-upload it.");
-    let cm = get_configmap(&client, "kubeadm-config")?;
-    let text = cm["data"]["ClusterConfiguration"].as_str().ok_or_else(|| {
-        Error::cluster(
-            "unexpected error when reading kubeadm-config ConfigMap: ClusterConfiguration key value pair missing",
-        )
-    })?;
-    let name = node_name(&client_from(fs, &fs.real(KUBELET_CONF.as_str()))?)?;
-    let cri = cri_socket(fs, &name)?;
-    let (address, port) = api_endpoint(&client, &name)?;
-
-    let source = "ConfigMap kube-system/kubeadm-config";
-    let mut docs = crate::config::parse_stored(source, text)?;
-    let cluster = docs.cluster.get_or_insert_with(Default::default);
     // kubeadm: the cluster's version, then the config's diff.kubernetesVersion, then the argument.
-    let version = a.version.clone().or(cfg_str("kubernetesVersion")).unwrap_or(cluster.kubernetes_version.clone());
-    if version.is_empty() {
-        return Err(Error::bad_flag("missing one or more required arguments: [version]"));
-    }
-    crate::config::values::Version::parse(version.trim_start_matches('v'))
-        .map_err(|e| Error::bad_flag(format!("the version {version:?}: {e}")))?;
-    cluster.kubernetes_version = version;
-    docs.init = Some(InitConfiguration {
-        api_version: crate::constants::KUBEADM_API_VERSION.into(),
-        kind: "InitConfiguration".into(),
-        node_registration: NodeRegistrationOptions { name, cri_socket: cri, taints: None, ..Default::default() },
-        local_api_endpoint: ApiEndpoint { advertise_address: address, bind_port: Some(i64::from(port)) },
-        ..Default::default()
-    });
-    let cfg = crate::config::resolve_init(source, docs, &crate::host::facts())?;
+    let want =
+        Want { version: a.version.clone().or(cfg_str("kubernetesVersion")), patches: None, component_configs: false };
+    let cfg = control_plane_config(fs, &client, &want)?;
     let node = crate::node::Node::new(fs, &crate::clock::SystemClock, None);
     let ctx = crate::init::InitContext::new(cfg, node, Vec::new());
     for (component, pod) in crate::init::control_plane::pods(&ctx, true)? {

@@ -3,9 +3,13 @@
 //! kubelet-config, the old one backed up; a control plane is refused with what to run instead)
 //! and `upgrade diff` on a control plane.
 
+mod apply;
 mod cluster;
+mod context;
 mod diff;
 mod node;
+mod policy;
+mod staticpods;
 
 use std::path::PathBuf;
 
@@ -13,6 +17,7 @@ use crate::config::upgrade::{UpgradeConfiguration, UpgradeNodeConfiguration};
 use crate::config::{Reads, parse_documents_for};
 use crate::error::{Error, Result};
 
+pub use apply::{APPLY_PHASES, ApplyArgs, ApplyFlags, run_apply};
 pub use diff::{DiffArgs, run_diff};
 pub use node::{NODE_PHASES, run_node};
 

@@ -140,8 +140,20 @@ fn kubeconfig(_: &NodeRun) -> Result<()> {
 }
 
 fn kubelet_config(r: &NodeRun) -> Result<()> {
-    let fs = r.fs;
-    let dir = paths::Dir { path: format!("{KUBERNETES_TMP_DIR}/kubeadm-kubelet-config-{}", r.stamp), mode: 0o700 };
+    write_kubelet_config(r.fs, &r.stamp, &r.cri_socket, &r.kubelet_yaml, r.args.patches.as_deref())
+}
+
+/// kubeadm's WriteKubeletConfigFiles: config.yaml backed up under
+/// `/etc/kubernetes/tmp/kubeadm-kubelet-config-<stamp>/`, a missing instance-config.yaml written,
+/// config.yaml from the cluster's KubeletConfiguration with the patches and instance config.
+pub(super) fn write_kubelet_config(
+    fs: &NodeFs,
+    stamp: &str,
+    cri_socket: &str,
+    kubelet_yaml: &str,
+    patches: Option<&str>,
+) -> Result<()> {
+    let dir = paths::Dir { path: format!("{KUBERNETES_TMP_DIR}/kubeadm-kubelet-config-{stamp}"), mode: 0o700 };
     let dest = format!("{}/config.yaml", dir.path);
     if fs.is_dry_run() {
         info!("[dryrun] Would back up kubelet config file to {dest}");
@@ -164,10 +176,10 @@ fn kubelet_config(r: &NodeRun) -> Result<()> {
             KUBELET_INSTANCE_CONFIG.as_str()
         );
         info!("[kubelet-start] Writing kubelet configuration to file {:?}", KUBELET_INSTANCE_CONFIG.as_str());
-        fs.write(&KUBELET_INSTANCE_CONFIG, kubelet::instance_config_yaml(&r.cri_socket).as_bytes())?;
+        fs.write(&KUBELET_INSTANCE_CONFIG, kubelet::instance_config_yaml(cri_socket).as_bytes())?;
     }
-    let patches = crate::patches::for_dir(fs, r.args.patches.as_deref())?;
-    let config = kubelet::node_config_yaml_patched(&r.kubelet_yaml, &r.cri_socket, patches.as_deref())?;
+    let patches = crate::patches::for_dir(fs, patches)?;
+    let config = kubelet::node_config_yaml_patched(kubelet_yaml, cri_socket, patches.as_deref())?;
     crate::patches::log_instance_config();
     info!("[kubelet-start] Writing kubelet configuration to file {:?}", KUBELET_CONFIG.as_str());
     fs.write(&KUBELET_CONFIG, config.as_bytes())?;

@@ -56,6 +56,7 @@ mod static_pods;
 mod storm;
 mod tokenless;
 mod upgrade;
+mod upgrade_apply;
 mod upgrade_by_image;
 mod upgrade_diff;
 mod upgrade_node;

@@ -28,7 +28,7 @@ const NEW: &str = "v1.37.2";
 
 /// `/version`'s gitVersion as the API server at `ip` answers it (asked in `netns`, with the
 /// cluster's CA).
-fn api_version(c: &Cluster, netns: &Netns, ip: &str) -> String {
+pub(super) fn api_version(c: &Cluster, netns: &Netns, ip: &str) -> String {
     let url = format!("https://{ip}:{}/version", c.port);
     let ca = c.scratch.pki("ca.crt");
     let (code, out, err) = capture(netns.command("curl").args(["-s", "--max-time", "5", "--cacert"]).arg(ca).arg(&url));
@@ -45,13 +45,13 @@ fn kubelet_version(c: &Cluster, node: &str) -> String {
 const COMPONENTS: [&str; 4] = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"];
 
 /// The image tags of a node's control-plane manifests, by component.
-fn tags(root: &Path) -> Vec<(&'static str, String)> {
+pub(super) fn tags(root: &Path) -> Vec<(&'static str, String)> {
     let tag = |n| super::static_pods::StaticPod::read(root, n).image().rsplit(':').next().unwrap().to_string();
     COMPONENTS.iter().map(|n| (*n, tag(n))).collect()
 }
 
 /// What a control plane of Kubernetes `v` runs: kubeadm 1.37 pins etcd 3.7.0-0 for 1.35–1.37.
-fn want_tags(v: &str) -> Vec<(&'static str, String)> {
+pub(super) fn want_tags(v: &str) -> Vec<(&'static str, String)> {
     COMPONENTS.iter().map(|n| (*n, if *n == "etcd" { "3.7.0-0" } else { v }.to_string())).collect()
 }
 

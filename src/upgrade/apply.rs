@@ -1,0 +1,518 @@
+//! `upgrade apply [version]` on a control plane, as kubeadm 1.37's: preflight (the version skew
+//! policy, `--force` for the skippable rules, the question unless `-y`), control-plane (the static
+//! Pod rollout, staticpods.rs), upload-config (kubeadm-config at the new version, kubelet-config),
+//! kubeconfig, kubelet-config (this node's config.yaml), bootstrap-token (the RBAC rules), addon
+//! (CoreDNS and kube-proxy once every API server runs the new version), post-upgrade (nothing in
+//! 1.37). A dry run says what each phase would do and prints the new manifests.
+
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use log::info;
+
+use super::cluster::{client_from, get_patiently};
+use super::context::{View, Want};
+use super::policy;
+use crate::config::upgrade::UpgradeConfiguration;
+use crate::config::values::Version;
+use crate::error::{Error, Result};
+use crate::fsutil::NodeFs;
+use crate::host::Host;
+use crate::init::InitContext;
+use crate::kube::Client;
+use crate::objects;
+use crate::paths::{self, ADMIN_CONF, KUBELET_CONF};
+use crate::phases::{Phase, Stage};
+
+/// `upgrade apply`'s flags, as given (`None`: not on the command line).
+#[derive(Debug, Default, Clone)]
+pub struct ApplyFlags {
+    pub root: PathBuf,
+    pub version: Option<String>,
+    pub yes: bool,
+    pub force: bool,
+    pub dry_run: bool,
+    pub kubeconfig: Option<PathBuf>,
+    pub patches: Option<String>,
+    pub ignore_preflight: Vec<String>,
+    pub skip_phases: Vec<String>,
+    pub certificate_renewal: Option<bool>,
+    pub etcd_upgrade: Option<bool>,
+    pub allow_experimental: bool,
+    pub allow_rc: bool,
+}
+
+/// The flags over the UpgradeConfiguration's `apply` fields (kubeadm's ValueFromFlagsOrConfig).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApplyArgs {
+    pub root: PathBuf,
+    pub version: String,
+    pub yes: bool,
+    pub force: bool,
+    pub dry_run: bool,
+    pub kubeconfig: Option<PathBuf>,
+    pub patches: Option<String>,
+    pub ignore_preflight: Vec<String>,
+    pub skip_phases: Vec<String>,
+    pub certificate_renewal: bool,
+    pub etcd_upgrade: bool,
+    pub allow_experimental: bool,
+    pub allow_rc: bool,
+    /// `timeouts.upgradeManifests` (5m).
+    pub upgrade_manifests: Duration,
+}
+
+impl ApplyArgs {
+    pub fn resolve(f: ApplyFlags, cfg: Option<&UpgradeConfiguration>) -> Result<ApplyArgs> {
+        let a = cfg.and_then(|c| c.apply.clone()).unwrap_or_default();
+        let bool_of = |k: &str| a.get(k).and_then(serde_yaml::Value::as_bool);
+        let str_of = |k: &str| a.get(k).and_then(serde_yaml::Value::as_str).map(str::to_string);
+        let list_of = |k: &str| -> Vec<String> {
+            a.get(k)
+                .and_then(serde_yaml::Value::as_sequence)
+                .map(|s| s.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
+                .unwrap_or_default()
+        };
+        let version = f.version.or(str_of("kubernetesVersion")).filter(|v| !v.is_empty()).ok_or_else(|| {
+            Error::bad_flag(
+                "missing one or more required arguments: [version] (or apply.kubernetesVersion in --config)",
+            )
+        })?;
+        let mut ignore = f.ignore_preflight;
+        ignore.extend(list_of("ignorePreflightErrors"));
+        ignore.sort();
+        ignore.dedup();
+        let timeout = cfg.and_then(|c| c.timeouts.as_ref()).and_then(|t| t.upgrade_manifests.clone());
+        let upgrade_manifests = match timeout {
+            Some(t) => crate::config::values::parse_duration(&t)
+                .map_err(|m| Error::bad_config(format!("timeouts.upgradeManifests: {m}")))?,
+            None => Duration::from_secs(300),
+        };
+        let patches = a.get("patches").and_then(|p| p.get("directory")).and_then(serde_yaml::Value::as_str);
+        Ok(ApplyArgs {
+            root: f.root,
+            version,
+            yes: f.yes,
+            force: f.force || bool_of("forceUpgrade").unwrap_or(false),
+            dry_run: f.dry_run || bool_of("dryRun").unwrap_or(false),
+            kubeconfig: f.kubeconfig,
+            patches: f.patches.or(patches.map(str::to_string)).filter(|d| !d.is_empty()),
+            ignore_preflight: ignore,
+            skip_phases: if f.skip_phases.is_empty() { list_of("skipPhases") } else { f.skip_phases },
+            certificate_renewal: f.certificate_renewal.or(bool_of("certificateRenewal")).unwrap_or(true),
+            etcd_upgrade: f.etcd_upgrade.or(bool_of("etcdUpgrade")).unwrap_or(true),
+            allow_experimental: f.allow_experimental || bool_of("allowExperimentalUpgrades").unwrap_or(false),
+            allow_rc: f.allow_rc || bool_of("allowRCUpgrades").unwrap_or(false),
+            upgrade_manifests,
+        })
+    }
+}
+
+/// What the phases share. The configuration is resolved at the target version after preflight
+/// (whose version rules come first, as kubeadm's, before anything is rendered at it).
+pub struct ApplyRun<'a> {
+    pub args: &'a ApplyArgs,
+    fs: &'a NodeFs,
+    view: View,
+    target: Version,
+    /// The run's client (admin.conf or --kubeconfig) until the context takes it.
+    client: Option<Client>,
+    ctx: Option<InitContext<'a>>,
+    pub host: &'a dyn Host,
+    pub live: bool,
+    pub stamp: String,
+    pub input: &'a mut dyn BufRead,
+}
+
+impl<'a> ApplyRun<'a> {
+    fn client(&self) -> Result<&Client> {
+        match (&self.ctx, &self.client) {
+            (Some(ctx), _) => ctx.admin(),
+            (None, Some(c)) => Ok(c),
+            (None, None) => Err(Error::internal("upgrade apply: no client")),
+        }
+    }
+
+    /// The context at the target version, made once.
+    fn resolve(&mut self) -> Result<()> {
+        if self.ctx.is_some() {
+            return Ok(());
+        }
+        let cfg = self.view.resolve(Some(self.target.to_string()))?;
+        let node = crate::node::Node::new(self.fs, &crate::clock::SystemClock, None);
+        let ctx = InitContext::new(cfg, node, self.args.ignore_preflight.clone());
+        // The phases and the add-on writers share this client; its rights are the caller's.
+        if let Some(c) = self.client.take() {
+            let _ = ctx.admin_client.set(c);
+        }
+        ctx.admin_bound.set(true);
+        self.ctx = Some(ctx);
+        Ok(())
+    }
+
+    fn ctx(&self) -> Result<&InitContext<'a>> {
+        self.ctx.as_ref().ok_or_else(|| Error::internal("upgrade apply: the configuration was not resolved"))
+    }
+}
+
+pub(crate) type ApplyFn = fn(&mut ApplyRun) -> Result<()>;
+
+/// kubeadm 1.37's `upgrade apply` phases, in its order (`kubeconfig` is hidden in kubeadm's help).
+#[rustfmt::skip]
+pub const APPLY_PHASES: &[Phase<ApplyFn>] = &[
+    Phase { name: "preflight", about: "Run preflight checks before upgrade", stage: Stage::PostKubelet, commit: true, run: preflight },
+    Phase { name: "control-plane", about: "Upgrade the control plane", stage: Stage::PostKubelet, commit: true, run: control_plane },
+    Phase { name: "upload-config/kubeadm", about: "Upload the kubeadm ClusterConfiguration to a ConfigMap", stage: Stage::PostKubelet, commit: true, run: upload_kubeadm },
+    Phase { name: "upload-config/kubelet", about: "Upload the kubelet configuration to a ConfigMap", stage: Stage::PostKubelet, commit: true, run: upload_kubelet },
+    Phase { name: "kubeconfig", about: "Upgrade kubeconfig files for this node", stage: Stage::PostKubelet, commit: true, run: kubeconfig },
+    Phase { name: "kubelet-config", about: "Upgrade the kubelet configuration for this node", stage: Stage::PostKubelet, commit: true, run: kubelet_config },
+    Phase { name: "bootstrap-token", about: "Configures bootstrap token and cluster-info RBAC rules", stage: Stage::PostKubelet, commit: true, run: bootstrap_token },
+    Phase { name: "addon/coredns", about: "Upgrade the CoreDNS addon", stage: Stage::PostKubelet, commit: true, run: addon_coredns },
+    Phase { name: "addon/kube-proxy", about: "Upgrade the kube-proxy addon", stage: Stage::PostKubelet, commit: true, run: addon_kube_proxy },
+    Phase { name: "post-upgrade", about: "Run post upgrade tasks", stage: Stage::PostKubelet, commit: true, run: post_upgrade },
+];
+
+/// `kubestrap upgrade apply`: on a control plane only; reads the cluster, runs the phases.
+pub fn run_apply(
+    args: &ApplyArgs,
+    fs: &NodeFs,
+    host: &dyn Host,
+    now: time::OffsetDateTime,
+    input: &mut dyn BufRead,
+) -> Result<()> {
+    crate::phases::check_skip(APPLY_PHASES, "upgrade apply", &args.skip_phases)?;
+    if !fs.exists(paths::manifest("kube-apiserver")) {
+        return Err(Error::bad_flag(format!(
+            "{} does not exist: `upgrade apply` runs on a control plane (on a worker, run `kubestrap upgrade node`)",
+            paths::manifest("kube-apiserver")
+        )));
+    }
+    let target =
+        Version::parse(&args.version).map_err(|e| Error::bad_flag(format!("the version {:?}: {e}", args.version)))?;
+    let admin = fs.real(ADMIN_CONF.as_str());
+    let client = client_from(fs, args.kubeconfig.as_deref().unwrap_or(&admin))?;
+    info!("[upgrade] Reading configuration from the \"kubeadm-config\" ConfigMap in namespace \"kube-system\"...");
+    info!("[upgrade] Use 'kubeadm init phase upload-config kubeadm --config your-config-file' to re-upload it.");
+    let want = Want { version: None, patches: args.patches.as_deref(), component_configs: true };
+    let view = super::context::fetch(fs, &client, &want)?;
+    let mut run = ApplyRun {
+        args,
+        fs,
+        view,
+        target: target.clone(),
+        client: Some(client),
+        ctx: None,
+        host,
+        live: crate::node::is_live(fs.root()),
+        stamp: crate::pki::check::file_stamp(now),
+        input,
+    };
+    for p in APPLY_PHASES.iter().filter(|p| !crate::phases::is_skipped(&args.skip_phases, p.name)) {
+        if p.name != "preflight" {
+            run.resolve()?;
+        }
+        (p.run)(&mut run).and_then(|()| Ok(fs.commit()?)).map_err(|e| {
+            fs.discard();
+            e.context(format_args!("phase {}", p.name))
+        })?;
+    }
+    if args.dry_run {
+        info!("[upgrade/successful] Finished dryrunning successfully!");
+        return Ok(());
+    }
+    info!("");
+    info!("[upgrade] SUCCESS! A control plane node of your cluster was upgraded to \"{target}\".");
+    info!("");
+    info!("[upgrade] Now please proceed with upgrading the rest of the nodes by following the right order.");
+    Ok(())
+}
+
+fn preflight(r: &mut ApplyRun) -> Result<()> {
+    info!("[upgrade/preflight] Running preflight checks");
+    if r.live {
+        let (name, cri) = (r.view.node_name().to_string(), r.view.cri_socket().to_string());
+        let input = crate::preflight::Input::worker(r.fs.root(), name, Some(cri), None);
+        let names = ["IsPrivilegedUser", "SystemVerification", "ContainerRuntimeVersion"];
+        let report = crate::preflight::run_only(r.host, &input, &r.args.ignore_preflight, &names);
+        crate::preflight::enforce(&report)?;
+    }
+    check_health(r)?;
+    let target = r.target.clone();
+    info!("[upgrade/preflight] You have chosen to upgrade the cluster version to \"{target}\"");
+    let cluster = cluster_version(r.client()?)?;
+    info!("[upgrade/versions] Cluster version: {cluster}");
+    info!(
+        "[upgrade/versions] kubeadm version: v1.{} (kubestrap {})",
+        crate::constants::MAX_MINOR,
+        env!("CARGO_PKG_VERSION")
+    );
+    let kubelets = kubelet_versions(r.client()?)?;
+    let skew = policy::enforce(&target, &cluster, &kubelets, r.args.allow_experimental, r.args.allow_rc);
+    if !skew.mandatory.is_empty() {
+        return Err(Error::skew(format!(
+            "the version argument is invalid due to these fatal errors:\n\n{}\nPlease fix the misalignments highlighted above and try upgrading again",
+            policy::format(&skew.mandatory)
+        )));
+    }
+    if !skew.skippable.is_empty() {
+        if !r.args.force {
+            return Err(Error::skew(format!(
+                "the version argument is invalid due to these errors:\n\n{}\nCan be bypassed if you pass the --force flag",
+                policy::format(&skew.skippable)
+            )));
+        }
+        info!(
+            "[upgrade/preflight] Found {} potential version compatibility errors but skipping since the --force flag is set: \n\n{}",
+            skew.skippable.len(),
+            policy::format(&skew.skippable)
+        );
+    }
+    if !(r.args.yes || r.args.force || r.args.dry_run) {
+        let mut out = std::io::stdout().lock();
+        write!(out, "[upgrade] Are you sure you want to proceed? [y/N]: ")
+            .and_then(|()| out.flush())
+            .map_err(|e| Error::failed(format!("writing to stdout: {e}")))?;
+        let mut answer = String::new();
+        r.input.read_line(&mut answer).map_err(|e| Error::failed(format!("reading the answer from stdin: {e}")))?;
+        if !matches!(answer.trim(), "y" | "Y") {
+            return Err(Error::failed(
+                "won't proceed; the user didn't answer (Y|y) in order to continue (use -y or --force to skip the question)",
+            ));
+        }
+    }
+    if r.args.dry_run {
+        info!("[dryrun] Would pull the required images (like 'kubeadm config images pull')");
+    }
+    Ok(())
+}
+
+/// kubeadm's CheckClusterHealth, less its test Job: the three manifests on this node and every
+/// control-plane Node Ready.
+fn check_health(r: &ApplyRun) -> Result<()> {
+    let fs = r.fs;
+    for c in super::diff::COMPONENTS {
+        if !fs.exists(paths::manifest(c)) {
+            return Err(Error::preflight(format!(
+                "[preflight] Some fatal errors occurred: [ERROR ControlPlaneNodesReady]: the static Pod manifest {} does not exist",
+                paths::manifest(c)
+            )));
+        }
+    }
+    let nodes = r
+        .client()?
+        .list("/api/v1/nodes?labelSelector=node-role.kubernetes.io%2Fcontrol-plane")
+        .map_err(|e| Error::cluster(format!("listing the control-plane Nodes: {e}")))?;
+    let not_ready: Vec<String> = nodes
+        .iter()
+        .filter(|n| {
+            !n["status"]["conditions"]
+                .as_array()
+                .is_some_and(|cs| cs.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"))
+        })
+        .filter_map(|n| n["metadata"]["name"].as_str().map(str::to_string))
+        .collect();
+    let ignored = |name: &str| r.args.ignore_preflight.iter().any(|i| i == "all" || i.eq_ignore_ascii_case(name));
+    if !not_ready.is_empty() && !ignored("ControlPlaneNodesReady") {
+        return Err(Error::preflight(format!(
+            "[preflight] Some fatal errors occurred: [ERROR ControlPlaneNodesReady]: there are NotReady control-planes in the cluster: {not_ready:?}"
+        )));
+    }
+    Ok(())
+}
+
+fn cluster_version(client: &Client) -> Result<Version> {
+    let v = get_patiently(client, "/version", "reading the cluster version")?.unwrap_or_default();
+    let s = v["gitVersion"].as_str().unwrap_or_default();
+    Version::parse(s).map_err(|e| {
+        Error::skew(format!(
+            "the version argument is invalid due to these fatal errors:\n\n\t- Unable to fetch cluster version: {s:?}: {e}\n"
+        ))
+    })
+}
+
+fn kubelet_versions(client: &Client) -> Result<Vec<Version>> {
+    let nodes = client.list("/api/v1/nodes").map_err(|e| Error::cluster(format!("listing the Nodes: {e}")))?;
+    Ok(nodes
+        .iter()
+        .filter_map(|n| n["status"]["nodeInfo"]["kubeletVersion"].as_str().and_then(|v| Version::parse(v).ok()))
+        .collect())
+}
+
+fn control_plane(r: &mut ApplyRun) -> Result<()> {
+    let version = r.ctx()?.cfg.version.to_string();
+    if r.args.dry_run {
+        info!("[dryrun] Would upgrade your static Pod-hosted control plane to version {version:?}");
+        for (name, pod) in crate::init::control_plane::pods(r.ctx()?, true)? {
+            info!("[dryrun] Would write file {:?} with content:", paths::manifest(name).as_str());
+            for line in crate::manifests::pod::to_yaml(&pod)?.lines() {
+                info!("\t{line}");
+            }
+        }
+        return Ok(());
+    }
+    info!(
+        "[upgrade/control-plane] Upgrading your static Pod-hosted control plane to version {version:?} (timeout: {})...",
+        crate::config::values::go_duration(r.args.upgrade_manifests)
+    );
+    let rollout = super::staticpods::Rollout {
+        ctx: r.ctx()?,
+        client: r.ctx()?.admin()?,
+        etcd_upgrade: r.args.etcd_upgrade,
+        renew_certs: r.args.certificate_renewal,
+        timeout: r.args.upgrade_manifests,
+        stamp: r.stamp.clone(),
+    };
+    rollout.run().map_err(|e| e.context("couldn't complete the static pod upgrade"))?;
+    info!("[upgrade/control-plane] The control plane instance for this node was successfully upgraded!");
+    Ok(())
+}
+
+fn apply_objects(r: &ApplyRun, tag: &str, objs: &[serde_json::Value]) -> Result<()> {
+    for o in objs {
+        r.ctx()?.apply(r.ctx()?.admin()?, tag, o)?;
+    }
+    Ok(())
+}
+
+fn upload_kubeadm(r: &mut ApplyRun) -> Result<()> {
+    if r.args.dry_run {
+        info!("[dryrun] Would upload the kubeadm ClusterConfiguration to a ConfigMap");
+        return Ok(());
+    }
+    info!(
+        "[upload-config] Storing the configuration used in ConfigMap \"kubeadm-config\" in the \"kube-system\" Namespace"
+    );
+    let mut objs = vec![objects::configmaps::kubeadm_config(&r.ctx()?.cfg)?];
+    objs.extend(objects::rbac::upload_config_rbac().into_iter().take(2));
+    apply_objects(r, "upload-config", &objs)
+}
+
+fn upload_kubelet(r: &mut ApplyRun) -> Result<()> {
+    if r.args.dry_run {
+        info!("[dryrun] Would upload the kubelet configuration to a ConfigMap");
+        info!("[dryrun] Would write the CRISocket annotation for the control-plane node");
+        return Ok(());
+    }
+    info!(
+        "[kubelet] Creating a ConfigMap \"kubelet-config\" in namespace kube-system with the configuration for the kubelets in the cluster"
+    );
+    let mut objs = vec![objects::configmaps::kubelet_config_map(&r.ctx()?.cfg)?];
+    objs.extend(objects::rbac::upload_config_rbac().into_iter().skip(2));
+    apply_objects(r, "upload-config", &objs)
+}
+
+/// kubeadm's UpdateKubeletKubeconfigServer: a kubelet.conf that talks to the
+/// controlPlaneEndpoint (not this node's API server) is pointed at the local one, and the
+/// kubelet restarted.
+fn kubeconfig(r: &mut ApplyRun) -> Result<()> {
+    let fs = r.ctx()?.node.fs;
+    let cfg = &r.ctx()?.cfg;
+    if let Some(bytes) = fs.read(KUBELET_CONF.as_str())? {
+        let mut kc =
+            crate::kubeconfig::Kubeconfig::parse(&bytes).map_err(|m| Error::bad_file(format!("{KUBELET_CONF} {m}")))?;
+        let (cpe, local) = (cfg.endpoint.url(), cfg.local_endpoint.url());
+        let name = kc.contexts.iter().find(|c| c.name == kc.current_context).map(|c| c.context.cluster.clone());
+        let current = kc.clusters.iter_mut().find(|c| Some(&c.name) == name.as_ref());
+        if let Some(cluster) = current.filter(|c| c.cluster.server == cpe && cpe != local) {
+            if r.args.dry_run {
+                info!("[dryrun] Would change the server of {KUBELET_CONF} from {cpe} to {local}");
+            } else {
+                cluster.cluster.server = local.clone();
+                let text = kc.to_yaml().map_err(|e| Error::internal(format!("rendering {KUBELET_CONF}: {e}")))?;
+                fs.write(&crate::paths::KUBELET_CONF, text.as_bytes())?;
+                fs.commit()?;
+                info!("[upgrade/kubeconfig] Updating the server of {KUBELET_CONF} to {local}");
+                if r.live {
+                    crate::systemd::restart_kubelet();
+                }
+            }
+        }
+    }
+    info!("[upgrade/kubeconfig] The kubeconfig files for this node were successfully upgraded!");
+    Ok(())
+}
+
+fn kubelet_config(r: &mut ApplyRun) -> Result<()> {
+    let cfg = &r.ctx()?.cfg;
+    let yaml = objects::kubelet::config_yaml(cfg)?;
+    let cri = cfg.init.node_registration.cri_socket.clone();
+    let fs = if r.args.dry_run { &NodeFs::dry_run(r.ctx()?.node.fs.root()) } else { r.ctx()?.node.fs };
+    super::node::write_kubelet_config(fs, &r.stamp, &cri, &yaml, r.args.patches.as_deref())?;
+    if r.args.dry_run {
+        for f in fs.planned() {
+            info!("[dryrun] Would write file {:?}", f.path);
+        }
+    }
+    Ok(())
+}
+
+fn bootstrap_token(r: &mut ApplyRun) -> Result<()> {
+    if r.args.dry_run {
+        info!("[dryrun] Would configure bootstrap token and cluster-info RBAC rules");
+        return Ok(());
+    }
+    info!("[upgrade/bootstrap-token] Configuring bootstrap token and cluster-info RBAC rules");
+    let mut objs = objects::rbac::bootstrap_token_rbac();
+    objs.extend(objects::rbac::cluster_info_rbac());
+    apply_objects(r, "bootstrap-token", &objs)
+}
+
+/// The control planes whose API server does not run this node's (new) kube-apiserver image.
+fn unupgraded(r: &ApplyRun) -> Result<Vec<String>> {
+    let mine = r.ctx()?.cfg.image("kube-apiserver");
+    let pods = r
+        .client()?
+        .list("/api/v1/namespaces/kube-system/pods?labelSelector=component%3Dkube-apiserver")
+        .map_err(|e| {
+            Error::cluster(format!(
+                "failed to determine whether all the control plane instances have been upgraded: {e}"
+            ))
+        })?;
+    let mut out: Vec<String> = pods
+        .iter()
+        .filter(|p| {
+            let image = p["spec"]["containers"]
+                .as_array()
+                .and_then(|cs| cs.iter().find(|c| c["name"] == "kube-apiserver"))
+                .and_then(|c| c["image"].as_str());
+            image != Some(mine.as_str())
+        })
+        .filter_map(|p| p["spec"]["nodeName"].as_str().map(str::to_string))
+        .collect();
+    out.sort();
+    Ok(out)
+}
+
+fn addon(r: &ApplyRun, name: &str, disabled: bool, apply: fn(&InitContext) -> Result<()>) -> Result<()> {
+    if disabled {
+        info!("[upgrade/addon] Skipping the addon/{name} phase. The addon is disabled.");
+        return Ok(());
+    }
+    if r.args.dry_run {
+        info!("[dryrun] Would upgrade the {name} addon");
+        return Ok(());
+    }
+    let left = unupgraded(r)?;
+    if !left.is_empty() {
+        info!(
+            "[upgrade/addon] Skipping upgrade of addons because control plane instances [{}] have not been upgraded",
+            left.join(" ")
+        );
+        return Ok(());
+    }
+    apply(r.ctx()?)
+}
+
+fn addon_coredns(r: &mut ApplyRun) -> Result<()> {
+    addon(r, "coredns", r.ctx()?.cfg.cluster.dns.disabled, crate::init::addons::coredns)
+}
+
+fn addon_kube_proxy(r: &mut ApplyRun) -> Result<()> {
+    addon(r, "kube-proxy", r.ctx()?.cfg.cluster.proxy.disabled, crate::init::addons::kube_proxy)
+}
+
+/// kubeadm 1.37's post-upgrade removes no kubelet flag (its list is empty): nothing to do.
+fn post_upgrade(_: &mut ApplyRun) -> Result<()> {
+    Ok(())
+}

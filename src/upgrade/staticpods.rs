@@ -1,0 +1,435 @@
+//! The static Pod rollout of `upgrade apply` and a control plane's `upgrade node`, as kubeadm
+//! 1.37's StaticPodControlPlane: the new manifests written to a temp dir, etcd first (its cluster
+//! healthy, its data dir copied), then kube-apiserver, kube-controller-manager, kube-scheduler;
+//! each one that differs has its certificates renewed, its old manifest moved to the backup dir
+//! and the new one into place, then waits for the kubelet to change its mirror Pod's
+//! `kubernetes.io/config.hash` and for the component to answer its startup probe. A failure
+//! moves every backed-up manifest back. Unlike kubeadm, which then waits until every Pod of that
+//! component in the cluster is Running (stalling on a broken one on another node), kubestrap
+//! waits for this node's component to answer.
+
+use std::path::Path;
+use std::time::Duration;
+
+use log::info;
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::init::InitContext;
+use crate::kube::Client;
+use crate::paths::{self, KUBERNETES_TMP_DIR};
+use crate::pki::expiry::Settings;
+use crate::pki::renew::{Backup, Outcome, renew};
+use crate::retry::{Attempt, GaveUp, Retry};
+
+const HASH_ANNOTATION: &str = "kubernetes.io/config.hash";
+const COMPONENTS: [&str; 3] = ["kube-apiserver", "kube-controller-manager", "kube-scheduler"];
+
+pub(super) struct Rollout<'a> {
+    pub ctx: &'a InitContext<'a>,
+    pub client: &'a Client,
+    pub etcd_upgrade: bool,
+    pub renew_certs: bool,
+    /// `timeouts.upgradeManifests`: each wait's bound.
+    pub timeout: Duration,
+    /// The backup directories' stamp (`YYYY-MM-DD-hh-mm-ss`).
+    pub stamp: String,
+}
+
+struct Dirs {
+    temp: String,
+    backup: String,
+    etcd_backup: String,
+}
+
+impl Rollout<'_> {
+    fn node(&self) -> &str {
+        &self.ctx.cfg.node_name
+    }
+
+    fn retry<'b>(&'b self, what: &'b str) -> Retry<'b> {
+        Retry {
+            what,
+            tag: "upgrade/staticpods",
+            timeout: self.timeout,
+            backoff: &crate::timeouts::KUBERNETES_API_CALL_RETRY,
+            clock: self.ctx.node.clock,
+        }
+    }
+
+    /// The mirror Pod's config hash (waited for: the kubelet may not have posted it yet).
+    fn hash(&self, component: &str) -> Result<String> {
+        let path = format!("/api/v1/namespaces/kube-system/pods/{component}-{}", self.node());
+        let what = format!("reading the config hash of the mirror Pod {component}-{}", self.node());
+        Ok(self.retry(&what).run::<_, GaveUp>(|| match self.client.get(&path) {
+            Ok(Some(pod)) => match pod["metadata"]["annotations"][HASH_ANNOTATION].as_str() {
+                Some(h) => Attempt::Done(h.to_string()),
+                None => Attempt::Wait(format!("{path} has no {HASH_ANNOTATION} annotation")),
+            },
+            Ok(None) => Attempt::Wait(format!("{path} not found")),
+            Err(e) => Attempt::Wait(e.to_string()),
+        })?)
+    }
+
+    /// The whole rollout; the temp dir goes on success, the backups stay.
+    pub fn run(&self) -> Result<()> {
+        let fs = self.ctx.node.fs;
+        let mut before = Vec::new();
+        for c in COMPONENTS {
+            before.push((c, self.hash(c)?));
+        }
+        let local_etcd = self.ctx.cfg.local_etcd().is_some();
+        let dirs = Dirs {
+            temp: format!("{KUBERNETES_TMP_DIR}/kubeadm-upgraded-manifests{}", random_suffix()?),
+            backup: format!("{KUBERNETES_TMP_DIR}/kubeadm-backup-manifests-{}", self.stamp),
+            etcd_backup: format!("{KUBERNETES_TMP_DIR}/kubeadm-backup-etcd-{}", self.stamp),
+        };
+        for d in [KUBERNETES_TMP_DIR, &dirs.temp, &dirs.backup, &dirs.etcd_backup] {
+            fs.mkdir(&paths::Dir { path: d.to_string(), mode: 0o700 })?;
+        }
+        fs.commit()?;
+        info!("[upgrade/staticpods] Writing new Static Pod manifests to {:?}", dirs.temp);
+        for (name, pod) in crate::init::control_plane::pods(self.ctx, false)? {
+            write_pod(self.ctx, &format!("{}/{name}.yaml", dirs.temp), &pod)?;
+        }
+        let mut recover: Vec<(&'static str, String)> = Vec::new();
+        if local_etcd && self.etcd_upgrade {
+            self.etcd(&dirs, &mut recover)?;
+        }
+        for (c, hash) in &before {
+            self.component(c, hash, &dirs, &mut recover)?;
+        }
+        if self.renew_certs {
+            for conf in ["admin.conf", "super-admin.conf"] {
+                if conf == "super-admin.conf" && !fs.exists(paths::kubeconfig(conf)) {
+                    continue;
+                }
+                if let Err(e) = self.renew_one(conf) {
+                    return Err(self.rollback(
+                        &recover,
+                        e.context(format!("failed to upgrade the {conf} certificates")),
+                        false,
+                    ));
+                }
+            }
+        }
+        let _ = std::fs::remove_dir_all(fs.real(&dirs.temp));
+        if !(local_etcd && self.etcd_upgrade) {
+            let _ = std::fs::remove_dir_all(fs.real(&dirs.etcd_backup));
+        }
+        Ok(())
+    }
+
+    fn renew_one(&self, name: &str) -> Result<()> {
+        let settings = Settings::from_config(&self.ctx.cfg);
+        let backup = Backup::at(self.ctx.node.clock.wall());
+        if renew(self.ctx.node.fs, name, self.ctx.node.clock, &settings, &backup)? == Outcome::ExternalCa {
+            info!("[upgrade/staticpods] External CA detected, {name} certificate can't be renewed");
+        }
+        Ok(())
+    }
+
+    fn renew_for(&self, component: &str) -> Result<()> {
+        let local = self.ctx.cfg.local_etcd().is_some();
+        let certs: &[&str] = match component {
+            "etcd" if local => &["etcd-server", "etcd-peer", "etcd-healthcheck-client"],
+            "kube-apiserver" if local => {
+                &["apiserver", "apiserver-kubelet-client", "front-proxy-client", "apiserver-etcd-client"]
+            }
+            "kube-apiserver" => &["apiserver", "apiserver-kubelet-client", "front-proxy-client"],
+            "kube-controller-manager" => &["controller-manager.conf"],
+            "kube-scheduler" => &["scheduler.conf"],
+            _ => &[],
+        };
+        for c in certs {
+            info!("[upgrade/staticpods] Renewing {c} certificate");
+            self.renew_one(c)?;
+        }
+        Ok(())
+    }
+
+    fn component(
+        &self,
+        c: &'static str,
+        before_hash: &str,
+        dirs: &Dirs,
+        recover: &mut Vec<(&'static str, String)>,
+    ) -> Result<()> {
+        let fs = self.ctx.node.fs;
+        let current = paths::manifest(c).as_str().to_string();
+        let new = format!("{}/{c}.yaml", dirs.temp);
+        let api_changed = c == "etcd"
+            && !same_pod(
+                fs,
+                paths::manifest("kube-apiserver").as_str(),
+                &format!("{}/kube-apiserver.yaml", dirs.temp),
+            )?;
+        info!("[upgrade/staticpods] Preparing for {c:?} upgrade");
+        let backup = format!("{}/{c}.yaml", dirs.backup);
+        recover.push((c, backup.clone()));
+        let equal = same_pod(fs, &current, &new)?;
+        if equal && !api_changed {
+            info!("[upgrade/staticpods] Current and new manifests of {c} are equal, skipping upgrade");
+            return Ok(());
+        }
+        if self.renew_certs
+            && let Err(e) = self.renew_for(c)
+        {
+            let e = e.context(format!("failed to renew certificates for component {c:?}"));
+            return Err(self.rollback(recover, e, c == "etcd"));
+        }
+        if equal && self.renew_certs {
+            info!("[upgrade/staticpods] Restarting the {c} static pod and backing up its manifest to {backup:?}");
+        } else {
+            info!("[upgrade/staticpods] Moving new manifest to {current:?} and backing up old manifest to {backup:?}");
+        }
+        let moved = move_file(fs.real(&current).as_path(), fs.real(&backup).as_path())
+            .and_then(|()| move_file(fs.real(&new).as_path(), fs.real(&current).as_path()));
+        if let Err(e) = moved {
+            return Err(self.rollback(recover, e, c == "etcd"));
+        }
+        info!("[upgrade/staticpods] Waiting for the kubelet to restart the component");
+        info!("[upgrade/staticpods] This can take up to {}", crate::config::values::go_duration(self.timeout));
+        let waited = if equal { Ok(()) } else { self.wait_hash_change(c, before_hash) };
+        if let Err(e) = waited.and_then(|()| self.wait_serving(c, &current)) {
+            return Err(self.rollback(recover, e, c == "etcd"));
+        }
+        info!("[upgrade/staticpods] Component {c:?} upgraded successfully!");
+        Ok(())
+    }
+
+    fn wait_hash_change(&self, c: &str, before: &str) -> Result<()> {
+        let path = format!("/api/v1/namespaces/kube-system/pods/{c}-{}", self.node());
+        let what = format!("waiting for the kubelet to change the config hash of {c}-{}", self.node());
+        self.retry(&what)
+            .run::<_, GaveUp>(|| match self.client.get(&path) {
+                Ok(Some(pod)) => match pod["metadata"]["annotations"][HASH_ANNOTATION].as_str() {
+                    Some(h) if h != before => Attempt::Done(()),
+                    _ => Attempt::Wait(format!("the {HASH_ANNOTATION} of {c}-{} is still {before}", self.node())),
+                },
+                Ok(None) => Attempt::Wait(format!("{path} not found")),
+                Err(e) => Attempt::Wait(e.to_string()),
+            })
+            .map_err(|_| {
+                Error::cluster(format!(
+                    "static Pod hash for component {c} on Node {} did not change after {}",
+                    self.node(),
+                    crate::config::values::go_duration(self.timeout)
+                ))
+            })
+    }
+
+    /// The component's startup (else liveness) probe, from its new manifest, answers.
+    fn wait_serving(&self, c: &str, manifest: &str) -> Result<()> {
+        let text = self.ctx.node.fs.read(manifest)?.unwrap_or_default();
+        let pod: Value = serde_yaml::from_slice(&text).map_err(|e| Error::bad_file(format!("{manifest}: {e}")))?;
+        let Some(url) = probe_url(&pod) else { return Ok(()) };
+        info!("[upgrade/staticpods] Waiting for {c} to answer at {url}");
+        let what = format!("waiting for {c} at {url}");
+        Ok(self.retry(&what).run::<_, GaveUp>(|| {
+            match crate::kube::https_ok_unverified(&url, crate::timeouts::REQUEST) {
+                Ok(()) => Attempt::Done(()),
+                Err(e) => Attempt::Wait(e.to_string()),
+            }
+        })?)
+    }
+
+    /// Moves every recorded backup back (etcd's only when asked); always an error.
+    fn rollback(&self, recover: &[(&'static str, String)], cause: Error, etcd: bool) -> Error {
+        let fs = self.ctx.node.fs;
+        let mut errs = vec![cause.message];
+        for (c, backup) in recover {
+            if *c == "etcd" && !etcd {
+                continue;
+            }
+            let real = fs.real(backup);
+            if !real.exists() {
+                continue;
+            }
+            if let Err(e) = move_file(&real, fs.real(paths::manifest(c).as_str()).as_path()) {
+                errs.push(e.message);
+            }
+        }
+        Error::cluster(format!(
+            "couldn't upgrade control plane. kubestrap has tried to recover everything into the earlier state. Errors faced: [{}]",
+            errs.join(", ")
+        ))
+    }
+
+    /// etcd first: its cluster healthy, its data dir copied, then its manifest at the target's
+    /// etcd version (never a downgrade).
+    fn etcd(&self, dirs: &Dirs, recover: &mut Vec<(&'static str, String)>) -> Result<()> {
+        let fs = self.ctx.node.fs;
+        let cfg = &self.ctx.cfg;
+        let etcd = EtcdHealth::new(self)?;
+        etcd.check().map_err(|e| e.context("etcd cluster is not healthy"))?;
+        let data_dir = cfg.local_etcd().map(|l| l.data_dir.clone()).unwrap_or_else(|| paths::ETCD_DATA_DIR.into());
+        copy_dir(fs.real(&data_dir).as_path(), fs.real(&dirs.etcd_backup).as_path())
+            .map_err(|e| Error::failed(format!("failed to back up etcd data: {e}")))?;
+        let desired = cfg.etcd_image_tag.clone();
+        let manifest = fs.read(paths::manifest("etcd"))?.unwrap_or_default();
+        let pod: Value = serde_yaml::from_slice(&manifest)
+            .map_err(|e| Error::bad_file(format!("{}: {e}", paths::manifest("etcd"))))?;
+        let current = pod["spec"]["containers"][0]["image"]
+            .as_str()
+            .and_then(|i| i.rsplit_once(':'))
+            .map(|(_, t)| t.to_string())
+            .ok_or_else(|| Error::failed("failed to retrieve the current etcd version"))?;
+        if etcd_older(&desired, &current) {
+            info!(
+                "[upgrade/etcd] Non fatal issue encountered during upgrade: the desired etcd version {:?} is older than the currently installed {:?}. Skipping etcd upgrade",
+                desired.replace('_', "+"),
+                current.replace('_', "+")
+            );
+            return Ok(());
+        }
+        let before = self.hash("etcd")?;
+        let Some(new) = crate::manifests::etcd(cfg, &self.ctx.env) else { return Ok(()) };
+        let new = self.ctx.patched_pod("etcd", new, false)?;
+        write_pod(self.ctx, &format!("{}/etcd.yaml", dirs.temp), &new)?;
+        if let Err(e) = self.component("etcd", &before, dirs, recover) {
+            info!("[upgrade/etcd] Failed to upgrade etcd: {e}");
+            return Err(e.context(
+                "fatal error when trying to upgrade the etcd cluster, rolled the state back to pre-upgrade state",
+            ));
+        }
+        info!("[upgrade/etcd] Waiting for etcd to become available");
+        etcd.wait(self).map_err(|e| {
+            e.context(format!(
+                "etcd did not come back after its upgrade; the backup of its data is {}",
+                dirs.etcd_backup
+            ))
+        })
+    }
+}
+
+/// The etcd cluster through its members' endpoints (from the etcd Pods), as kubeadm's client.
+struct EtcdHealth {
+    client: crate::etcd::client::Client,
+}
+
+impl EtcdHealth {
+    fn new(r: &Rollout) -> Result<EtcdHealth> {
+        let ctx = r.ctx;
+        let creds = crate::etcd::client::Credentials::load(
+            ctx.node.fs,
+            ctx.cfg.certs_dir(),
+            crate::etcd::client::HEALTHCHECK_CLIENT,
+        )?;
+        let endpoints =
+            crate::etcd::endpoints::endpoints_from_cluster(r.client, ctx.cfg.api_call_timeout, ctx.node.clock)?;
+        Ok(EtcdHealth { client: crate::etcd::client::Client::new(&endpoints, &creds)? })
+    }
+
+    /// More than half the members answer Status (kubeadm's CheckClusterHealth).
+    fn check(&self) -> Result<()> {
+        let eps = self.client.endpoints();
+        let bad: Vec<String> =
+            eps.iter().filter_map(|e| self.client.status(e).err().map(|err| format!("{e}: {err}"))).collect();
+        if (eps.len() - bad.len()) * 2 > eps.len() {
+            Ok(())
+        } else {
+            Err(Error::cluster(format!("{} of {} members unhealthy: {}", bad.len(), eps.len(), bad.join("; "))))
+        }
+    }
+
+    /// kubeadm's WaitForClusterAvailable: 10 tries, 15 s apart.
+    fn wait(&self, r: &Rollout) -> Result<()> {
+        let mut last = None;
+        for i in 0..10 {
+            match self.check() {
+                Ok(()) => return Ok(()),
+                Err(e) => last = Some(e),
+            }
+            if i < 9 {
+                r.ctx.node.clock.sleep(Duration::from_secs(15), "etcd to become available");
+            }
+        }
+        Err(last.unwrap_or_else(|| Error::internal("etcd wait without an answer")))
+    }
+}
+
+/// `desired` is an older etcd than `current` (tags such as `3.6.5-0`; `_` is `+`).
+fn etcd_older(desired: &str, current: &str) -> bool {
+    let key = |t: &str| -> Option<(u32, u32, u32, u32)> {
+        let (v, build) = t.split_once('-').unwrap_or((t, "0"));
+        let mut p = v.split('.').map(|n| n.parse::<u32>().ok());
+        Some((p.next()??, p.next()??, p.next()??, build.split(['_', '+']).next()?.parse().unwrap_or(0)))
+    };
+    matches!((key(desired), key(current)), (Some(d), Some(c)) if d < c)
+}
+
+/// Two manifests decode to the same Pod (kubeadm compares the decoded objects).
+fn same_pod(fs: &crate::fsutil::NodeFs, a: &str, b: &str) -> Result<bool> {
+    let read = |p: &str| -> Result<Value> {
+        let bytes = fs.read(p)?.ok_or_else(|| Error::bad_file(format!("{p} does not exist")))?;
+        serde_yaml::from_slice(&bytes).map_err(|e| Error::bad_file(format!("{p}: {e}")))
+    };
+    Ok(read(a)? == read(b)?)
+}
+
+fn write_pod(ctx: &InitContext, host_path: &str, pod: &Value) -> Result<()> {
+    let yaml = crate::manifests::pod::to_yaml(pod)?;
+    ctx.node.fs.write(&paths::File::at(host_path.to_string(), 0o600), yaml.as_bytes())?;
+    Ok(ctx.node.fs.commit()?)
+}
+
+fn move_file(from: &Path, to: &Path) -> Result<()> {
+    std::fs::rename(from, to).map_err(|e| Error::failed(format!("moving {} to {}: {e}", from.display(), to.display())))
+}
+
+/// kubeadm's CopyDir (`cp -r -p`): the tree with modes and times.
+fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
+    let status = std::process::Command::new("cp").arg("-r").arg("-p").arg(from).arg(to).status()?;
+    if status.success() { Ok(()) } else { Err(std::io::Error::other(format!("cp exited with {status}"))) }
+}
+
+/// os.MkdirTemp's random digits.
+fn random_suffix() -> Result<u32> {
+    let mut b = [0u8; 4];
+    getrandom::fill(&mut b).map_err(|e| Error::failed(format!("reading random bytes: {e}")))?;
+    Ok(u32::from_le_bytes(b) % 1_000_000_000)
+}
+
+/// The URL of a Pod's startup (else liveness) httpGet probe.
+pub(super) fn probe_url(pod: &Value) -> Option<String> {
+    let c = &pod["spec"]["containers"][0];
+    let probe = ["startupProbe", "livenessProbe"].iter().map(|k| &c[*k]["httpGet"]).find(|p| p.is_object())?;
+    let host = probe["host"].as_str().filter(|h| !h.is_empty()).unwrap_or("127.0.0.1");
+    let port = match &probe["port"] {
+        Value::Number(n) => n.to_string(),
+        Value::String(name) => c["ports"]
+            .as_array()?
+            .iter()
+            .find(|p| p["name"] == name.as_str())
+            .and_then(|p| p["containerPort"].as_u64())?
+            .to_string(),
+        _ => return None,
+    };
+    let scheme = probe["scheme"].as_str().unwrap_or("HTTP").to_ascii_lowercase();
+    let host = if host.contains(':') { format!("[{host}]") } else { host.to_string() };
+    Some(format!("{scheme}://{host}:{port}{}", probe["path"].as_str().unwrap_or("/")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn etcd_is_never_downgraded_and_probes_are_read_as_the_kubelet_does() {
+        assert!(etcd_older("3.6.5-0", "3.7.0-0"));
+        assert!(!etcd_older("3.7.0-0", "3.7.0-0"));
+        assert!(!etcd_older("3.7.1-0", "3.7.0-0"));
+        assert!(etcd_older("3.7.0-0", "3.7.0-1"));
+        let pod = serde_json::json!({"spec": {"containers": [{
+            "ports": [{"name": "probe-port", "containerPort": 10257}],
+            "startupProbe": {"httpGet": {"host": "127.0.0.1", "path": "/healthz", "port": "probe-port", "scheme": "HTTPS"}},
+            "livenessProbe": {"httpGet": {"host": "10.0.0.1", "path": "/livez", "port": 6443, "scheme": "HTTPS"}}
+        }]}});
+        assert_eq!(probe_url(&pod).as_deref(), Some("https://127.0.0.1:10257/healthz"));
+        let pod = serde_json::json!({"spec": {"containers": [{
+            "livenessProbe": {"httpGet": {"host": "fd00::1", "path": "/livez", "port": 2381}}
+        }]}});
+        assert_eq!(probe_url(&pod).as_deref(), Some("http://[fd00::1]:2381/livez"));
+    }
+}

@@ -1,0 +1,139 @@
+//! `kubestrap upgrade apply` across a minor on the real components of both versions: a v1.36.3
+//! control plane made by kubestrap; a target two minors on is refused by the skew policy, a dry
+//! run changes nothing; then `upgrade apply v1.37.2 -y`: the static Pods roll one by one (the
+//! harness's kubelet stand-in restarts each component from its new manifest, the real kubelet
+//! changes the mirror Pods' config hash), the real API server answers v1.37.2, kubeadm-config
+//! and the add-ons name v1.37.2, the old manifests are in the backup dir, the certificates of the
+//! upgraded components are renewed, and the real `kubeadm upgrade diff v1.37.2` finds nothing to
+//! change: the new manifests are kubeadm's. The node then restarts on the v1.37.2 kubelet and is
+//! Ready.
+
+use std::path::Path;
+
+use super::cluster::*;
+use super::host::Host;
+use super::upgrade::{api_version, tags, want_tags};
+use crate::common::*;
+
+const OLD: &str = "v1.36.3";
+const NEW: &str = "v1.37.2";
+
+fn not_before(root: &Path, p: &str) -> String {
+    let pem = std::fs::read(root.join(p)).unwrap_or_else(|e| panic!("{p}: {e}"));
+    let (_, der) = x509_parser::pem::parse_x509_pem(&pem).expect("pem");
+    let cert = der.parse_x509().expect("certificate");
+    cert.validity().not_before.to_string()
+}
+
+/// Every file under the node's /etc/kubernetes (the tmp dir aside), with its content.
+fn etc_tree(root: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.join("etc/kubernetes")];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() && !p.ends_with("tmp") {
+                stack.push(p);
+            } else if p.is_file() {
+                out.push((p.display().to_string(), std::fs::read(&p).unwrap_or_default()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn a_control_plane_upgraded_across_a_minor_by_upgrade_apply_as_kubeadm_would() {
+    let template =
+        fixture!("real/init.yaml").replace("kubernetesVersion: v1.37.2", &format!("kubernetesVersion: {OLD}"));
+    // The CA directories the host has, on the node too: kubeadm mounts the ones that exist on
+    // the machine it runs on, and its diff below runs with this host's.
+    let ca_dirs = [
+        ("/etc/ca-certificates/.keep", ""),
+        ("/usr/share/ca-certificates/.keep", ""),
+        ("/usr/local/share/ca-certificates/.keep", ""),
+    ];
+    let mut c = Cluster::init_from(Tool::Kubestrap, &template, "24h", "", &[], &ca_dirs);
+    let root = c.root();
+    let root_arg = root.display().to_string();
+    assert_eq!(tags(&root), want_tags(OLD));
+    assert_eq!(api_version(&c, &c.netns, CP_ADDR), OLD);
+    c.wait_probes(0);
+
+    // Two minors on: kubeadm's mandatory rule, nothing written.
+    let before = etc_tree(&root);
+    let far = run_in(&c.netns, &["upgrade", "apply", "v1.38.0", "-y", "--root", &root_arg]);
+    assert_eq!(far.code(), 5, "{}", far.stderr());
+    assert!(far.stderr().contains("kubeadm can upgrade only 1 minor version at a time"), "{}", far.stderr());
+    // Not confirmed (stdin is empty): nothing written.
+    let unasked = run_in(&c.netns, &["upgrade", "apply", NEW, "--root", &root_arg]);
+    assert_ne!(unasked.code(), 0);
+    assert!(unasked.stderr().contains("won't proceed"), "{}", unasked.stderr());
+    // A dry run shows the new manifests and writes nothing.
+    let dry = run_in(&c.netns, &["upgrade", "apply", NEW, "--dry-run", "--root", &root_arg]);
+    assert_eq!(dry.code(), 0, "{}", dry.stderr());
+    assert!(dry.stderr().contains(&format!("image: registry.k8s.io/kube-apiserver:{NEW}")), "{}", dry.stderr());
+    assert!(dry.stderr().contains("[upgrade/successful] Finished dryrunning successfully!"));
+    assert_eq!(etc_tree(&root), before, "a refused or dry-run apply changed /etc/kubernetes");
+
+    let apiserver_before = not_before(&root, "etc/kubernetes/pki/apiserver.crt");
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let t = std::time::Instant::now();
+    let logs = c.logs.with_file_name("cp-1-upgrade-apply");
+    std::fs::create_dir_all(&logs).unwrap();
+    let r = run_watched(&c.netns, &["upgrade", "apply", NEW, "-y", "--root", &root_arg], &logs, &|| c.health());
+    let secs = t.elapsed().as_secs_f64();
+    assert_eq!(r.code(), 0, "upgrade apply:\n{}\n{}", r.stderr(), c.status());
+    println!("upgrade-apply: kubestrap {secs:.3} s");
+    let err = r.stderr();
+    for line in [
+        format!("[upgrade/versions] Cluster version: {OLD}"),
+        "[upgrade/staticpods] Component \"kube-apiserver\" upgraded successfully!".to_string(),
+        "[upgrade/staticpods] Renewing apiserver certificate".to_string(),
+        format!("[upgrade] SUCCESS! A control plane node of your cluster was upgraded to \"{NEW}\"."),
+    ] {
+        assert!(err.contains(&line), "missing {line:?}:\n{err}");
+    }
+    assert_eq!(tags(&root), want_tags(NEW));
+    c.wait("the v1.37.2 API server", || (api_version(&c, &c.netns, CP_ADDR) == NEW).then_some(()));
+    assert_ne!(not_before(&root, "etc/kubernetes/pki/apiserver.crt"), apiserver_before, "apiserver.crt renewed");
+
+    let cm = c.get(&["-n", "kube-system", "configmap", "kubeadm-config"]);
+    let cc = cm["data"]["ClusterConfiguration"].as_str().unwrap();
+    assert!(cc.contains(&format!("kubernetesVersion: {NEW}\n")), "{cc}");
+    let ds = c.get(&["-n", "kube-system", "daemonset", "kube-proxy"]);
+    assert_eq!(ds["spec"]["template"]["spec"]["containers"][0]["image"], format!("registry.k8s.io/kube-proxy:{NEW}"));
+    let tmp: Vec<String> = std::fs::read_dir(root.join("etc/kubernetes/tmp"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let backup = tmp.iter().find(|n| n.starts_with("kubeadm-backup-manifests-")).expect("a manifest backup");
+    let old_api =
+        std::fs::read_to_string(root.join("etc/kubernetes/tmp").join(backup).join("kube-apiserver.yaml")).unwrap();
+    assert!(old_api.contains(&format!("kube-apiserver:{OLD}")), "{old_api}");
+    assert!(
+        !tmp.iter().any(|n| n.starts_with("kubeadm-upgraded-manifests")),
+        "the temp dir stays only on failure: {tmp:?}"
+    );
+    assert!(tmp.iter().any(|n| n.starts_with("kubeadm-backup-etcd-")), "etcd's data backed up: {tmp:?}");
+
+    // The real kubeadm finds this control plane at v1.37.2 as it would have made it.
+    let k = run_kubeadm(&c.netns, &root, &logs, &["upgrade", "diff", NEW], &|| c.health());
+    assert_eq!(k.code(), 0, "kubeadm upgrade diff:\n{}\n{}", k.stdout(), k.stderr());
+    let out = k.stdout();
+    let diff: Vec<&str> = out.lines().filter(|l| !l.starts_with("[upgrade/diff]")).collect();
+    assert!(diff.is_empty(), "kubeadm would change kubestrap's upgraded manifests:\n{out}");
+
+    // The node restarts with the v1.37.2 kubelet.
+    let (netns, scratch) = c.hosts.remove(0).power_off();
+    c.set_version("cp-1", NEW);
+    let logs = c.logs.clone();
+    c.hosts.insert(0, Host::start_at(c.version("cp-1"), "cp-1", netns, &root, &logs, scratch, false));
+    c.wait("cp-1's Node reporting the v1.37.2 kubelet", || {
+        let (code, out, _) = c.kubectl(&["get", "-o", "json", "node", "cp-1"]);
+        let node: serde_json::Value = serde_json::from_str(&out).unwrap_or_default();
+        (code == 0 && node["status"]["nodeInfo"]["kubeletVersion"] == NEW).then_some(())
+    });
+    c.wait_ready("cp-1");
+}
