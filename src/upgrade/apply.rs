@@ -61,6 +61,8 @@ pub struct ApplyArgs {
     pub allow_rc: bool,
     /// `timeouts.upgradeManifests` (5m).
     pub upgrade_manifests: Duration,
+    /// `upgrade node` on a control plane: the cluster's version, no policy, no upload.
+    pub node: bool,
 }
 
 impl ApplyArgs {
@@ -105,6 +107,7 @@ impl ApplyArgs {
             allow_experimental: f.allow_experimental || bool_of("allowExperimentalUpgrades").unwrap_or(false),
             allow_rc: f.allow_rc || bool_of("allowRCUpgrades").unwrap_or(false),
             upgrade_manifests,
+            node: false,
         })
     }
 }
@@ -182,40 +185,20 @@ pub fn run_apply(
     input: &mut dyn BufRead,
 ) -> Result<()> {
     crate::phases::check_skip(APPLY_PHASES, "upgrade apply", &args.skip_phases)?;
+    let target =
+        Version::parse(&args.version).map_err(|e| Error::bad_flag(format!("the version {:?}: {e}", args.version)))?;
     if !fs.exists(paths::manifest("kube-apiserver")) {
         return Err(Error::bad_flag(format!(
             "{} does not exist: `upgrade apply` runs on a control plane (on a worker, run `kubestrap upgrade node`)",
             paths::manifest("kube-apiserver")
         )));
     }
-    let target =
-        Version::parse(&args.version).map_err(|e| Error::bad_flag(format!("the version {:?}: {e}", args.version)))?;
-    let admin = fs.real(ADMIN_CONF.as_str());
-    let client = client_from(fs, args.kubeconfig.as_deref().unwrap_or(&admin))?;
-    info!("[upgrade] Reading configuration from the \"kubeadm-config\" ConfigMap in namespace \"kube-system\"...");
-    info!("[upgrade] Use 'kubeadm init phase upload-config kubeadm --config your-config-file' to re-upload it.");
-    let want = Want { version: None, patches: args.patches.as_deref(), component_configs: true };
-    let view = super::context::fetch(fs, &client, &want)?;
-    let mut run = ApplyRun {
-        args,
-        fs,
-        view,
-        target: target.clone(),
-        client: Some(client),
-        ctx: None,
-        host,
-        live: crate::node::is_live(fs.root()),
-        stamp: crate::pki::check::file_stamp(now),
-        input,
-    };
+    let mut run = ApplyRun::start(args, fs, host, now, input, Some(target.clone()))?;
     for p in APPLY_PHASES.iter().filter(|p| !crate::phases::is_skipped(&args.skip_phases, p.name)) {
         if p.name != "preflight" {
             run.resolve()?;
         }
-        (p.run)(&mut run).and_then(|()| Ok(fs.commit()?)).map_err(|e| {
-            fs.discard();
-            e.context(format_args!("phase {}", p.name))
-        })?;
+        run.phase(p.name, p.run)?;
     }
     if args.dry_run {
         info!("[upgrade/successful] Finished dryrunning successfully!");
@@ -228,8 +211,91 @@ pub fn run_apply(
     Ok(())
 }
 
-fn preflight(r: &mut ApplyRun) -> Result<()> {
-    info!("[upgrade/preflight] Running preflight checks");
+/// `upgrade node` on a control plane, as kubeadm's: this node's static Pods at the cluster's
+/// `kubernetesVersion` (which `upgrade apply` set), its kubelet.conf and config.yaml, and the
+/// add-ons once every API server runs the new image (so the last control plane upgrades them).
+pub fn run_node_control_plane(args: &ApplyArgs, fs: &NodeFs, host: &dyn Host, now: time::OffsetDateTime) -> Result<()> {
+    let mut no_input = std::io::empty();
+    let mut run = ApplyRun::start(args, fs, host, now, &mut no_input, None)?;
+    let phases: [(&str, ApplyFn); 7] = [
+        ("preflight", node_preflight),
+        ("control-plane", control_plane),
+        ("kubeconfig", kubeconfig),
+        ("kubelet-config", kubelet_config),
+        ("addon/coredns", addon_coredns),
+        ("addon/kube-proxy", addon_kube_proxy),
+        ("post-upgrade", post_upgrade),
+    ];
+    for (name, f) in phases.into_iter().filter(|(n, _)| !crate::phases::is_skipped(&args.skip_phases, n)) {
+        run.resolve()?;
+        run.phase(name, f)?;
+    }
+    if args.dry_run {
+        info!("[upgrade/successful] Finished dryrunning successfully!");
+    } else {
+        info!("[upgrade] The control plane instance for this node was successfully upgraded to \"{}\"", run.target);
+    }
+    Ok(())
+}
+
+impl<'a> ApplyRun<'a> {
+    /// Reads the cluster; `target` None: the cluster's own `kubernetesVersion`.
+    fn start(
+        args: &'a ApplyArgs,
+        fs: &'a NodeFs,
+        host: &'a dyn Host,
+        now: time::OffsetDateTime,
+        input: &'a mut dyn BufRead,
+        target: Option<Version>,
+    ) -> Result<ApplyRun<'a>> {
+        let admin = fs.real(ADMIN_CONF.as_str());
+        let client = client_from(fs, args.kubeconfig.as_deref().unwrap_or(&admin))?;
+        info!("[upgrade] Reading configuration from the \"kubeadm-config\" ConfigMap in namespace \"kube-system\"...");
+        info!("[upgrade] Use 'kubeadm init phase upload-config kubeadm --config your-config-file' to re-upload it.");
+        let want = Want { version: None, patches: args.patches.as_deref(), component_configs: true };
+        let view = super::context::fetch(fs, &client, &want)?;
+        let target = match target {
+            Some(t) => t,
+            None => {
+                let v = view.cluster_version()?;
+                Version::parse(&v).map_err(|e| {
+                    Error::cluster(format!("the kubeadm-config ConfigMap's kubernetesVersion {v:?}: {e}"))
+                })?
+            }
+        };
+        Ok(ApplyRun {
+            args,
+            fs,
+            view,
+            target,
+            client: Some(client),
+            ctx: None,
+            host,
+            live: crate::node::is_live(fs.root()),
+            stamp: crate::pki::check::file_stamp(now),
+            input,
+        })
+    }
+
+    fn phase(&mut self, name: &str, f: ApplyFn) -> Result<()> {
+        let fs = self.fs;
+        f(self).and_then(|()| Ok(fs.commit()?)).map_err(|e| {
+            fs.discard();
+            e.context(format_args!("phase {name}"))
+        })
+    }
+}
+
+fn node_preflight(r: &mut ApplyRun) -> Result<()> {
+    info!("[upgrade/preflight] Running pre-flight checks");
+    host_checks(r)?;
+    if r.args.dry_run {
+        info!("[upgrade/preflight] Would pull the required images (like 'kubeadm config images pull')");
+    }
+    Ok(())
+}
+
+fn host_checks(r: &ApplyRun) -> Result<()> {
     if r.live {
         let (name, cri) = (r.view.node_name().to_string(), r.view.cri_socket().to_string());
         let input = crate::preflight::Input::worker(r.fs.root(), name, Some(cri), None);
@@ -237,6 +303,12 @@ fn preflight(r: &mut ApplyRun) -> Result<()> {
         let report = crate::preflight::run_only(r.host, &input, &r.args.ignore_preflight, &names);
         crate::preflight::enforce(&report)?;
     }
+    Ok(())
+}
+
+fn preflight(r: &mut ApplyRun) -> Result<()> {
+    info!("[upgrade/preflight] Running preflight checks");
+    host_checks(r)?;
     check_health(r)?;
     let target = r.target.clone();
     info!("[upgrade/preflight] You have chosen to upgrade the cluster version to \"{target}\"");
@@ -351,10 +423,16 @@ fn control_plane(r: &mut ApplyRun) -> Result<()> {
         }
         return Ok(());
     }
-    info!(
-        "[upgrade/control-plane] Upgrading your static Pod-hosted control plane to version {version:?} (timeout: {})...",
-        crate::config::values::go_duration(r.args.upgrade_manifests)
-    );
+    if r.args.node {
+        info!(
+            "[upgrade/control-plane] Upgrading your Static Pod-hosted control plane instance to version {version:?}..."
+        );
+    } else {
+        info!(
+            "[upgrade/control-plane] Upgrading your static Pod-hosted control plane to version {version:?} (timeout: {})...",
+            crate::config::values::go_duration(r.args.upgrade_manifests)
+        );
+    }
     let rollout = super::staticpods::Rollout {
         ctx: r.ctx()?,
         client: r.ctx()?.admin()?,

@@ -72,6 +72,12 @@ impl View {
         &self.cri
     }
 
+    /// kubeadm-config's `kubernetesVersion`.
+    pub fn cluster_version(&self) -> Result<String> {
+        let docs = crate::config::parse_stored("ConfigMap kube-system/kubeadm-config", &self.docs_text)?;
+        Ok(docs.cluster.map(|c| c.kubernetes_version).unwrap_or_default())
+    }
+
     /// The configuration at `version` (`None`: the cluster's `kubernetesVersion`).
     pub fn resolve(&self, version: Option<String>) -> Result<InitConfig> {
         let source = "ConfigMap kube-system/kubeadm-config";

@@ -1,7 +1,8 @@
 //! `kubestrap upgrade`: kubeadm 1.37's `upgrade` commands on a node kubestrap or kubeadm built.
-//! Today `upgrade node` on a worker (kubelet-config: the node's config.yaml from the cluster's
-//! kubelet-config, the old one backed up; a control plane is refused with what to run instead)
-//! and `upgrade diff` on a control plane.
+//! `upgrade apply` (the first control plane: the version policy, the static Pod rollout, the
+//! cluster's configuration and add-ons), `upgrade node` (a control plane's static Pods at the
+//! cluster's version; on every node config.yaml from the cluster's kubelet-config, the old one
+//! backed up) and `upgrade diff`.
 
 mod apply;
 mod cluster;
@@ -64,6 +65,8 @@ pub struct NodeArgs {
     pub skip_phases: Vec<String>,
     pub certificate_renewal: bool,
     pub etcd_upgrade: bool,
+    /// `timeouts.upgradeManifests` (5m): a control plane's static Pod waits.
+    pub upgrade_manifests: std::time::Duration,
 }
 
 /// The UpgradeConfiguration in `--config`; kubeadm's words when the file has none.
@@ -89,6 +92,10 @@ impl NodeArgs {
     }
 
     pub fn resolve(f: NodeFlags, cfg: Option<&UpgradeConfiguration>) -> NodeArgs {
+        let timeout = cfg.and_then(|c| c.timeouts.as_ref()).and_then(|t| t.upgrade_manifests.as_deref());
+        let upgrade_manifests = timeout
+            .and_then(|t| crate::config::values::parse_duration(t).ok())
+            .unwrap_or(std::time::Duration::from_secs(300));
         let n = cfg.and_then(|c| c.node.clone()).unwrap_or_default();
         let UpgradeNodeConfiguration { certificate_renewal, dry_run, etcd_upgrade, ignore_preflight_errors, .. } = n;
         let mut ignore = f.ignore_preflight;
@@ -104,6 +111,7 @@ impl NodeArgs {
             skip_phases: if f.skip_phases.is_empty() { n.skip_phases } else { f.skip_phases },
             certificate_renewal: f.certificate_renewal.or(certificate_renewal).unwrap_or(true),
             etcd_upgrade: f.etcd_upgrade.or(etcd_upgrade).unwrap_or(true),
+            upgrade_manifests,
         }
     }
 }

@@ -1,5 +1,5 @@
-//! `upgrade node` on a worker, as kubeadm 1.37's: the cluster's configuration read through the
-//! node's own credential, then kubeadm's phases (preflight, control-plane, kubeconfig,
+//! `upgrade node` on a worker, as kubeadm 1.37's (a control plane's is apply.rs's
+//! `run_node_control_plane`): the cluster's configuration read through the node's own credential, then kubeadm's phases (preflight, control-plane, kubeconfig,
 //! kubelet-config, addon, post-upgrade). Only kubelet-config writes on a worker: config.yaml
 //! backed up to `/etc/kubernetes/tmp/kubeadm-kubelet-config-<stamp>/`, a missing
 //! instance-config.yaml written anew, config.yaml rewritten from the kubelet-config ConfigMap.
@@ -50,12 +50,24 @@ pub const NODE_PHASES: &[Phase<NodeFn>] = &[
 pub fn run_node(args: &NodeArgs, fs: &NodeFs, host: &dyn Host, now: time::OffsetDateTime) -> Result<()> {
     crate::phases::check_skip(NODE_PHASES, "upgrade node", &args.skip_phases)?;
     if fs.exists(paths::manifest("kube-apiserver")) {
-        return Err(Error::bad_flag(format!(
-            "{} exists: this is a control plane, and kubestrap upgrades only workers so far. Run kubeadm 1.37's \
-             `kubeadm upgrade apply <version>` (the first control plane) or `kubeadm upgrade node` (the others) here: \
-             the node is laid out as kubeadm's (docs/upgrades.md)",
-            paths::manifest("kube-apiserver")
-        )));
+        let a = super::ApplyArgs {
+            root: args.root.clone(),
+            version: String::new(),
+            yes: true,
+            force: false,
+            dry_run: args.dry_run,
+            kubeconfig: args.kubeconfig.clone(),
+            patches: args.patches.clone(),
+            ignore_preflight: args.ignore_preflight.clone(),
+            skip_phases: args.skip_phases.clone(),
+            certificate_renewal: args.certificate_renewal,
+            etcd_upgrade: args.etcd_upgrade,
+            allow_experimental: false,
+            allow_rc: false,
+            upgrade_manifests: args.upgrade_manifests,
+            node: true,
+        };
+        return super::apply::run_node_control_plane(&a, fs, host, now);
     }
     let kubelet_conf = fs.real(KUBELET_CONF.as_str());
     let kubelet_client = client_from(fs, &kubelet_conf)?;

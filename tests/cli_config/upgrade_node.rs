@@ -1,6 +1,6 @@
-//! `kubestrap upgrade node`'s and `upgrade diff`'s refusals, before they talk to any cluster:
+//! `kubestrap upgrade node`'s, `upgrade apply`'s and `upgrade diff`'s refusals, before they talk to any cluster:
 //! each exits 2, names what is wrong, and writes nothing (the upgrade itself is
-//! tests/real/upgrade_node.rs's and upgrade_diff.rs's, beside the real kubeadm).
+//! tests/real/upgrade_node.rs's, upgrade_apply.rs's and upgrade_diff.rs's, on the real components).
 
 use crate::common::*;
 
@@ -23,13 +23,19 @@ fn wrote_nothing(s: &Scratch) {
 }
 
 #[test]
-fn a_control_plane_is_refused_with_kubeadms_commands_named() {
-    let s = Scratch::new(fixture!("base/kubeadm.yaml"));
-    s.init(&[]).ok();
-    let before = std::fs::read(s.path("/var/lib/kubelet/config.yaml")).expect("init wrote config.yaml");
-    refused(&upgrade_node(&s, &[]), &["kube-apiserver.yaml", "control plane", "kubeadm upgrade apply"]);
+fn upgrade_apply_is_refused_off_a_control_plane_without_a_version_or_with_a_bad_one() {
+    let s = Scratch::new("");
+    let root = s.root_str();
+    let apply = |extra: &[&str]| {
+        let mut args = vec!["upgrade", "apply", "--root", root.as_str()];
+        args.extend_from_slice(extra);
+        kubestrap(&args)
+    };
+    refused(&apply(&[]), &["missing one or more required arguments: [version]"]);
+    refused(&apply(&["1.37"]), &["the version \"1.37\""]);
+    refused(&apply(&["v1.37.2", "--skip-phases", "upload-confg"]), &["upload-confg"]);
+    refused(&apply(&["v1.37.2"]), &["/etc/kubernetes/manifests/kube-apiserver.yaml does not exist", "control plane"]);
     wrote_nothing(&s);
-    assert_eq!(std::fs::read(s.path("/var/lib/kubelet/config.yaml")).unwrap(), before);
 }
 
 #[test]

@@ -1,12 +1,13 @@
-//! `kubestrap upgrade apply` across a minor on the real components of both versions: a v1.36.3
-//! control plane made by kubestrap; a target two minors on is refused by the skew policy, a dry
-//! run changes nothing; then `upgrade apply v1.37.2 -y`: the static Pods roll one by one (the
-//! harness's kubelet stand-in restarts each component from its new manifest, the real kubelet
-//! changes the mirror Pods' config hash), the real API server answers v1.37.2, kubeadm-config
-//! and the add-ons name v1.37.2, the old manifests are in the backup dir, the certificates of the
-//! upgraded components are renewed, and the real `kubeadm upgrade diff v1.37.2` finds nothing to
-//! change: the new manifests are kubeadm's. The node then restarts on the v1.37.2 kubelet and is
-//! Ready.
+//! `kubestrap upgrade apply` and a control plane's `upgrade node` across a minor, on the real
+//! components of both versions: two v1.36.3 control planes made by kubestrap; a target two minors
+//! on is refused by the skew policy, an unconfirmed run and a dry run change nothing; then
+//! `upgrade apply v1.37.2 -y` on cp-1: the static Pods roll one by one (the harness's kubelet
+//! stand-in restarts each component from its new manifest, the real kubelet changes the mirror
+//! Pods' config hash), the real API server answers v1.37.2, kubeadm-config names v1.37.2, the
+//! old manifests are in the backup dir, the upgraded components' certificates are renewed, the
+//! add-ons wait for cp-2, and the real `kubeadm upgrade diff v1.37.2` finds nothing to change:
+//! the new manifests are kubeadm's. `upgrade node` on cp-2 rolls its static Pods and, as the last
+//! control plane, the add-ons. cp-1 then restarts on the v1.37.2 kubelet and is Ready.
 
 use std::path::Path;
 
@@ -54,12 +55,25 @@ fn a_control_plane_upgraded_across_a_minor_by_upgrade_apply_as_kubeadm_would() {
         ("/usr/share/ca-certificates/.keep", ""),
         ("/usr/local/share/ca-certificates/.keep", ""),
     ];
-    let mut c = Cluster::init_from(Tool::Kubestrap, &template, "24h", "", &[], &ca_dirs);
+    let endpoint = format!("controlPlaneEndpoint: {CP_ADDR}:{{port}}\n");
+    let mut c = Cluster::init_from(Tool::Kubestrap, &template, "24h", &endpoint, &["--upload-certs"], &ca_dirs);
     let root = c.root();
     let root_arg = root.display().to_string();
     assert_eq!(tags(&root), want_tags(OLD));
     assert_eq!(api_version(&c, &c.netns, CP_ADDR), OLD);
     c.wait_probes(0);
+    // A second v1.36.3 control plane.
+    let out = c.init.stdout();
+    let key = out.split_whitespace().skip_while(|w| *w != "--certificate-key").nth(1).expect("key").to_string();
+    c.wait_cluster_info_signed();
+    c.set_version("cp-2", OLD);
+    let join = c.join("cp-2", 1, &fixture!("real/join-control-plane.yaml").replace("{key}", &key), &[]);
+    assert_eq!(join.code(), 0, "cp-2 join:\n{}\n{}", join.stderr(), c.status());
+    c.wait_ready("cp-2");
+    let proxy_image = |c: &Cluster| {
+        let ds = c.get(&["-n", "kube-system", "daemonset", "kube-proxy"]);
+        ds["spec"]["template"]["spec"]["containers"][0]["image"].as_str().unwrap_or_default().to_string()
+    };
 
     // Two minors on: kubeadm's mandatory rule, nothing written.
     let before = etc_tree(&root);
@@ -102,8 +116,14 @@ fn a_control_plane_upgraded_across_a_minor_by_upgrade_apply_as_kubeadm_would() {
     let cm = c.get(&["-n", "kube-system", "configmap", "kubeadm-config"]);
     let cc = cm["data"]["ClusterConfiguration"].as_str().unwrap();
     assert!(cc.contains(&format!("kubernetesVersion: {NEW}\n")), "{cc}");
-    let ds = c.get(&["-n", "kube-system", "daemonset", "kube-proxy"]);
-    assert_eq!(ds["spec"]["template"]["spec"]["containers"][0]["image"], format!("registry.k8s.io/kube-proxy:{NEW}"));
+    // cp-2 still runs v1.36.3: the add-ons wait for it.
+    assert!(
+        err.contains(
+            "[upgrade/addon] Skipping upgrade of addons because control plane instances [cp-2] have not been upgraded"
+        ),
+        "{err}"
+    );
+    assert_eq!(proxy_image(&c), format!("registry.k8s.io/kube-proxy:{OLD}"));
     let tmp: Vec<String> = std::fs::read_dir(root.join("etc/kubernetes/tmp"))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -124,6 +144,29 @@ fn a_control_plane_upgraded_across_a_minor_by_upgrade_apply_as_kubeadm_would() {
     let out = k.stdout();
     let diff: Vec<&str> = out.lines().filter(|l| !l.starts_with("[upgrade/diff]")).collect();
     assert!(diff.is_empty(), "kubeadm would change kubestrap's upgraded manifests:\n{out}");
+
+    // `upgrade node` on cp-2: its static Pods at the cluster's new version, then the add-ons.
+    let i = c.hosts.iter().position(|h| h.name == "cp-2").expect("cp-2");
+    let (netns2, root2) = (c.hosts[i].netns.clone(), c.hosts[i].root.clone());
+    let logs2 = c.logs.with_file_name("cp-2-upgrade-node");
+    std::fs::create_dir_all(&logs2).unwrap();
+    let node =
+        run_watched(&netns2, &["upgrade", "node", "--root", &root2.display().to_string()], &logs2, &|| c.health());
+    assert_eq!(node.code(), 0, "upgrade node on cp-2:\n{}\n{}", node.stderr(), c.status());
+    assert!(
+        node.stderr().contains(&format!(
+            "[upgrade/control-plane] Upgrading your Static Pod-hosted control plane instance to version \"{NEW}\"..."
+        )),
+        "{}",
+        node.stderr()
+    );
+    assert_eq!(tags(&root2), want_tags(NEW));
+    c.wait("cp-2's v1.37.2 API server", || (api_version(&c, &netns2, &addr(1)) == NEW).then_some(()));
+    assert_eq!(
+        proxy_image(&c),
+        format!("registry.k8s.io/kube-proxy:{NEW}"),
+        "the last control plane upgraded the add-ons"
+    );
 
     // The node restarts with the v1.37.2 kubelet.
     let (netns, scratch) = c.hosts.remove(0).power_off();
