@@ -5,8 +5,8 @@
 //! until then it waits, bounded, with the kubelet held back (a kubelet newer than the API server
 //! breaks Kubernetes' skew policy). A downgrade, a skipped minor or a wait that ran out is refused:
 //! nothing changes, the failure file names the rule, and the kubelet stays held so the node can
-//! boot its previous image. Control planes are not upgraded by image yet: refused, naming what to
-//! run, with the old static Pods left running.
+//! boot its previous image. A control plane's kubelet starts on its old static Pods; its upgrade
+//! runs in the post-kubelet stage (image_upgrade_cp.rs).
 
 use std::time::Duration;
 
@@ -131,31 +131,47 @@ fn refuse(fs: &NodeFs, report: &Reporter, mut u: ImageUpgrade, hold: bool, reaso
     Err(Error::skew(reason))
 }
 
-/// A control plane's version is its kube-apiserver manifest's image tag.
+/// A control plane's version: the oldest of its three components' image tags (so a rollout cut
+/// short still counts as the old version). None when a manifest names no versioned image.
+pub(crate) fn control_plane_version(fs: &NodeFs) -> Result<Option<Version>> {
+    let mut oldest: Option<Version> = None;
+    for c in ["kube-apiserver", "kube-controller-manager", "kube-scheduler"] {
+        let manifest = paths::manifest(c);
+        let Some(bytes) = fs.read(manifest.as_str())? else { return Ok(None) };
+        let pod: serde_yaml::Value =
+            serde_yaml::from_slice(&bytes).map_err(|e| Error::bad_file(format!("{manifest}: {e}")))?;
+        let tag = pod["spec"]["containers"][0]["image"].as_str().and_then(|i| i.rsplit_once(':')).map(|(_, t)| t);
+        let Some(v) = tag.and_then(|t| Version::parse(&t.replace('_', "+")).ok()) else { return Ok(None) };
+        if oldest.as_ref().is_none_or(|o| (v.major, v.minor, v.patch) < (o.major, o.minor, o.patch)) {
+            oldest = Some(v);
+        }
+    }
+    Ok(oldest)
+}
+
+/// Before the kubelet: a control plane's rules. One minor (or patches) up is for the
+/// post-kubelet stage, once the kubelet runs the static Pods (image_upgrade_cp.rs).
 fn control_plane(fs: &NodeFs, report: &Reporter, image: &Version) -> Result<()> {
-    let manifest = paths::manifest("kube-apiserver");
-    let bytes = fs.read(manifest.as_str())?.unwrap_or_default();
-    let pod: serde_yaml::Value =
-        serde_yaml::from_slice(&bytes).map_err(|e| Error::bad_file(format!("{manifest}: {e}")))?;
-    let tag = pod["spec"]["containers"][0]["image"].as_str().and_then(|i| i.rsplit_once(':')).map(|(_, t)| t);
-    let Some(node) = tag.and_then(|t| Version::parse(&t.replace('_', "+")).ok()) else {
-        warn!("[upgrade] {manifest} names no versioned kube-apiserver image: the image's version is not compared");
+    let Some(node) = control_plane_version(fs)? else {
+        warn!("[upgrade] the static Pod manifests name no versioned image: the image's version is not compared");
         return Ok(());
     };
     let u = ImageUpgrade { image: image.to_string(), node: node.to_string(), ..Default::default() };
-    let reason = match change(&node, image) {
+    match change(&node, image) {
         Change::None => {
             set(report, &ImageUpgrade { state: "current".into(), ..u });
-            return Ok(());
+            Ok(())
         }
-        Change::Refused(r) => r,
-        Change::Upgrade => format!(
-            "the image carries Kubernetes {image} and this control plane runs {node}: kubestrap does not upgrade a \
-             control plane by image yet. Its static Pods stay at {node}; run `kubeadm upgrade apply {image}` on the \
-             first control plane and `kubeadm upgrade node` on the others, or boot the image of {node}"
-        ),
-    };
-    refuse(fs, report, u, false, reason)
+        Change::Refused(r) => refuse(fs, report, u, false, r),
+        Change::Upgrade => {
+            let reason = format!(
+                "this control plane runs {node}; it is upgraded to {image} once its kubelet runs (kubestrap-post.service)"
+            );
+            info!("[upgrade] {reason}");
+            set(report, &ImageUpgrade { state: "pending".into(), reason, ..u });
+            Ok(())
+        }
+    }
 }
 
 fn worker(fs: &NodeFs, report: &Reporter, env: &Env, image: &Version) -> Result<()> {

@@ -91,19 +91,29 @@ fn a_worker_on_an_older_image_is_refused_and_its_kubelet_held_until_a_good_boot(
 }
 
 #[test]
-fn a_control_plane_on_a_newer_image_is_refused_with_kubeadms_commands_and_keeps_its_kubelet() {
+fn a_control_plane_on_the_next_image_starts_its_kubelet_and_one_two_minors_on_is_refused() {
     let root = Root::new("cp");
     root.put(IMAGE_INFO.as_str(), IMAGE_1_37);
-    let manifest = "apiVersion: v1\nkind: Pod\nspec:\n  containers:\n  - name: kube-apiserver\n    image: registry.k8s.io/kube-apiserver:v1.36.3\n";
-    root.put(paths::manifest("kube-apiserver").as_str(), manifest);
+    for c in ["kube-apiserver", "kube-controller-manager", "kube-scheduler"] {
+        let v = if c == "kube-scheduler" { "v1.36.3" } else { "v1.37.2" };
+        let manifest = format!(
+            "apiVersion: v1\nkind: Pod\nspec:\n  containers:\n  - name: {c}\n    image: registry.k8s.io/{c}:{v}\n"
+        );
+        root.put(paths::manifest(c).as_str(), &manifest);
+    }
+    // A rollout cut short: the oldest component is the node's version.
     let (r, u) = check(&root);
-    let e = r.expect_err("refused");
+    assert!(r.is_ok(), "{r:?}");
+    let u = u.expect("reported");
+    assert_eq!((u.state.as_str(), u.node.as_str()), ("pending", "v1.36.3"));
+    assert!(u.reason.contains("once its kubelet runs"), "{}", u.reason);
+    root.put(IMAGE_INFO.as_str(), r#"{"kubernetesVersion": "v1.38.0"}"#);
+    let (r, u) = check(&root);
+    let e = r.expect_err("two minors on");
     assert_eq!(e.kind.exit_code(), 5);
-    assert!(e.message.contains("kubeadm upgrade apply v1.37.2") && e.message.contains("stay at v1.36.3"), "{e}");
+    assert!(e.message.contains("may not skip a minor"), "{e}");
     assert_eq!(u.expect("reported").state, "refused");
     assert!(!root.has(KUBELET_HOLD.as_str()), "a control plane's kubelet keeps running its old static Pods");
-    root.put(paths::manifest("kube-apiserver").as_str(), &manifest.replace("v1.36.3", "v1.37.2"));
-    assert!(check(&root).0.is_ok());
 }
 
 #[test]

@@ -13,6 +13,7 @@ mod every_boot_leaves;
 pub mod existing;
 pub mod failure;
 pub mod image_upgrade;
+mod image_upgrade_cp;
 pub mod metadata;
 pub mod script;
 
@@ -83,6 +84,19 @@ pub(crate) fn run_with(args: BootArgs, runner: &dyn script::Runner) -> Result<()
             };
             let checked = every_boot::run(&fs, &every).map(|rows| report.certs(&rows));
             if let Err(e) = checked.and_then(|()| image_upgrade::run(&fs, &report, &env)) {
+                failed(&fs, &report, &e);
+                return Err(e);
+            }
+        }
+        if args.stage == Stage::PostKubelet {
+            // A control plane on the next image: upgraded now that its kubelet runs.
+            let env = image_upgrade::Env {
+                clock: &SystemClock,
+                host: &crate::host::LinuxHost,
+                wait: args.upgrade_wait,
+                patches: None,
+            };
+            if let Err(e) = image_upgrade_cp::run(&fs, &report, &env) {
                 failed(&fs, &report, &e);
                 return Err(e);
             }

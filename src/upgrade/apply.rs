@@ -371,19 +371,7 @@ fn check_health(r: &ApplyRun) -> Result<()> {
             )));
         }
     }
-    let nodes = r
-        .client()?
-        .list("/api/v1/nodes?labelSelector=node-role.kubernetes.io%2Fcontrol-plane")
-        .map_err(|e| Error::cluster(format!("listing the control-plane Nodes: {e}")))?;
-    let not_ready: Vec<String> = nodes
-        .iter()
-        .filter(|n| {
-            !n["status"]["conditions"]
-                .as_array()
-                .is_some_and(|cs| cs.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"))
-        })
-        .filter_map(|n| n["metadata"]["name"].as_str().map(str::to_string))
-        .collect();
+    let not_ready = not_ready_control_planes(r.client()?)?;
     let ignored = |name: &str| r.args.ignore_preflight.iter().any(|i| i == "all" || i.eq_ignore_ascii_case(name));
     if !not_ready.is_empty() && !ignored("ControlPlaneNodesReady") {
         return Err(Error::preflight(format!(
@@ -391,6 +379,22 @@ fn check_health(r: &ApplyRun) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// The control-plane Nodes that are not Ready.
+pub(super) fn not_ready_control_planes(client: &Client) -> Result<Vec<String>> {
+    let nodes = client
+        .list("/api/v1/nodes?labelSelector=node-role.kubernetes.io%2Fcontrol-plane")
+        .map_err(|e| Error::cluster(format!("listing the control-plane Nodes: {e}")))?;
+    Ok(nodes
+        .iter()
+        .filter(|n| {
+            !n["status"]["conditions"]
+                .as_array()
+                .is_some_and(|cs| cs.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"))
+        })
+        .filter_map(|n| n["metadata"]["name"].as_str().map(str::to_string))
+        .collect())
 }
 
 fn cluster_version(client: &Client) -> Result<Version> {

@@ -5,9 +5,11 @@
 //! backed up) and `upgrade diff`.
 
 mod apply;
+mod by_image;
 mod cluster;
 mod context;
 mod diff;
+mod lease;
 mod node;
 mod policy;
 mod staticpods;
@@ -19,6 +21,7 @@ use crate::config::{Reads, parse_documents_for};
 use crate::error::{Error, Result};
 
 pub use apply::{APPLY_PHASES, ApplyArgs, ApplyFlags, run_apply};
+pub use by_image::control_plane_by_image;
 pub use diff::{DiffArgs, run_diff};
 pub use node::{NODE_PHASES, run_node};
 

@@ -15,7 +15,7 @@ use crate::common::*;
 const KEY: &str = "8c2bd5ab3a26b0ea6b7bbbd5f3ac4d3e0b2b0e8c8d7b1d2b4e0a3c5f6a7b8c9d";
 
 /// The shared user-data; `{cri_dir}` holds a link per node to its containerd.
-const SHARED: &str = "## template: jinja
+pub(super) const SHARED: &str = "## template: jinja
 #cloud-config
 kubestrap:
   role: control-plane
@@ -54,7 +54,7 @@ kubestrap:
     controlPlane: {localAPIEndpoint: {bindPort: {port}}}
 ";
 
-fn shared(port: u16, hash: &str, cri_dir: &Path, init_node: bool) -> String {
+pub(super) fn shared(port: u16, hash: &str, cri_dir: &Path, init_node: bool) -> String {
     let init_node = if init_node { "  initNode: cp-1\n" } else { "" };
     let vars: [(&str, &dyn std::fmt::Display); 5] =
         [("init_node", &init_node), ("port", &port), ("hash", &hash), ("key", &KEY), ("cri_dir", &cri_dir.display())];
@@ -62,7 +62,7 @@ fn shared(port: u16, hash: &str, cri_dir: &Path, init_node: bool) -> String {
 }
 
 /// A CA made beforehand (as an operator would, on a workstation): (crt, key, pin).
-fn ca() -> (Vec<u8>, Vec<u8>, String) {
+pub(super) fn ca() -> (Vec<u8>, Vec<u8>, String) {
     let t = Scratch::new("");
     kubestrap(&["init", "phase", "certs", "--root", &t.root_str()]).ok();
     let read = |f: &str| std::fs::read(t.pki(f)).unwrap();
@@ -70,7 +70,7 @@ fn ca() -> (Vec<u8>, Vec<u8>, String) {
 }
 
 /// The machine's own part: its seed (meta-data names it), and the test host's kubelet flags.
-fn machine(root: &Path, user_data: &str, name: &str, i: usize) {
+pub(super) fn machine(root: &Path, user_data: &str, name: &str, i: usize) {
     seed(root, user_data, name);
     let flags = format!("KUBELET_EXTRA_ARGS=\"--node-ip={} --cgroup-root=/kubestrap-{name}\"\n", addr(i));
     write_file(&at(root, "/etc/default/kubelet"), flags);

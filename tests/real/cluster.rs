@@ -152,6 +152,12 @@ impl Cluster {
     /// [`Cluster::boot`] of cp-1 at [`CP_ADDR`] whose root `prepare` seeds (given the LAN, the
     /// root and the API server's port).
     pub fn boot_with(prepare: impl FnOnce(&Lan, &Path, u16)) -> Cluster {
+        Cluster::boot_with_at(bins::K8S_VERSION, prepare)
+    }
+
+    /// [`Cluster::boot_with`] on a node image of Kubernetes `version` (its kubelet's).
+    pub fn boot_with_at(version: &'static str, prepare: impl FnOnce(&Lan, &Path, u16)) -> Cluster {
+        let version = bins::version_for(version);
         let lock = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
         let lan = Lan::new();
         let port = free_port();
@@ -160,7 +166,7 @@ impl Cluster {
         let root_arg = scratch.root_str();
         let stage = |s: &'static str| boot_args(s, &root_arg);
         let post = stage("post-kubelet");
-        Cluster::bring_up(lock, lan, (port, bins::K8S_VERSION), scratch, &stage("pre-kubelet"), &|host, logs| {
+        Cluster::bring_up(lock, lan, (port, version), scratch, &stage("pre-kubelet"), &|host, logs| {
             run_watched(&host.netns, &post, logs, &|| host.health())
         })
     }

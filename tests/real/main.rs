@@ -58,6 +58,7 @@ mod tokenless;
 mod upgrade;
 mod upgrade_apply;
 mod upgrade_by_image;
+mod upgrade_by_image_ha;
 mod upgrade_diff;
 mod upgrade_node;
 mod workers;

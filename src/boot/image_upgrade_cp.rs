@@ -1,0 +1,47 @@
+//! A control plane booted on the image of the next version, after its kubelet has started the old
+//! static Pods (kubestrap-post.service, every boot after the first): `upgrade apply` or `upgrade
+//! node`, one control plane at a time (crate::upgrade::control_plane_by_image). A failed run
+//! has rolled its static Pods back; the failure file says why and the next boot tries again.
+
+use log::info;
+
+use super::image_upgrade::{Change, Env, ImageUpgrade, change, control_plane_version, image_version};
+use crate::error::Result;
+use crate::fsutil::NodeFs;
+use crate::paths;
+use crate::status::Reporter;
+
+pub(crate) fn run(fs: &NodeFs, report: &Reporter, env: &Env) -> Result<()> {
+    if !fs.exists(paths::manifest("kube-apiserver")) {
+        return Ok(());
+    }
+    let Some(image) = image_version(fs)? else { return Ok(()) };
+    let Some(node) = control_plane_version(fs)? else { return Ok(()) };
+    if change(&node, &image) != Change::Upgrade {
+        return Ok(());
+    }
+    let start = crate::clock::boot_ms();
+    let mut u = ImageUpgrade { image: image.to_string(), node: node.to_string(), ..Default::default() };
+    info!("[upgrade] This control plane runs {node}; its image carries {image}");
+    let waiting = |m: &str| {
+        info!("[upgrade] {m}");
+        report.waiting(m);
+    };
+    let result = crate::upgrade::control_plane_by_image(fs, env.host, &image, env.wait, env.clock, &waiting);
+    report.span("upgrade by image", start);
+    match result {
+        Ok(how) => {
+            u.state = "upgraded".into();
+            u.reason = format!("upgrade {how}");
+            u.control_plane = image.to_string();
+            report.set(|s| s.upgrade = Some(u));
+            Ok(())
+        }
+        Err(e) => {
+            u.state = "failed".into();
+            u.reason = e.message.clone();
+            report.set(|s| s.upgrade = Some(u));
+            Err(e)
+        }
+    }
+}

@@ -1,0 +1,104 @@
+//! A control plane booted on the image of the next version, once its kubelet runs: one control
+//! plane at a time (the Lease in lease.rs), the first to find the cluster at the old version runs
+//! `upgrade apply <image's version>`, every later one `upgrade node`. Both are idempotent (an
+//! unchanged component is skipped), so a run cut short converges when the next boot runs it again.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use log::info;
+
+use super::cluster::{client_from, node_name};
+use crate::clock::Clock;
+use crate::config::values::Version;
+use crate::error::{Error, Result};
+use crate::fsutil::NodeFs;
+use crate::host::Host;
+use crate::paths::{ADMIN_CONF, KUBELET_CONF};
+
+/// What a control plane did: `apply` or `node`.
+pub fn control_plane_by_image(
+    fs: &NodeFs,
+    host: &dyn Host,
+    image: &Version,
+    wait: Duration,
+    clock: &dyn Clock,
+    waiting: &dyn Fn(&str),
+) -> Result<&'static str> {
+    let admin = fs.real(ADMIN_CONF.as_str());
+    let client = client_from(fs, &admin)?;
+    let renewer = client_from(fs, &admin)?;
+    let me = node_name(&client_from(fs, &fs.real(KUBELET_CONF.as_str()))?)?;
+    super::lease::acquire(&client, &me, clock, wait, waiting)?;
+    info!("[upgrade] {me} holds kube-system/kubestrap-upgrade");
+    let done = AtomicBool::new(false);
+    let result = std::thread::scope(|s| {
+        s.spawn(|| super::lease::keep(&renewer, &me, &done));
+        let r = run(fs, host, &client, image, wait, clock, waiting);
+        done.store(true, Ordering::SeqCst);
+        r
+    });
+    super::lease::release(&client, &me);
+    result
+}
+
+fn run(
+    fs: &NodeFs,
+    host: &dyn Host,
+    client: &crate::kube::Client,
+    image: &Version,
+    wait: Duration,
+    clock: &dyn Clock,
+    waiting: &dyn Fn(&str),
+) -> Result<&'static str> {
+    // kubeadm's preflight wants every control plane Ready; after a reboot they may still be starting.
+    let deadline = clock.now() + wait;
+    loop {
+        let not_ready = super::apply::not_ready_control_planes(client)?;
+        if not_ready.is_empty() {
+            break;
+        }
+        if clock.now() >= deadline {
+            return Err(Error::cluster(format!(
+                "control planes {not_ready:?} stayed NotReady for {}s; the next boot tries again",
+                wait.as_secs()
+            )));
+        }
+        waiting(&format!("waiting for the control planes {not_ready:?} to be Ready before upgrading"));
+        clock.sleep(Duration::from_secs(5), "the control planes to be Ready");
+    }
+    let text = super::context::cluster_configuration(client)?;
+    let source = "ConfigMap kube-system/kubeadm-config";
+    let cluster = crate::config::parse_stored(source, &text)?.cluster.map(|c| c.kubernetes_version).unwrap_or_default();
+    let cluster = Version::parse(&cluster)
+        .map_err(|e| Error::cluster(format!("{source}: kubernetesVersion {cluster:?}: {e}")))?;
+    let behind = (cluster.major, cluster.minor, cluster.patch) < (image.major, image.minor, image.patch);
+    let now = clock.wall();
+    let mut args = super::apply::ApplyArgs {
+        root: fs.root().to_path_buf(),
+        version: image.to_string(),
+        yes: true,
+        force: false,
+        dry_run: false,
+        kubeconfig: None,
+        patches: None,
+        ignore_preflight: Vec::new(),
+        skip_phases: Vec::new(),
+        certificate_renewal: true,
+        etcd_upgrade: true,
+        allow_experimental: false,
+        allow_rc: false,
+        upgrade_manifests: Duration::from_secs(300),
+        node: !behind,
+    };
+    if behind {
+        info!("[upgrade] The cluster runs {cluster}: this control plane upgrades it to {image} (upgrade apply)");
+        super::apply::run_apply(&args, fs, host, now, &mut std::io::empty())?;
+        Ok("apply")
+    } else {
+        info!("[upgrade] The cluster runs {cluster}: upgrading this control plane (upgrade node)");
+        args.version = String::new();
+        super::apply::run_node_control_plane(&args, fs, host, now)?;
+        Ok("node")
+    }
+}

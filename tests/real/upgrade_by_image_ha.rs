@@ -1,0 +1,177 @@
+//! Upgrade by booting the next image, a whole cluster at once, on the real components of both
+//! versions: three control planes (one shared user-data, `kubestrap boot`) and a worker, all on
+//! images of v1.36.3, power off together and boot images of v1.37.2. Each control plane's
+//! pre-kubelet stage lets its kubelet start the old static Pods ("pending"); then the three
+//! post-kubelet stages run at the same moment: one takes the upgrade Lease and runs `upgrade
+//! apply`, the others wait for it and run `upgrade node`, one at a time; the worker's pre-kubelet
+//! stage meanwhile waits for the control plane to reach v1.37 and then runs `upgrade node`. All
+//! Nodes end Ready on v1.37.2; a client polling the API through a load balancer over the three
+//! reports its longest gap during the upgrade.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use super::availability::Monitor;
+use super::boot_ha::{ca, machine, shared};
+use super::cluster::*;
+use super::front::Balancer;
+use super::host::Host;
+use super::upgrade::{tags, want_tags};
+use crate::common::*;
+
+const OLD: &str = "v1.36.3";
+const NEW: &str = "v1.37.2";
+
+fn image(root: &Path, version: &str) {
+    write_file(&root.join("usr/share/kubestrap/image.json"), format!("{{\"kubernetesVersion\": \"{version}\"}}\n"));
+}
+
+fn status(root: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(root.join("run/kubestrap/status.json")).unwrap_or_default())
+        .unwrap_or_default()
+}
+
+fn kubelet_version(c: &Cluster, node: &str) -> String {
+    let (code, out, _) = c.kubectl(&["get", "-o", "json", "node", node]);
+    let n: serde_json::Value = serde_json::from_str(&out).unwrap_or_default();
+    if code == 0 {
+        n["status"]["nodeInfo"]["kubeletVersion"].as_str().unwrap_or_default().to_string()
+    } else {
+        String::new()
+    }
+}
+
+#[test]
+fn three_control_planes_and_a_worker_reboot_onto_the_next_image_at_once() {
+    let started = Instant::now();
+    let (crt, key, hash) = ca();
+    let mut ud = String::new();
+    let mut c = Cluster::boot_with_at(OLD, |lan, root, port| {
+        ud = shared(port, &hash, &lan.cri_dir, true)
+            .replace("kubernetesVersion: v1.37.2", &format!("kubernetesVersion: {OLD}"));
+        machine(root, &ud, "cp-1", 0);
+        lan.cri_socket("cp-1", root);
+        image(root, OLD);
+        write_file(&at(root, "/run/credentials/@system/kubestrap.ca-crt"), &crt);
+        write_file(&at(root, "/run/credentials/@system/kubestrap.ca-key"), &key);
+    });
+    c.wait_cluster_info_signed();
+    for (name, i) in [("cp-2", 1), ("cp-3", 2)] {
+        c.set_version(name, OLD);
+        let w = Scratch::new("");
+        machine(&w.root(), &ud, name, i);
+        c.lan.cri_socket(name, &w.root());
+        image(&w.root(), OLD);
+        let runs = c.boot_node_in(name, i, w);
+        assert!(runs.iter().all(|r| r.code() == 0), "{name}:\n{}\n{}", runs[0].stderr(), c.status());
+        c.wait_ready(name);
+    }
+    c.set_version("worker-1", OLD);
+    let w = Scratch::new("");
+    let wroot = w.root();
+    seed(&wroot, &c.fill_node(fixture!("real/boot-worker.user-data"), "worker-1", 20, &wroot), "worker-1");
+    write_file(&wroot.join("run/credentials/@system/kubestrap.token"), TOKEN);
+    image(&wroot, OLD);
+    let runs = c.boot_node_in("worker-1", 20, w);
+    assert!(runs.iter().all(|r| r.code() == 0), "worker-1:\n{}", runs[0].stderr());
+    for n in ["cp-1", "cp-2", "cp-3", "worker-1"] {
+        c.wait_ready(n);
+        assert_eq!(kubelet_version(&c, n), OLD);
+    }
+    let built = started.elapsed();
+
+    // Every machine powers off and boots the v1.37.2 image; the control planes' kubelets start on
+    // their old static Pods.
+    let names = ["cp-1", "cp-2", "cp-3", "worker-1"];
+    let mut off = Vec::new();
+    for n in names {
+        let i = c.hosts.iter().position(|h| h.name == n).expect("host");
+        let root = c.hosts[i].root.clone();
+        let (netns, scratch) = c.hosts.remove(i).power_off();
+        image(&root, NEW);
+        c.set_version(n, NEW);
+        off.push((n, netns, scratch, root));
+    }
+    let mut worker = None;
+    for (n, netns, scratch, root) in off {
+        if n == "worker-1" {
+            worker = Some((netns, scratch, root));
+            continue;
+        }
+        let pre = run_in(&netns, &boot_args("pre-kubelet", &root.display().to_string()));
+        assert_eq!(pre.code(), 0, "{n} pre-kubelet:\n{}", pre.stderr());
+        assert_eq!(status(&root)["upgrade"]["state"], "pending", "{n}: {}", status(&root));
+        let logs = c.logs.with_file_name(n);
+        c.hosts.push(Host::start_at(c.version(n), n, netns, &root, &logs, scratch, false));
+    }
+    for n in ["cp-1", "cp-2", "cp-3"] {
+        c.wait_ready(n);
+    }
+
+    // The API through a load balancer over the three, from a client machine, during the upgrade.
+    let (client, lb) = (c.bare_node("client", 30), c.bare_node("lb", 31));
+    let pool: Vec<String> = (0..3).map(addr).collect();
+    let _balancer = Balancer::start(&client, &lb, c.port, &pool);
+    let monitor = Monitor::start(&client, &std::fs::read(c.admin_conf()).expect("admin.conf"), c.port);
+
+    let upgrading = Instant::now();
+    let (wnetns, wscratch, wroot) = worker.expect("worker-1");
+    let (cps, wrun) = std::thread::scope(|s| {
+        let cps: Vec<_> = c
+            .hosts
+            .iter()
+            .map(|h| {
+                let (netns, root) = (h.netns.clone(), h.root.display().to_string());
+                s.spawn(move || {
+                    let r = run_in(&netns, &boot_args("post-kubelet", &root));
+                    (h.name.clone(), r)
+                })
+            })
+            .collect();
+        let wroot_arg = wroot.display().to_string();
+        let wnetns = &wnetns;
+        let w = s.spawn(move || {
+            let mut args = boot_args("pre-kubelet", &wroot_arg).to_vec();
+            args.extend(["--upgrade-wait", "10m"]);
+            run_in(wnetns, &args)
+        });
+        let cps: Vec<(String, Run)> = cps.into_iter().map(|t| t.join().expect("a post-kubelet run")).collect();
+        (cps, w.join().expect("the worker's run"))
+    });
+    let upgraded = upgrading.elapsed();
+    let mut applied = Vec::new();
+    for (n, r) in &cps {
+        assert_eq!(r.code(), 0, "{n} post-kubelet:\n{}\n{}", r.stderr(), c.status());
+        if r.stderr().contains("[upgrade] SUCCESS! A control plane node of your cluster was upgraded to") {
+            applied.push(n.clone());
+        } else {
+            assert!(r.stderr().contains("successfully upgraded to \"v1.37.2\""), "{n}:\n{}", r.stderr());
+        }
+        let root = &c.hosts.iter().find(|h| &h.name == n).expect("host").root;
+        assert_eq!(tags(root), want_tags(NEW), "{n}");
+        assert_eq!(status(root)["upgrade"]["state"], "upgraded", "{n}");
+    }
+    assert_eq!(applied.len(), 1, "exactly one upgrade apply: {applied:?}");
+    assert_eq!(wrun.code(), 0, "worker-1 pre-kubelet:\n{}", wrun.stderr());
+    assert_eq!(status(&wroot)["upgrade"]["state"], "upgraded");
+    let report = monitor.stop();
+
+    let logs = c.logs.with_file_name("worker-1");
+    c.hosts.push(Host::start_at(c.version("worker-1"), "worker-1", wnetns, &wroot, &logs, wscratch, false));
+    for n in names {
+        c.wait(&format!("{n} on the v1.37.2 kubelet"), || (kubelet_version(&c, n) == NEW).then_some(()));
+        c.wait_ready(n);
+    }
+    let cm = c.get(&["-n", "kube-system", "configmap", "kubeadm-config"]);
+    assert!(cm["data"]["ClusterConfiguration"].as_str().unwrap().contains(&format!("kubernetesVersion: {NEW}\n")));
+    let ds = c.get(&["-n", "kube-system", "daemonset", "kube-proxy"]);
+    assert_eq!(ds["spec"]["template"]["spec"]["containers"][0]["image"], format!("registry.k8s.io/kube-proxy:{NEW}"));
+    let (code, _, _) = c.kubectl(&["-n", "kube-system", "get", "lease", "kubestrap-upgrade"]);
+    assert_ne!(code, 0, "the upgrade lease is released");
+    println!(
+        "upgrade by image: cluster built in {built:.0?}; 3 control planes and a worker upgraded in {upgraded:.0?} \
+         ({} applied); the API through the load balancer: {} polls, {} failed, longest gap {:.1?} ({})",
+        applied[0], report.polls, report.failed, report.longest_gap, report.why
+    );
+    assert!(report.longest_gap < Duration::from_secs(30), "the API was unavailable for {:?}", report.longest_gap);
+}
