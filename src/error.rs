@@ -53,7 +53,7 @@ pub enum Kind {
     /// A cluster this node must not touch answers where it would make its own (never two clusters).
     Conflict,
     /// The image's Kubernetes version may not run here (version skew, a skipped minor, a
-    /// downgrade): an upgrade by image refused, the node left on its old configuration.
+    /// downgrade): an upgrade by image refused at boot, the node left on its old configuration.
     Skew,
 }
 

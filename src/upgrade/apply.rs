@@ -322,14 +322,14 @@ fn preflight(r: &mut ApplyRun) -> Result<()> {
     let kubelets = kubelet_versions(r.client()?)?;
     let skew = policy::enforce(&target, &cluster, &kubelets, r.args.allow_experimental, r.args.allow_rc);
     if !skew.mandatory.is_empty() {
-        return Err(Error::skew(format!(
+        return Err(Error::bad_flag(format!(
             "the version argument is invalid due to these fatal errors:\n\n{}\nPlease fix the misalignments highlighted above and try upgrading again",
             policy::format(&skew.mandatory)
         )));
     }
     if !skew.skippable.is_empty() {
         if !r.args.force {
-            return Err(Error::skew(format!(
+            return Err(Error::bad_flag(format!(
                 "the version argument is invalid due to these errors:\n\n{}\nCan be bypassed if you pass the --force flag",
                 policy::format(&skew.skippable)
             )));
@@ -401,7 +401,7 @@ fn cluster_version(client: &Client) -> Result<Version> {
     let v = get_patiently(client, "/version", "reading the cluster version")?.unwrap_or_default();
     let s = v["gitVersion"].as_str().unwrap_or_default();
     Version::parse(s).map_err(|e| {
-        Error::skew(format!(
+        Error::cluster(format!(
             "the version argument is invalid due to these fatal errors:\n\n\t- Unable to fetch cluster version: {s:?}: {e}\n"
         ))
     })
