@@ -52,9 +52,9 @@ const JITTER_US: u64 = 30_000;
 const JOIN_JITTER_US: u64 = 8_000;
 
 /// How one aimed kill went.
-struct Shot {
+pub(super) struct Shot {
     /// Still running when killed, and dead of the SIGKILL.
-    landed: bool,
+    pub landed: bool,
     delay_us: u64,
     /// The last line the run printed.
     last: String,
@@ -63,7 +63,7 @@ struct Shot {
 /// Runs kubestrap `args` in `netns`, reads its stderr through a pipe until a line holds
 /// `marker` (bounded; failing at once when `health` does, or when the run ends without it),
 /// waits a random 0–[`JITTER_US`] µs more and SIGKILLs it. Its stderr goes to `log`.
-fn kill_after(
+pub(super) fn kill_after(
     netns: &Netns,
     args: &[&str],
     (marker, jitter_us): (&str, u64),

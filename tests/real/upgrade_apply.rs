@@ -180,3 +180,49 @@ fn a_control_plane_upgraded_across_a_minor_by_upgrade_apply_as_kubeadm_would() {
     });
     c.wait_ready("cp-1");
 }
+
+/// The other direction: a v1.36.3 control plane the real kubeadm made, upgraded by kubestrap,
+/// through a power cut: `upgrade apply` SIGKILLed while kube-controller-manager rolls (the API
+/// server already upgraded), then run again: it converges (what is done is skipped), the real
+/// API server answers v1.37.2, and the real `kubeadm upgrade diff` finds nothing to change.
+#[test]
+fn a_control_plane_the_real_kubeadm_made_is_upgraded_by_kubestrap_through_a_power_cut() {
+    let template =
+        fixture!("real/init.yaml").replace("kubernetesVersion: v1.37.2", &format!("kubernetesVersion: {OLD}"));
+    let ca_dirs = [
+        ("/etc/ca-certificates/.keep", ""),
+        ("/usr/share/ca-certificates/.keep", ""),
+        ("/usr/local/share/ca-certificates/.keep", ""),
+    ];
+    let c = Cluster::init_from(Tool::Kubeadm, &template, "24h", "", &[], &ca_dirs);
+    let root = c.root();
+    let root_arg = root.display().to_string();
+    assert_eq!(tags(&root), want_tags(OLD));
+    c.wait_probes(0);
+    let logs = c.logs.with_file_name("cp-1-upgrade-apply");
+    std::fs::create_dir_all(&logs).unwrap();
+    let args = ["upgrade", "apply", NEW, "-y", "--root", root_arg.as_str()];
+    let marker = "[upgrade/staticpods] Preparing for \"kube-controller-manager\" upgrade";
+    let mut rng = Lcg(0x5eed_0004);
+    let shot =
+        super::kills::kill_after(&c.netns, &args, (marker, 30_000), &mut rng, &|| c.health(), &logs.join("killed"));
+    assert!(shot.landed, "the kill came after apply had ended");
+    assert_eq!(tags(&root)[1], ("kube-apiserver", NEW.to_string()), "killed after the API server rolled");
+    let again = run_watched(&c.netns, &args, &logs, &|| c.health());
+    assert_eq!(again.code(), 0, "upgrade apply after the kill:\n{}\n{}", again.stderr(), c.status());
+    assert!(
+        again
+            .stderr()
+            .contains("[upgrade/staticpods] Current and new manifests of kube-apiserver are equal, skipping upgrade"),
+        "{}",
+        again.stderr()
+    );
+    assert_eq!(tags(&root), want_tags(NEW));
+    c.wait("the v1.37.2 API server", || (api_version(&c, &c.netns, CP_ADDR) == NEW).then_some(()));
+    let k = run_kubeadm(&c.netns, &root, &logs, &["upgrade", "diff", NEW], &|| c.health());
+    assert_eq!(k.code(), 0, "kubeadm upgrade diff:\n{}\n{}", k.stdout(), k.stderr());
+    let out = k.stdout();
+    let diff: Vec<&str> = out.lines().filter(|l| !l.starts_with("[upgrade/diff]")).collect();
+    assert!(diff.is_empty(), "kubeadm would change the manifests kubestrap upgraded:\n{out}");
+    c.wait_ready("cp-1");
+}
