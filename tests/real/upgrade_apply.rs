@@ -19,6 +19,28 @@ use crate::common::*;
 const OLD: &str = "v1.36.3";
 const NEW: &str = "v1.37.2";
 
+/// The CA directories the host has, on the node too: kubeadm mounts the ones that exist on the
+/// machine it runs on, and its diff runs with this host's.
+const CA_DIRS: [(&str, &str); 3] = [
+    ("/etc/ca-certificates/.keep", ""),
+    ("/usr/share/ca-certificates/.keep", ""),
+    ("/usr/local/share/ca-certificates/.keep", ""),
+];
+
+/// The init fixture at v1.36.3.
+fn old_template() -> String {
+    fixture!("real/init.yaml").replace("kubernetesVersion: v1.37.2", &format!("kubernetesVersion: {OLD}"))
+}
+
+/// The real `kubeadm upgrade diff v1.37.2` on cp-1 prints no diff: its manifests are kubeadm's.
+fn kubeadm_finds_nothing_to_change(c: &Cluster, root: &Path, logs: &Path) {
+    let k = run_kubeadm(&c.netns, root, logs, &["upgrade", "diff", NEW], &|| c.health());
+    assert_eq!(k.code(), 0, "kubeadm upgrade diff:\n{}\n{}", k.stdout(), k.stderr());
+    let out = k.stdout();
+    let diff: Vec<&str> = out.lines().filter(|l| !l.starts_with("[upgrade/diff]")).collect();
+    assert!(diff.is_empty(), "kubeadm would change the manifests kubestrap upgraded:\n{out}");
+}
+
 fn not_before(root: &Path, p: &str) -> String {
     let pem = std::fs::read(root.join(p)).unwrap_or_else(|e| panic!("{p}: {e}"));
     let (_, der) = x509_parser::pem::parse_x509_pem(&pem).expect("pem");
@@ -46,17 +68,8 @@ fn etc_tree(root: &Path) -> Vec<(String, Vec<u8>)> {
 
 #[test]
 fn a_control_plane_upgraded_across_a_minor_by_upgrade_apply_as_kubeadm_would() {
-    let template =
-        fixture!("real/init.yaml").replace("kubernetesVersion: v1.37.2", &format!("kubernetesVersion: {OLD}"));
-    // The CA directories the host has, on the node too: kubeadm mounts the ones that exist on
-    // the machine it runs on, and its diff below runs with this host's.
-    let ca_dirs = [
-        ("/etc/ca-certificates/.keep", ""),
-        ("/usr/share/ca-certificates/.keep", ""),
-        ("/usr/local/share/ca-certificates/.keep", ""),
-    ];
     let endpoint = format!("controlPlaneEndpoint: {CP_ADDR}:{{port}}\n");
-    let mut c = Cluster::init_from(Tool::Kubestrap, &template, "24h", &endpoint, &["--upload-certs"], &ca_dirs);
+    let mut c = Cluster::init_from(Tool::Kubestrap, &old_template(), "24h", &endpoint, &["--upload-certs"], &CA_DIRS);
     let root = c.root();
     let root_arg = root.display().to_string();
     assert_eq!(tags(&root), want_tags(OLD));
@@ -139,11 +152,7 @@ fn a_control_plane_upgraded_across_a_minor_by_upgrade_apply_as_kubeadm_would() {
     assert!(tmp.iter().any(|n| n.starts_with("kubeadm-backup-etcd-")), "etcd's data backed up: {tmp:?}");
 
     // The real kubeadm finds this control plane at v1.37.2 as it would have made it.
-    let k = run_kubeadm(&c.netns, &root, &logs, &["upgrade", "diff", NEW], &|| c.health());
-    assert_eq!(k.code(), 0, "kubeadm upgrade diff:\n{}\n{}", k.stdout(), k.stderr());
-    let out = k.stdout();
-    let diff: Vec<&str> = out.lines().filter(|l| !l.starts_with("[upgrade/diff]")).collect();
-    assert!(diff.is_empty(), "kubeadm would change kubestrap's upgraded manifests:\n{out}");
+    kubeadm_finds_nothing_to_change(&c, &root, &logs);
 
     // `upgrade node` on cp-2: its static Pods at the cluster's new version, then the add-ons.
     let i = c.hosts.iter().position(|h| h.name == "cp-2").expect("cp-2");
@@ -187,14 +196,7 @@ fn a_control_plane_upgraded_across_a_minor_by_upgrade_apply_as_kubeadm_would() {
 /// API server answers v1.37.2, and the real `kubeadm upgrade diff` finds nothing to change.
 #[test]
 fn a_control_plane_the_real_kubeadm_made_is_upgraded_by_kubestrap_through_a_power_cut() {
-    let template =
-        fixture!("real/init.yaml").replace("kubernetesVersion: v1.37.2", &format!("kubernetesVersion: {OLD}"));
-    let ca_dirs = [
-        ("/etc/ca-certificates/.keep", ""),
-        ("/usr/share/ca-certificates/.keep", ""),
-        ("/usr/local/share/ca-certificates/.keep", ""),
-    ];
-    let c = Cluster::init_from(Tool::Kubeadm, &template, "24h", "", &[], &ca_dirs);
+    let c = Cluster::init_from(Tool::Kubeadm, &old_template(), "24h", "", &[], &CA_DIRS);
     let root = c.root();
     let root_arg = root.display().to_string();
     assert_eq!(tags(&root), want_tags(OLD));
@@ -219,10 +221,6 @@ fn a_control_plane_the_real_kubeadm_made_is_upgraded_by_kubestrap_through_a_powe
     );
     assert_eq!(tags(&root), want_tags(NEW));
     c.wait("the v1.37.2 API server", || (api_version(&c, &c.netns, CP_ADDR) == NEW).then_some(()));
-    let k = run_kubeadm(&c.netns, &root, &logs, &["upgrade", "diff", NEW], &|| c.health());
-    assert_eq!(k.code(), 0, "kubeadm upgrade diff:\n{}\n{}", k.stdout(), k.stderr());
-    let out = k.stdout();
-    let diff: Vec<&str> = out.lines().filter(|l| !l.starts_with("[upgrade/diff]")).collect();
-    assert!(diff.is_empty(), "kubeadm would change the manifests kubestrap upgraded:\n{out}");
+    kubeadm_finds_nothing_to_change(&c, &root, &logs);
     c.wait_ready("cp-1");
 }
