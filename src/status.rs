@@ -216,6 +216,7 @@ impl<'a> Reporter<'a> {
     }
 
     pub fn skipped(&self, why: &str) {
+        self.finish_phase();
         self.end_span(self.stage_span);
         self.status.borrow_mut().state = "skipped".into();
         self.emit("skipped", "", why);

@@ -90,6 +90,30 @@ pub(crate) fn record_first_boot(fs: &NodeFs) {
     }
 }
 
+/// An upgrade by image is due on this node (its image says a version one minor or patches newer
+/// than the node's): the image's archives are imported before the check, as at a first boot, so
+/// the new version's images are in the runtime without a registry. Unreadable state: not due
+/// (the check itself says why).
+pub(crate) fn due(fs: &NodeFs) -> bool {
+    let Ok(Some(image)) = image_version(fs) else { return false };
+    let node = if fs.exists(paths::manifest("kube-apiserver")) {
+        control_plane_version(fs).ok().flatten()
+    } else {
+        worker_version(fs).ok().flatten()
+    };
+    node.is_some_and(|n| change(&n, &image) == Change::Upgrade)
+}
+
+/// The node's CRI socket (instance-config.yaml), else containerd's.
+pub(crate) fn cri_socket(fs: &NodeFs) -> String {
+    let text = fs.read(crate::paths::KUBELET_INSTANCE_CONFIG.as_str()).ok().flatten().unwrap_or_default();
+    let m: serde_yaml::Mapping = serde_yaml::from_slice(&text).unwrap_or_default();
+    m.get("containerRuntimeEndpoint")
+        .and_then(serde_yaml::Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map_or_else(|| crate::constants::DEFAULT_CRI_SOCKET.to_string(), str::to_string)
+}
+
 /// What the check needs from outside.
 pub(crate) struct Env<'a> {
     pub clock: &'a dyn Clock,

@@ -82,7 +82,11 @@ pub(crate) fn run_with(args: BootArgs, runner: &dyn script::Runner) -> Result<()
                 wait: args.upgrade_wait,
                 patches: joined_patches(&fs),
             };
-            let checked = every_boot::run(&fs, &every).map(|rows| report.certs(&rows));
+            let mut checked = every_boot::run(&fs, &every).map(|rows| report.certs(&rows));
+            if checked.is_ok() && image_upgrade::due(&fs) {
+                let node = Node::new(&fs, &SystemClock, Some(&report));
+                checked = preload_images(&args, node, &image_upgrade::cri_socket(&fs));
+            }
             if let Err(e) = checked.and_then(|()| image_upgrade::run(&fs, &report, &env)) {
                 failed(&fs, &report, &e);
                 return Err(e);

@@ -105,3 +105,62 @@ fn a_join_refused_for_its_input_writes_nothing_not_even_its_write_files() {
         .collect();
     assert_eq!(after, before);
 }
+
+/// A stand-in `ctr`: `images list` prints what was imported; `images import` of N.tar lists
+/// example.com/N:1 and logs it.
+const FAKE_CTR: &str = r#"#!/bin/sh
+state=$(dirname "$0")
+while [ "$1" != images ]; do shift; done
+[ "$2" = list ] && { cat "$state/listed" 2>/dev/null; exit 0; }
+for f; do :; done
+n=$(basename "$f" .tar)
+echo "import $n" >>"$state/log"
+echo "example.com/$n:1" >>"$state/listed"
+"#;
+
+/// A worker booted on the next image (its image.json newer than the version it recorded) gets
+/// the image's archives imported before the upgrade check, as at a first boot; at the node's own
+/// version a later boot imports nothing. (Here no kubelet.conf follows, so the check then fails.)
+#[test]
+fn a_boot_onto_the_next_image_imports_its_archives_first() {
+    use std::os::unix::fs::PermissionsExt;
+    let r0 = tempfile::tempdir().unwrap();
+    let root = r0.path();
+    write_file(&root.join("var/lib/kubestrap/done-pre-kubelet"), "");
+    write_file(&root.join("var/lib/kubestrap/kubernetes-version"), "v1.36.3\n");
+    write_file(&root.join("usr/share/kubestrap/image.json"), r#"{"kubernetesVersion": "v1.36.3"}"#);
+    let index = r#"{"schemaVersion":2,"manifests":[{"digest":"sha256:00","annotations":{"io.containerd.image.name":"example.com/pause:1"}}]}"#;
+    let mut tar = tar::Builder::new(Vec::new());
+    let mut h = tar::Header::new_gnu();
+    h.set_size(index.len() as u64);
+    h.set_mode(0o644);
+    tar.append_data(&mut h, "index.json", index.as_bytes()).unwrap();
+    write_file(&root.join("usr/share/kubestrap/images/pause.tar"), tar.into_inner().unwrap());
+    let bin = tempfile::tempdir().unwrap();
+    let ctr = bin.path().join("ctr");
+    std::fs::write(&ctr, FAKE_CTR).unwrap();
+    std::fs::set_permissions(&ctr, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", bin.path().display(), std::env::var("PATH").unwrap_or_default());
+    let run = || {
+        let out = std::process::Command::new(BIN)
+            .args(["boot", "--stage", "pre-kubelet", "--root", &root.display().to_string()])
+            .args(["--image-dir", "/usr/share/kubestrap/images"])
+            .env("PATH", &path)
+            .env_remove("JOURNAL_STREAM")
+            .output()
+            .expect("run kubestrap");
+        Run { out }
+    };
+    let same = run();
+    assert_eq!(same.code(), 0, "{}", same.stderr());
+    assert!(!bin.path().join("log").exists(), "a boot at the node's version imported an archive");
+
+    write_file(&root.join("usr/share/kubestrap/image.json"), r#"{"kubernetesVersion": "v1.37.2"}"#);
+    let next = run();
+    assert_eq!(std::fs::read_to_string(bin.path().join("log")).unwrap_or_default(), "import pause\n");
+    let st = status(root);
+    assert_eq!(st["images"][0]["state"], "imported", "{st}");
+    assert_eq!(st["images"][0]["images"][0], "example.com/pause:1", "{st}");
+    assert_ne!(next.code(), 0, "no kubelet.conf: the upgrade check fails after the import");
+    assert!(next.stderr().contains("/etc/kubernetes/kubelet.conf"), "{}", next.stderr());
+}
