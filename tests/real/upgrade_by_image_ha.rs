@@ -171,7 +171,11 @@ fn three_control_planes_and_a_worker_reboot_onto_the_next_image_at_once() {
     println!(
         "upgrade by image: cluster built in {built:.0?}; 3 control planes and a worker upgraded in {upgraded:.0?} \
          ({} applied); the API through the load balancer: {} polls, {} failed, longest gap {:.1?} ({})",
-        applied[0], report.polls, report.failed, report.longest_gap, report.why
+        applied[0],
+        report.polls,
+        report.failed,
+        report.longest_gap,
+        report.why.chars().take(120).collect::<String>()
     );
     assert!(report.longest_gap < Duration::from_secs(30), "the API was unavailable for {:?}", report.longest_gap);
 }
