@@ -66,6 +66,27 @@ pub struct ApplyArgs {
 }
 
 impl ApplyArgs {
+    /// A control plane's `upgrade node`: its flags, at the cluster's version, asking nothing.
+    pub(super) fn for_node(n: &super::NodeArgs) -> ApplyArgs {
+        ApplyArgs {
+            root: n.root.clone(),
+            version: String::new(),
+            yes: true,
+            force: false,
+            dry_run: n.dry_run,
+            kubeconfig: n.kubeconfig.clone(),
+            patches: n.patches.clone(),
+            ignore_preflight: n.ignore_preflight.clone(),
+            skip_phases: n.skip_phases.clone(),
+            certificate_renewal: n.certificate_renewal,
+            etcd_upgrade: n.etcd_upgrade,
+            allow_experimental: false,
+            allow_rc: false,
+            upgrade_manifests: n.upgrade_manifests,
+            node: true,
+        }
+    }
+
     pub fn resolve(f: ApplyFlags, cfg: Option<&UpgradeConfiguration>) -> Result<ApplyArgs> {
         let a = cfg.and_then(|c| c.apply.clone()).unwrap_or_default();
         let bool_of = |k: &str| a.get(k).and_then(serde_yaml::Value::as_bool);
@@ -297,11 +318,7 @@ fn node_preflight(r: &mut ApplyRun) -> Result<()> {
 
 fn host_checks(r: &ApplyRun) -> Result<()> {
     if r.live {
-        let (name, cri) = (r.view.node_name().to_string(), r.view.cri_socket().to_string());
-        let input = crate::preflight::Input::worker(r.fs.root(), name, Some(cri), None);
-        let names = ["IsPrivilegedUser", "SystemVerification", "ContainerRuntimeVersion"];
-        let report = crate::preflight::run_only(r.host, &input, &r.args.ignore_preflight, &names);
-        crate::preflight::enforce(&report)?;
+        super::host_checks(r.host, r.fs.root(), (r.view.node_name(), r.view.cri_socket()), &r.args.ignore_preflight)?;
     }
     Ok(())
 }

@@ -74,30 +74,15 @@ fn run(
         .map_err(|e| Error::cluster(format!("{source}: kubernetesVersion {cluster:?}: {e}")))?;
     let behind = (cluster.major, cluster.minor, cluster.patch) < (image.major, image.minor, image.patch);
     let now = clock.wall();
-    let mut args = super::apply::ApplyArgs {
-        root: fs.root().to_path_buf(),
-        version: image.to_string(),
-        yes: true,
-        force: false,
-        dry_run: false,
-        kubeconfig: None,
-        patches: None,
-        ignore_preflight: Vec::new(),
-        skip_phases: Vec::new(),
-        certificate_renewal: true,
-        etcd_upgrade: true,
-        allow_experimental: false,
-        allow_rc: false,
-        upgrade_manifests: Duration::from_secs(300),
-        node: !behind,
-    };
+    // kubeadm's defaults, as `upgrade node` with no flags; apply at the image's version.
+    let mut args = super::apply::ApplyArgs::for_node(&super::NodeArgs::for_boot(fs.root(), None));
     if behind {
+        (args.version, args.node) = (image.to_string(), false);
         info!("[upgrade] The cluster runs {cluster}: this control plane upgrades it to {image} (upgrade apply)");
         super::apply::run_apply(&args, fs, host, now, &mut std::io::empty())?;
         Ok("apply")
     } else {
         info!("[upgrade] The cluster runs {cluster}: upgrading this control plane (upgrade node)");
-        args.version = String::new();
         super::apply::run_node_control_plane(&args, fs, host, now)?;
         Ok("node")
     }

@@ -25,6 +25,18 @@ pub use by_image::control_plane_by_image;
 pub use diff::{DiffArgs, run_diff};
 pub use node::{NODE_PHASES, run_node};
 
+/// kubeadm's upgrade host checks (root, SystemVerification, ContainerRuntimeVersion) on a live node.
+pub(crate) fn host_checks(
+    host: &dyn crate::host::Host,
+    root: &std::path::Path,
+    (node_name, cri_socket): (&str, &str),
+    ignore: &[String],
+) -> Result<()> {
+    let input = crate::preflight::Input::worker(root, node_name.to_string(), Some(cri_socket.to_string()), None);
+    let names = ["IsPrivilegedUser", "SystemVerification", "ContainerRuntimeVersion"];
+    Ok(crate::preflight::enforce(&crate::preflight::run_only(host, &input, ignore, &names))?)
+}
+
 /// A client on this node's own credential (kubelet.conf).
 pub(crate) fn kubelet_client(fs: &crate::fsutil::NodeFs) -> Result<crate::kube::Client> {
     cluster::client_from(fs, &fs.real(crate::paths::KUBELET_CONF.as_str()))

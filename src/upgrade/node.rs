@@ -50,23 +50,7 @@ pub const NODE_PHASES: &[Phase<NodeFn>] = &[
 pub fn run_node(args: &NodeArgs, fs: &NodeFs, host: &dyn Host, now: time::OffsetDateTime) -> Result<()> {
     crate::phases::check_skip(NODE_PHASES, "upgrade node", &args.skip_phases)?;
     if fs.exists(paths::manifest("kube-apiserver")) {
-        let a = super::ApplyArgs {
-            root: args.root.clone(),
-            version: String::new(),
-            yes: true,
-            force: false,
-            dry_run: args.dry_run,
-            kubeconfig: args.kubeconfig.clone(),
-            patches: args.patches.clone(),
-            ignore_preflight: args.ignore_preflight.clone(),
-            skip_phases: args.skip_phases.clone(),
-            certificate_renewal: args.certificate_renewal,
-            etcd_upgrade: args.etcd_upgrade,
-            allow_experimental: false,
-            allow_rc: false,
-            upgrade_manifests: args.upgrade_manifests,
-            node: true,
-        };
+        let a = super::ApplyArgs::for_node(args);
         return super::apply::run_node_control_plane(&a, fs, host, now);
     }
     let kubelet_conf = fs.real(KUBELET_CONF.as_str());
@@ -130,10 +114,7 @@ pub fn run_node(args: &NodeArgs, fs: &NodeFs, host: &dyn Host, now: time::Offset
 fn preflight(r: &NodeRun) -> Result<()> {
     info!("[upgrade/preflight] Running pre-flight checks");
     if r.live {
-        let input = crate::preflight::Input::worker(r.fs.root(), r.node_name.clone(), Some(r.cri_socket.clone()), None);
-        let names = ["IsPrivilegedUser", "SystemVerification", "ContainerRuntimeVersion"];
-        let report = crate::preflight::run_only(r.host, &input, &r.args.ignore_preflight, &names);
-        crate::preflight::enforce(&report)?;
+        super::host_checks(r.host, r.fs.root(), (&r.node_name, &r.cri_socket), &r.args.ignore_preflight)?;
     } else {
         info!("[upgrade/preflight] {} is not this machine's root: the host checks are skipped", r.fs.root().display());
     }
