@@ -56,4 +56,5 @@ pub mod constants;
 pub mod logging;
 pub mod paths;
 pub mod systemd;
+pub mod tabwrite;
 pub mod token;

@@ -26,7 +26,7 @@ pub use self::join::Join;
 pub use self::misc::{Phases, Preflight, Version};
 pub use self::reset::{Reset, ResetPhase, ResetSub};
 pub use self::token::{Token, TokenCommand, TokenCreate, TokenDelete, TokenGenerate, TokenList};
-pub use self::upgrade::{Upgrade, UpgradeApply, UpgradeCommand, UpgradeDiff, UpgradeNode};
+pub use self::upgrade::{Upgrade, UpgradeApply, UpgradeCommand, UpgradeDiff, UpgradeNode, UpgradePlan};
 
 /// kubestrap: first-boot Kubernetes node bootstrapper, kubeadm-compatible.
 #[derive(FromArgs, Debug)]

@@ -3,7 +3,7 @@
 use argh::FromArgs;
 use std::path::PathBuf;
 
-/// Upgrade this node as `kubeadm upgrade` does (today: `node` on a worker, `diff` on a control plane).
+/// Upgrade this node as `kubeadm upgrade` does (apply, plan, node, diff).
 #[derive(FromArgs, Debug)]
 #[argh(subcommand, name = "upgrade")]
 pub struct Upgrade {
@@ -15,6 +15,7 @@ pub struct Upgrade {
 #[argh(subcommand)]
 pub enum UpgradeCommand {
     Apply(UpgradeApply),
+    Plan(UpgradePlan),
     Node(UpgradeNode),
     Diff(UpgradeDiff),
 }
@@ -64,6 +65,39 @@ pub struct UpgradeApply {
     pub allow_release_candidate_upgrades: bool,
     #[argh(option, default = "PathBuf::from(\"/\")")]
     /// the node root (default /); under another root the kubelet is left alone
+    pub root: PathBuf,
+}
+
+/// Show the versions the cluster runs and what `upgrade apply VERSION` would move each to, as `kubeadm upgrade plan` (changes nothing).
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "plan")]
+pub struct UpgradePlan {
+    #[argh(positional)]
+    /// the version to plan for (default plan.kubernetesVersion in --config, else this node's image's version; kubestrap never asks the internet)
+    pub version: Option<String>,
+    #[argh(option)]
+    /// an UpgradeConfiguration (kubeadm.k8s.io/v1beta4) file; its `plan` fields are defaults for the flags
+    pub config: Option<PathBuf>,
+    #[argh(option)]
+    /// the kubeconfig to talk to the cluster with (default admin.conf)
+    pub kubeconfig: Option<PathBuf>,
+    #[argh(option, short = 'o', default = "String::from(\"text\")")]
+    /// output format: text, json or yaml (default text)
+    pub output: String,
+    #[argh(option)]
+    /// list etcd's upgrade too (default true)
+    pub etcd_upgrade: Option<bool>,
+    #[argh(option)]
+    /// checks whose errors become warnings (comma-separated, repeatable; `all` for every check)
+    pub ignore_preflight_errors: Vec<String>,
+    #[argh(switch)]
+    /// list alpha, beta and release-candidate versions
+    pub allow_experimental_upgrades: bool,
+    #[argh(switch)]
+    /// list release-candidate versions
+    pub allow_release_candidate_upgrades: bool,
+    #[argh(option, default = "PathBuf::from(\"/\")")]
+    /// the node root (default /)
     pub root: PathBuf,
 }
 

@@ -1,4 +1,4 @@
-//! `kubestrap upgrade node` and `upgrade diff`: the flags and any UpgradeConfiguration into
+//! `kubestrap upgrade apply`, `plan`, `node` and `diff`: the flags and any UpgradeConfiguration into
 //! [`crate::upgrade::NodeArgs`], this machine as the host, the wall clock for the backup's stamp.
 
 use crate::cli::{self, UpgradeCommand};
@@ -9,6 +9,7 @@ use crate::upgrade::{NodeArgs, NodeFlags};
 pub(super) fn run(u: cli::Upgrade) -> Result<()> {
     match u.command {
         UpgradeCommand::Apply(a) => apply(a),
+        UpgradeCommand::Plan(p) => plan(p),
         UpgradeCommand::Node(n) => node(n),
         UpgradeCommand::Diff(d) => diff(d),
     }
@@ -25,6 +26,25 @@ fn diff(d: cli::UpgradeDiff) -> Result<()> {
     };
     let fs = NodeFs::dry_run(&args.root);
     crate::upgrade::run_diff(&args, &fs, &mut std::io::stdout().lock())
+}
+
+fn plan(p: cli::UpgradePlan) -> Result<()> {
+    let config = p.config.as_deref().map(crate::upgrade::read_config).transpose()?;
+    let fs = NodeFs::dry_run(&p.root);
+    let image_version = crate::boot::image_upgrade::image_version(&fs)?.map(|v| v.to_string());
+    let args = crate::upgrade::PlanArgs {
+        root: p.root,
+        kubeconfig: p.kubeconfig,
+        version: p.version,
+        config,
+        output: p.output,
+        allow_experimental: p.allow_experimental_upgrades,
+        allow_rc: p.allow_release_candidate_upgrades,
+        etcd_upgrade: p.etcd_upgrade,
+        ignore_preflight: cli::split_all(&p.ignore_preflight_errors),
+        image_version,
+    };
+    crate::upgrade::run_plan(&args, &fs, &crate::host::LinuxHost, &mut std::io::stdout().lock())
 }
 
 fn apply(a: cli::UpgradeApply) -> Result<()> {

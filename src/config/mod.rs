@@ -16,6 +16,7 @@ use std::fmt;
 pub use load::{
     Documents, Reads, cluster_from_configmap, parse_documents, parse_documents_for, parse_stored, prefix_cri_socket,
 };
+pub(crate) use resolve::etcd_version_for;
 pub use resolve::{Endpoint, HostFacts, InitConfig, KeyAlgorithm, resolve_init};
 
 /// A config problem: which file, which document, which field, what is wrong with the value.

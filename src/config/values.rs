@@ -164,6 +164,45 @@ impl Version {
     pub(crate) fn image_tag(&self) -> String {
         self.to_string().replace('+', "_")
     }
+
+    /// The pre-release (`rc.1` of `v1.37.0-rc.1+abc`), empty for a release.
+    pub fn pre_release(&self) -> &str {
+        let s = self.suffix.strip_prefix('-').unwrap_or_default();
+        s.split('+').next().unwrap_or_default()
+    }
+
+    /// Semantic-version order, as apimachinery's: build metadata ignored, a pre-release before
+    /// its release, its dot-separated identifiers numerically where both are numbers.
+    pub fn semver_cmp(&self, o: &Version) -> std::cmp::Ordering {
+        use std::cmp::Ordering::*;
+        let core = (self.major, self.minor, self.patch).cmp(&(o.major, o.minor, o.patch));
+        core.then_with(|| match (self.pre_release(), o.pre_release()) {
+            ("", "") => Equal,
+            ("", _) => Greater,
+            (_, "") => Less,
+            (a, b) => {
+                let (mut x, mut y) = (a.split('.'), b.split('.'));
+                loop {
+                    match (x.next(), y.next()) {
+                        (None, None) => return Equal,
+                        (None, _) => return Less,
+                        (_, None) => return Greater,
+                        (Some(p), Some(q)) => {
+                            let c = match (p.parse::<u64>(), q.parse::<u64>()) {
+                                (Ok(m), Ok(n)) => m.cmp(&n),
+                                (Ok(_), Err(_)) => Less,
+                                (Err(_), Ok(_)) => Greater,
+                                _ => p.cmp(q),
+                            };
+                            if c != Equal {
+                                return c;
+                            }
+                        }
+                    }
+                }
+            }
+        })
+    }
 }
 
 impl fmt::Display for Version {
@@ -289,6 +328,27 @@ fn trim_fraction(n: u128, div: u128) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn versions_order_as_semver_with_pre_releases_first() {
+        let v = |s: &str| Version::parse(s).expect(s);
+        let ordered = [
+            "v1.36.3",
+            "v1.37.0-alpha.0",
+            "v1.37.0-alpha.2",
+            "v1.37.0-alpha.10",
+            "v1.37.0-beta.0",
+            "v1.37.0-rc.1",
+            "v1.37.0",
+            "v1.37.2",
+        ];
+        for w in ordered.windows(2) {
+            assert_eq!(v(w[0]).semver_cmp(&v(w[1])), std::cmp::Ordering::Less, "{} < {}", w[0], w[1]);
+            assert_eq!(v(w[1]).semver_cmp(&v(w[0])), std::cmp::Ordering::Greater);
+        }
+        assert_eq!(v("v1.37.2+abc").semver_cmp(&v("1.37.2")), std::cmp::Ordering::Equal, "build metadata ignored");
+        assert_eq!(v("v1.37.0-rc.1+abc").pre_release(), "rc.1");
+    }
 
     #[test]
     fn durations_print_as_go_prints_them() {

@@ -326,7 +326,7 @@ fn host_checks(r: &ApplyRun) -> Result<()> {
 fn preflight(r: &mut ApplyRun) -> Result<()> {
     info!("[upgrade/preflight] Running preflight checks");
     host_checks(r)?;
-    check_health(r)?;
+    check_health(r.fs, r.client()?, &r.args.ignore_preflight)?;
     let target = r.target.clone();
     info!("[upgrade/preflight] You have chosen to upgrade the cluster version to \"{target}\"");
     let cluster = cluster_version(r.client()?)?;
@@ -376,26 +376,32 @@ fn preflight(r: &mut ApplyRun) -> Result<()> {
     Ok(())
 }
 
-/// kubeadm's CheckClusterHealth, less its test Job: the three manifests on this node and every
-/// control-plane Node Ready.
-fn check_health(r: &ApplyRun) -> Result<()> {
-    let fs = r.fs;
-    for c in super::diff::COMPONENTS {
-        if !fs.exists(paths::manifest(c)) {
-            return Err(Error::preflight(format!(
-                "[preflight] Some fatal errors occurred: [ERROR ControlPlaneNodesReady]: the static Pod manifest {} does not exist",
-                paths::manifest(c)
-            )));
-        }
-    }
-    let not_ready = not_ready_control_planes(r.client()?)?;
-    let ignored = |name: &str| r.args.ignore_preflight.iter().any(|i| i == "all" || i.eq_ignore_ascii_case(name));
+/// kubeadm's CheckClusterHealth, less its test Job: every control-plane Node Ready
+/// (ControlPlaneNodesReady) and the three manifests on this node (StaticPodManifest).
+pub(super) fn check_health(fs: &NodeFs, client: &Client, ignore: &[String]) -> Result<()> {
+    let ignored = |name: &str| ignore.iter().any(|i| i == "all" || i.eq_ignore_ascii_case(name));
+    let (mut lines, mut names) = (Vec::new(), Vec::new());
+    let not_ready = not_ready_control_planes(client)?;
     if !not_ready.is_empty() && !ignored("ControlPlaneNodesReady") {
-        return Err(Error::preflight(format!(
-            "[preflight] Some fatal errors occurred: [ERROR ControlPlaneNodesReady]: there are NotReady control-planes in the cluster: {not_ready:?}"
-        )));
+        lines.push(format!(
+            "\t[ERROR ControlPlaneNodesReady]: there are NotReady control-planes in the cluster: {not_ready:?}"
+        ));
+        names.push("ControlPlaneNodesReady".to_string());
     }
-    Ok(())
+    let missing: Vec<String> = super::diff::COMPONENTS
+        .iter()
+        .map(|c| paths::manifest(c))
+        .filter(|m| !fs.exists(m))
+        .map(|m| m.as_str().to_string())
+        .collect();
+    if !missing.is_empty() && !ignored("StaticPodManifest") {
+        lines.push(format!("\t[ERROR StaticPodManifest]: manifest files not found: [{}]", missing.join(" ")));
+        names.push("StaticPodManifest".to_string());
+    }
+    if lines.is_empty() {
+        return Ok(());
+    }
+    Err(crate::preflight::PreflightError { lines, names }.into())
 }
 
 /// The control-plane Nodes that are not Ready.

@@ -2,7 +2,7 @@
 //! `upgrade apply` (the first control plane: the version policy, the static Pod rollout, the
 //! cluster's configuration and add-ons), `upgrade node` (a control plane's static Pods at the
 //! cluster's version; on every node config.yaml from the cluster's kubelet-config, the old one
-//! backed up) and `upgrade diff`.
+//! backed up), `upgrade diff` and `upgrade plan`.
 
 mod apply;
 mod by_image;
@@ -11,6 +11,7 @@ mod context;
 mod diff;
 mod lease;
 mod node;
+mod plan;
 mod policy;
 mod staticpods;
 
@@ -24,6 +25,7 @@ pub use apply::{APPLY_PHASES, ApplyArgs, ApplyFlags, run_apply};
 pub use by_image::control_plane_by_image;
 pub use diff::{DiffArgs, run_diff};
 pub use node::{NODE_PHASES, run_node};
+pub use plan::{PlanArgs, run_plan};
 
 /// kubeadm's upgrade host checks (root, SystemVerification, ContainerRuntimeVersion) on a live node.
 pub(crate) fn host_checks(

@@ -1,4 +1,4 @@
-//! `kubestrap upgrade node`'s, `upgrade apply`'s and `upgrade diff`'s refusals, before they talk to any cluster:
+//! `kubestrap upgrade node`'s, `upgrade apply`'s, `upgrade diff`'s and `upgrade plan`'s refusals, before they talk to any cluster:
 //! each exits 2, names what is wrong, and writes nothing (the upgrade itself is
 //! tests/real/upgrade_node.rs's, upgrade_apply.rs's and upgrade_diff.rs's, on the real components).
 
@@ -72,4 +72,16 @@ fn upgrade_diff_on_a_node_without_the_manifests_names_the_missing_one() {
     refused(&r, &["/etc/kubernetes/manifests/kube-apiserver.yaml", "does not exist", "control plane"]);
     let r = kubestrap(&["upgrade", "diff", "--context-lines", "many", "--root", &root]);
     assert_eq!(r.code(), 2, "a context that is not a number:\n{}", r.stderr());
+}
+
+#[test]
+fn upgrade_plan_refuses_an_unknown_output_and_a_node_without_a_kubeconfig() {
+    let s = Scratch::new("");
+    let root = s.root_str();
+    let r = kubestrap(&["upgrade", "plan", "v1.37.2", "-o", "wide", "--root", &root]);
+    assert_eq!(r.code(), 2, "{}", r.stderr());
+    assert!(r.stderr().contains("--output \"wide\""), "{}", r.stderr());
+    let r = kubestrap(&["upgrade", "plan", "v1.37.2", "--root", &root]);
+    refused(&r, &["admin.conf", "--kubeconfig"]);
+    wrote_nothing(&s);
 }

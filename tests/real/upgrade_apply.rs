@@ -1,5 +1,6 @@
 //! `kubestrap upgrade apply` and a control plane's `upgrade node` across a minor, on the real
-//! components of both versions: two v1.36.3 control planes made by kubestrap; a target two minors
+//! components of both versions: two v1.36.3 control planes made by kubestrap; `upgrade plan
+//! v1.37.2` prints the real `kubeadm upgrade plan v1.37.2`'s table, JSON and YAML; a target two minors
 //! on is refused by the skew policy, an unconfirmed run and a dry run change nothing; then
 //! `upgrade apply v1.37.2 -y` on cp-1: the static Pods roll one by one (the harness's kubelet
 //! stand-in restarts each component from its new manifest, the real kubelet changes the mirror
@@ -39,6 +40,41 @@ fn kubeadm_finds_nothing_to_change(c: &Cluster, root: &Path, logs: &Path) {
     let out = k.stdout();
     let diff: Vec<&str> = out.lines().filter(|l| !l.starts_with("[upgrade/diff]")).collect();
     assert!(diff.is_empty(), "kubeadm would change the manifests kubestrap upgraded:\n{out}");
+}
+
+/// `kubestrap upgrade plan v1.37.2` prints what the real `kubeadm upgrade plan v1.37.2` prints
+/// (its table, as text, JSON and YAML; its version lines but kubeadm's own version). The Nodes
+/// are cordoned meanwhile: kubeadm then skips its test Job, which this harness cannot run.
+fn plans_match_kubeadms(c: &Cluster, root: &Path) {
+    let (code, _, err) = c.kubectl(&["cordon", "cp-1", "cp-2"]);
+    assert_eq!(code, 0, "cordon: {err}");
+    let root_arg = root.display().to_string();
+    let logs = c.logs.with_file_name("cp-1-upgrade-plan");
+    std::fs::create_dir_all(&logs).unwrap();
+    for output in ["text", "json", "yaml"] {
+        let k = run_kubeadm(&c.netns, root, &logs, &["upgrade", "plan", NEW, "-o", output], &|| c.health());
+        assert_eq!(k.code(), 0, "kubeadm upgrade plan -o {output}:\n{}\n{}", k.stdout(), k.stderr());
+        let ours = run_in(&c.netns, &["upgrade", "plan", NEW, "-o", output, "--root", &root_arg]);
+        assert_eq!(ours.code(), 0, "kubestrap upgrade plan -o {output}:\n{}", ours.stderr());
+        let theirs = k.stdout();
+        let table = match output {
+            "text" => {
+                let start = theirs.find("Components that must be upgraded manually").expect("kubeadm's plan table");
+                for line in theirs[..start].lines().filter(|l| l.starts_with("[upgrade/versions]")) {
+                    if !line.contains("kubeadm version") {
+                        assert!(ours.stderr().contains(line), "kubestrap lacks kubeadm's {line:?}:\n{}", ours.stderr());
+                    }
+                }
+                theirs[start..].to_string()
+            }
+            _ => theirs,
+        };
+        // The kubeadm row (JSON and YAML only) names each tool's own version.
+        let ours = ours.stdout().replace(&format!("v1.37 (kubestrap {})", env!("CARGO_PKG_VERSION")), NEW);
+        assert_eq!(ours, table, "upgrade plan -o {output}: kubestrap's (left) and kubeadm's (right)");
+    }
+    let (code, _, err) = c.kubectl(&["uncordon", "cp-1", "cp-2"]);
+    assert_eq!(code, 0, "uncordon: {err}");
 }
 
 fn not_before(root: &Path, p: &str) -> String {
@@ -87,6 +123,8 @@ fn a_control_plane_upgraded_across_a_minor_by_upgrade_apply_as_kubeadm_would() {
         let ds = c.get(&["-n", "kube-system", "daemonset", "kube-proxy"]);
         ds["spec"]["template"]["spec"]["containers"][0]["image"].as_str().unwrap_or_default().to_string()
     };
+
+    plans_match_kubeadms(&c, &root);
 
     // Two minors on: kubeadm's mandatory rule, nothing written.
     let before = etc_tree(&root);
