@@ -83,7 +83,7 @@ fn node(n: cli::UpgradeNode) -> Result<()> {
         certificate_renewal: n.certificate_renewal,
         etcd_upgrade: n.etcd_upgrade,
     };
-    let args = NodeArgs::resolve(flags, config.as_ref());
+    let args = NodeArgs::resolve(flags, config.as_ref())?;
     let fs = if args.dry_run { NodeFs::dry_run(&args.root) } else { NodeFs::new(&args.root) };
     let _lock = fs.lock()?;
     crate::upgrade::run_node(&args, &fs, &crate::host::LinuxHost, time::OffsetDateTime::now_utc())

@@ -106,12 +106,7 @@ impl ApplyArgs {
         ignore.extend(list_of("ignorePreflightErrors"));
         ignore.sort();
         ignore.dedup();
-        let timeout = cfg.and_then(|c| c.timeouts.as_ref()).and_then(|t| t.upgrade_manifests.clone());
-        let upgrade_manifests = match timeout {
-            Some(t) => crate::config::values::parse_duration(&t)
-                .map_err(|m| Error::bad_config(format!("timeouts.upgradeManifests: {m}")))?,
-            None => Duration::from_secs(300),
-        };
+        let upgrade_manifests = super::upgrade_manifests(cfg)?;
         let patches = a.get("patches").and_then(|p| p.get("directory")).and_then(serde_yaml::Value::as_str);
         Ok(ApplyArgs {
             root: f.root,

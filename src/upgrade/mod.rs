@@ -86,6 +86,18 @@ pub struct NodeArgs {
     pub upgrade_manifests: std::time::Duration,
 }
 
+/// kubeadm's default `timeouts.upgradeManifests`.
+const DEFAULT_UPGRADE_MANIFESTS: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// `timeouts.upgradeManifests` of an UpgradeConfiguration (5m without one).
+pub(crate) fn upgrade_manifests(cfg: Option<&UpgradeConfiguration>) -> Result<std::time::Duration> {
+    match cfg.and_then(|c| c.timeouts.as_ref()).and_then(|t| t.upgrade_manifests.as_deref()) {
+        Some(t) => crate::config::values::parse_duration(t)
+            .map_err(|m| Error::bad_config(format!("timeouts.upgradeManifests: {m}"))),
+        None => Ok(DEFAULT_UPGRADE_MANIFESTS),
+    }
+}
+
 /// The UpgradeConfiguration in `--config`; kubeadm's words when the file has none.
 pub fn read_config(path: &std::path::Path) -> Result<UpgradeConfiguration> {
     let source = path.display().to_string();
@@ -105,14 +117,19 @@ impl NodeArgs {
     /// `upgrade node` as a boot runs it: kubeadm's defaults, the node's join patches.
     pub(crate) fn for_boot(root: &std::path::Path, patches: Option<String>) -> NodeArgs {
         let flags = NodeFlags { root: root.to_path_buf(), patches, ..Default::default() };
-        NodeArgs::resolve(flags, None)
+        NodeArgs::with_timeout(flags, None, DEFAULT_UPGRADE_MANIFESTS)
     }
 
-    pub fn resolve(f: NodeFlags, cfg: Option<&UpgradeConfiguration>) -> NodeArgs {
-        let timeout = cfg.and_then(|c| c.timeouts.as_ref()).and_then(|t| t.upgrade_manifests.as_deref());
-        let upgrade_manifests = timeout
-            .and_then(|t| crate::config::values::parse_duration(t).ok())
-            .unwrap_or(std::time::Duration::from_secs(300));
+    /// A malformed `timeouts.upgradeManifests` is refused, naming the field.
+    pub fn resolve(f: NodeFlags, cfg: Option<&UpgradeConfiguration>) -> Result<NodeArgs> {
+        Ok(NodeArgs::with_timeout(f, cfg, upgrade_manifests(cfg)?))
+    }
+
+    fn with_timeout(
+        f: NodeFlags,
+        cfg: Option<&UpgradeConfiguration>,
+        upgrade_manifests: std::time::Duration,
+    ) -> NodeArgs {
         let n = cfg.and_then(|c| c.node.clone()).unwrap_or_default();
         let UpgradeNodeConfiguration { certificate_renewal, dry_run, etcd_upgrade, ignore_preflight_errors, .. } = n;
         let mut ignore = f.ignore_preflight;
@@ -147,7 +164,7 @@ mod tests {
         let cfg = config(
             "apiVersion: kubeadm.k8s.io/v1beta4\nkind: UpgradeConfiguration\nnode:\n  dryRun: true\n  certificateRenewal: false\n  skipPhases: [addon]\n  ignorePreflightErrors: [Swap]\n  patches:\n    directory: /etc/kubernetes/patches\n",
         );
-        let from_config = NodeArgs::resolve(NodeFlags::default(), Some(&cfg));
+        let from_config = NodeArgs::resolve(NodeFlags::default(), Some(&cfg)).expect("resolves");
         assert!(from_config.dry_run && !from_config.certificate_renewal && from_config.etcd_upgrade);
         assert_eq!(from_config.skip_phases, ["addon"]);
         assert_eq!(from_config.patches.as_deref(), Some("/etc/kubernetes/patches"));
@@ -158,11 +175,26 @@ mod tests {
             patches: Some("/p".into()),
             ..Default::default()
         };
-        let both = NodeArgs::resolve(flags, Some(&cfg));
+        let both = NodeArgs::resolve(flags, Some(&cfg)).expect("resolves");
         assert!(both.certificate_renewal);
         assert_eq!(both.skip_phases, ["post-upgrade"]);
         assert_eq!(both.ignore_preflight, ["Swap", "all"]);
         assert_eq!(both.patches.as_deref(), Some("/p"));
+    }
+
+    #[test]
+    fn a_malformed_upgrade_manifests_timeout_is_refused_by_name() {
+        let cfg = config(
+            "apiVersion: kubeadm.k8s.io/v1beta4\nkind: UpgradeConfiguration\ntimeouts:\n  upgradeManifests: soon\n",
+        );
+        let e = NodeArgs::resolve(NodeFlags::default(), Some(&cfg)).expect_err("a bad duration");
+        assert!(e.to_string().contains("timeouts.upgradeManifests"), "{e}");
+        assert_eq!(e.kind.exit_code(), 2);
+        let ok = config(
+            "apiVersion: kubeadm.k8s.io/v1beta4\nkind: UpgradeConfiguration\ntimeouts:\n  upgradeManifests: 2m\n",
+        );
+        let args = NodeArgs::resolve(NodeFlags::default(), Some(&ok)).expect("resolves");
+        assert_eq!(args.upgrade_manifests, std::time::Duration::from_secs(120));
     }
 
     #[test]

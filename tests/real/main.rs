@@ -52,6 +52,7 @@ mod proc;
 mod providers;
 mod renewal;
 mod rotation;
+mod standins;
 mod static_pods;
 mod storm;
 mod tokenless;

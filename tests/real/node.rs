@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use super::bins;
+use super::cluster::at;
 use super::net::Netns;
 use super::proc::Proc;
 use crate::common::{fill, fixture_path};
@@ -100,7 +101,12 @@ impl Node {
             std::fs::create_dir_all(state.join(dir)).expect("mkdir state");
         }
         let vars: [(&str, &dyn std::fmt::Display); 2] = [("state", &state.display()), ("bin", &bin.display())];
-        let toml = fill(&std::fs::read_to_string(fixture_path("real/containerd.toml")).expect("toml"), &vars);
+        let mut toml = fill(&std::fs::read_to_string(fixture_path("real/containerd.toml")).expect("toml"), &vars);
+        let standins = std::fs::read_to_string(at(root, super::standins::MARK)).unwrap_or_default();
+        if !standins.is_empty() {
+            // Pods run here: their OOM scores no lower than ours (the test host lacks CAP_SYS_RESOURCE).
+            toml.push_str("[plugins.'io.containerd.cri.v1.runtime']\n  restrict_oom_score_adj = true\n");
+        }
         std::fs::write(state.join("containerd.toml"), toml).expect("write containerd.toml");
         std::fs::copy(fixture_path("real/hosts.toml"), state.join("certs.d/_default/hosts.toml")).expect("hosts.toml");
         std::fs::copy(fixture_path("real/net.conflist"), state.join("net.d/10-test.conflist")).expect("conflist");
@@ -126,6 +132,8 @@ impl Node {
             &[
                 ("REAL_BIN", bin.display().to_string()),
                 ("CONTAINERD_LOG", logs.join(format!("containerd-{name}.log")).display().to_string()),
+                // A node that opted in imports the static Pods' stand-in images too.
+                ("STANDIN_IMAGES", standins),
             ],
             &logs.join(format!("kubelet-{name}.log")),
         );

@@ -262,3 +262,79 @@ fn a_control_plane_the_real_kubeadm_made_is_upgraded_by_kubestrap_through_a_powe
     kubeadm_finds_nothing_to_change(&c, &root, &logs);
     c.wait_ready("cp-1");
 }
+
+/// Every static Pod of cp-1 (its mirror Pod) Running, as kubeadm's upgrade waits for.
+fn wait_static_pods_running(c: &Cluster) {
+    c.wait("cp-1's mirror Pods Running", || {
+        let pods = c.get(&["-n", "kube-system", "pods", "-l", "tier=control-plane"]);
+        let items = pods["items"].as_array()?;
+        (items.len() == 4 && items.iter().all(|p| p["status"]["phase"] == "Running")).then_some(())
+    });
+}
+
+/// The real `kubeadm upgrade apply v1.37.2` on a v1.36.3 control plane kubestrap made. Its
+/// kubelet runs the static Pods' stand-in containers (tests/real/standins.rs), so the mirror
+/// Pods reach Running as kubeadm waits for; the Node is cordoned so kubeadm skips its test Job,
+/// and its image pull (no registry here) is a warning. kubeadm succeeds, the real API server
+/// answers v1.37.2, and kubestrap agrees with every file kubeadm wrote: `upgrade plan` finds
+/// nothing to upgrade, `upgrade diff` nothing to change, and `upgrade apply` run after it finds
+/// all four manifests equal to its own and skips them.
+#[test]
+fn a_control_plane_kubestrap_made_is_upgraded_by_the_real_kubeadm() {
+    let dir = std::env::temp_dir().join(format!("kubestrap-standins-{}", std::process::id()));
+    let dir = super::standins::build(&dir, &[OLD, NEW], "3.7.0-0").display().to_string();
+    let mut files = CA_DIRS.to_vec();
+    files.push((super::standins::MARK, dir.as_str()));
+    let c = Cluster::init_from(Tool::Kubestrap, &old_template(), "24h", "", &[], &files);
+    let root = c.root();
+    let root_arg = root.display().to_string();
+    assert_eq!(tags(&root), want_tags(OLD));
+    c.wait_probes(0);
+    wait_static_pods_running(&c);
+    let (code, _, err) = c.kubectl(&["cordon", "cp-1"]);
+    assert_eq!(code, 0, "cordon: {err}");
+
+    let logs = c.logs.with_file_name("cp-1-kubeadm-upgrade-apply");
+    std::fs::create_dir_all(&logs).unwrap();
+    // bench/upgrade-apply.sh times both tools on this same shape: UPGRADE_APPLY_BY=kubestrap.
+    let by = std::env::var("UPGRADE_APPLY_BY").unwrap_or_else(|_| "kubeadm".into());
+    let t = std::time::Instant::now();
+    let r = if by == "kubestrap" {
+        run_watched(&c.netns, &["upgrade", "apply", NEW, "-y", "--root", &root_arg], &logs, &|| c.health())
+    } else {
+        let args = ["upgrade", "apply", NEW, "-y", "--ignore-preflight-errors=ImagePull,SystemVerification"];
+        run_kubeadm(&c.netns, &root, &logs, &args, &|| c.health())
+    };
+    let secs = t.elapsed().as_secs_f64();
+    assert_eq!(r.code(), 0, "{by} upgrade apply:\n{}\n{}\n{}", r.stdout(), r.stderr(), c.status());
+    println!("upgrade-apply (one control plane): {by} {secs:.3} s");
+    let success = format!("[upgrade] SUCCESS! A control plane node of your cluster was upgraded to \"{NEW}\".");
+    assert!(r.stdout().contains(&success) || r.stderr().contains(&success), "{}\n{}", r.stdout(), r.stderr());
+    assert_eq!(tags(&root), want_tags(NEW));
+    c.wait("the v1.37.2 API server", || (api_version(&c, &c.netns, CP_ADDR) == NEW).then_some(()));
+    wait_static_pods_running(&c);
+
+    let plan = run_in(&c.netns, &["upgrade", "plan", NEW, "--root", &root_arg]);
+    assert_eq!(plan.code(), 0, "{}", plan.stderr());
+    assert_eq!(plan.stdout(), "", "kubestrap's plan after kubeadm's apply");
+    let diff = run_in(&c.netns, &["upgrade", "diff", NEW, "--root", &root_arg]);
+    assert_eq!(diff.code(), 0, "{}", diff.stderr());
+    assert_eq!(diff.stdout(), "", "kubestrap would change kubeadm's manifests");
+    let manifests = |root: &Path| -> Vec<(String, Vec<u8>)> {
+        etc_tree(root).into_iter().filter(|(p, _)| p.contains("/manifests/")).collect()
+    };
+    let before = manifests(&root);
+    let again = run_watched(&c.netns, &["upgrade", "apply", NEW, "-y", "--root", &root_arg], &logs, &|| c.health());
+    assert_eq!(again.code(), 0, "kubestrap upgrade apply after kubeadm's:\n{}", again.stderr());
+    for component in ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"] {
+        let skip = format!("[upgrade/staticpods] Current and new manifests of {component} are equal, skipping upgrade");
+        let etcd_skip = "[upgrade/etcd] Skipping";
+        assert!(
+            again.stderr().contains(&skip) || (component == "etcd" && again.stderr().contains(etcd_skip)),
+            "{component}: {}",
+            again.stderr()
+        );
+    }
+    assert_eq!(manifests(&root), before, "kubestrap's apply changed a manifest kubeadm's apply wrote");
+    let _ = std::fs::remove_dir_all(&dir);
+}
