@@ -181,6 +181,10 @@ pub(crate) const JOIN_IN_PROGRESS: File = File::fixed("/var/lib/kubestrap/join-i
 pub(crate) const IMAGE_INFO: File = File::fixed("/usr/share/kubestrap/image.json", READABLE);
 /// The Kubernetes version this node was last set up (or upgraded) for.
 pub(crate) const DEPLOYED_VERSION: File = File::fixed("/var/lib/kubestrap/kubernetes-version", READABLE);
+/// A control plane's upgrade by image under way (its target version): a boot that finds the
+/// manifests already at that version still runs it again, so phases cut short by a power cut
+/// (kubelet-config, the add-ons) are finished.
+pub(crate) const UPGRADE_IN_PROGRESS: File = File::fixed("/var/lib/kubestrap/upgrade-in-progress", READABLE);
 /// While it exists the kubelet does not start (its unit's ConditionPathExists=!): an upgrade by
 /// image refused on a worker, whose new kubelet would break the version skew rules.
 pub(crate) const KUBELET_HOLD: File = File::fixed("/run/kubestrap/hold-kubelet", READABLE);

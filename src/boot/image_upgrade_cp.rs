@@ -17,9 +17,16 @@ pub(crate) fn run(fs: &NodeFs, report: &Reporter, env: &Env) -> Result<()> {
     }
     let Some(image) = image_version(fs)? else { return Ok(()) };
     let Some(node) = control_plane_version(fs)? else { return Ok(()) };
-    if change(&node, &image) != Change::Upgrade {
+    let marked = fs.read(paths::UPGRADE_IN_PROGRESS.as_str())?;
+    let resuming = marked.is_some_and(|m| String::from_utf8_lossy(&m).trim() == image.to_string());
+    if change(&node, &image) != Change::Upgrade && !resuming {
         return Ok(());
     }
+    if resuming {
+        info!("[upgrade] An upgrade to {image} was cut short ({}): running it again to finish it", paths::UPGRADE_IN_PROGRESS);
+    }
+    fs.write(&paths::UPGRADE_IN_PROGRESS, format!("{image}\n").as_bytes())?;
+    fs.commit()?;
     let start = crate::clock::boot_ms();
     let mut u = ImageUpgrade { image: image.to_string(), node: node.to_string(), ..Default::default() };
     info!("[upgrade] This control plane runs {node}; its image carries {image}");
@@ -31,6 +38,7 @@ pub(crate) fn run(fs: &NodeFs, report: &Reporter, env: &Env) -> Result<()> {
     report.span("upgrade by image", start);
     match result {
         Ok(how) => {
+            fs.remove(paths::UPGRADE_IN_PROGRESS.as_str())?;
             u.state = "upgraded".into();
             u.reason = format!("upgrade {how}");
             u.control_plane = image.to_string();

@@ -6,7 +6,8 @@
 //! apply`, the others wait for it and run `upgrade node`, one at a time; the worker's pre-kubelet
 //! stage meanwhile waits for the control plane to reach v1.37 and then runs `upgrade node`. All
 //! Nodes end Ready on v1.37.2; a client polling the API through a load balancer over the three
-//! reports its longest gap during the upgrade.
+//! reports its longest gap during the upgrade. A control plane whose upgrade was cut short after
+//! its manifests rolled finishes it at its next boot.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -178,4 +179,20 @@ fn three_control_planes_and_a_worker_reboot_onto_the_next_image_at_once() {
         report.why.chars().take(120).collect::<String>()
     );
     assert!(report.longest_gap < Duration::from_secs(30), "the API was unavailable for {:?}", report.longest_gap);
+
+    // A control plane whose upgrade was cut short after its manifests rolled (its marker left, its
+    // kubelet configuration not yet rewritten) finishes it at its next boot, though its manifests
+    // already name the image's version.
+    let h = c.hosts.iter().find(|h| h.name == "cp-3").expect("cp-3");
+    let (netns, root) = (h.netns.clone(), h.root.clone());
+    let config = root.join("var/lib/kubelet/config.yaml");
+    let fresh = std::fs::read_to_string(&config).expect("config.yaml");
+    std::fs::write(&config, format!("{fresh}# left by the v1.36.3 kubelet-config phase\n")).expect("write");
+    write_file(&at(&root, "/var/lib/kubestrap/upgrade-in-progress"), &format!("{NEW}\n"));
+    let r = run_in(&netns, &boot_args("post-kubelet", &root.display().to_string()));
+    assert_eq!(r.code(), 0, "cp-3's next boot:\n{}", r.stderr());
+    assert!(r.stderr().contains("was cut short"), "{}", r.stderr());
+    assert_eq!(std::fs::read_to_string(&config).expect("config.yaml"), fresh, "kubelet-config ran again");
+    assert!(!at(&root, "/var/lib/kubestrap/upgrade-in-progress").exists(), "the marker is gone once done");
+    assert_eq!(status(&root)["upgrade"]["state"], "upgraded");
 }
