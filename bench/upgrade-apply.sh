@@ -1,14 +1,12 @@
 #!/usr/bin/env bash
-# bench/upgrade-apply.sh: `upgrade apply v1.37.2` on v1.36.3 control planes made by kubestrap
-# (tests/real/upgrade_apply.rs), RUNS times each (default 3):
-#  - kubestrap beside the real kubeadm v1.37.2 on one control plane, in turns: the same test with
-#    UPGRADE_APPLY_BY=kubestrap or kubeadm (its kubelet runs stand-in containers for the static
-#    Pods so that kubeadm's wait for Running Pods ends; tests/real/standins.rs);
-#  - kubestrap on two control planes (the HA test's shape).
-# Both are mostly the four components restarting one after the other. Then, once, the upgrade by
-# image of three control planes and a worker at once (tests/real/upgrade_by_image_ha.rs; HA=0
-# skips it): its time and the API's longest gap through a load balancer. Needs root and the real
-# components.
+# bench/upgrade-apply.sh: kubestrap beside the real kubeadm v1.37.2 upgrading two v1.36.3 control
+# planes made by kubestrap (tests/real/upgrade_apply.rs, UPGRADE_BY=kubestrap or kubeadm, in
+# turns, RUNS times each, default 3): `upgrade apply v1.37.2` on the first, `upgrade node` on the
+# second, each command's wall time. The kubelets run stand-in containers for the static Pods so
+# that kubeadm's wait for Running Pods ends (tests/real/standins.rs); both tools' time is mostly
+# the four components restarting one after the other. Then, once, the upgrade by image of three
+# control planes and a worker at once (tests/real/upgrade_by_image_ha.rs; HA=0 skips it): its time
+# and the API's longest gap through a load balancer. Needs root and the real components.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -27,20 +25,16 @@ run_test() {   # run_test NAME PATTERN: the test's line matching PATTERN
 }
 for i in $(seq "$runs"); do
   for by in kubestrap kubeadm; do
-    echo "run $i: $(UPGRADE_APPLY_BY=$by run_test upgrade_apply::a_control_plane_kubestrap_made 'upgrade-apply (one')" | tee -a "$log"
+    UPGRADE_BY=$by run_test upgrade_apply::control_planes_kubestrap_made 'upgrade-[a-z]* (beside kubeadm)' | sed "s/^/run $i: /" | tee -a "$log"
   done
-  echo "run $i: $(run_test upgrade_apply::a_control_plane_upgraded 'upgrade-apply:') (two control planes)" | tee -a "$log"
 done
 python3 - "$log" <<'PY'
 import re, statistics, sys
 lines = open(sys.argv[1]).read().splitlines()
-def times(pattern):
-    return [float(m.group(1)) for m in (re.search(pattern, l) for l in lines) if m]
 print()
-for label, pattern in [("one control plane, kubestrap", r"one control plane\): kubestrap ([\d.]+) s"),
-                       ("one control plane, kubeadm  ", r"one control plane\): kubeadm ([\d.]+) s"),
-                       ("two control planes, kubestrap", r"upgrade-apply: kubestrap ([\d.]+) s")]:
-    t = times(pattern)
-    print(f"upgrade apply v1.36.3 -> v1.37.2, {label}: median of {len(t)} {statistics.median(t):.1f} s (min {min(t):.1f}, max {max(t):.1f})")
+for cmd in ["upgrade-apply", "upgrade-node"]:
+    for tool in ["kubestrap", "kubeadm"]:
+        t = [float(m.group(1)) for m in (re.search(rf"{cmd} \(beside kubeadm\): {tool} ([\d.]+) s", l) for l in lines) if m]
+        print(f"{cmd} v1.36.3 -> v1.37.2 (two control planes), {tool:9}: median of {len(t)} {statistics.median(t):.1f} s (min {min(t):.1f}, max {max(t):.1f})")
 PY
 [ "${HA:-1}" = 0 ] || run_test upgrade_by_image_ha 'upgrade by image:'

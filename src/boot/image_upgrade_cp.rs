@@ -23,7 +23,10 @@ pub(crate) fn run(fs: &NodeFs, report: &Reporter, env: &Env) -> Result<()> {
         return Ok(());
     }
     if resuming {
-        info!("[upgrade] An upgrade to {image} was cut short ({}): running it again to finish it", paths::UPGRADE_IN_PROGRESS);
+        info!(
+            "[upgrade] An upgrade to {image} was cut short ({}): running it again to finish it",
+            paths::UPGRADE_IN_PROGRESS
+        );
     }
     fs.write(&paths::UPGRADE_IN_PROGRESS, format!("{image}\n").as_bytes())?;
     fs.commit()?;

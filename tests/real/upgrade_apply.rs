@@ -263,78 +263,118 @@ fn a_control_plane_the_real_kubeadm_made_is_upgraded_by_kubestrap_through_a_powe
     c.wait_ready("cp-1");
 }
 
-/// Every static Pod of cp-1 (its mirror Pod) Running, as kubeadm's upgrade waits for.
-fn wait_static_pods_running(c: &Cluster) {
-    c.wait("cp-1's mirror Pods Running", || {
+/// Every static Pod (mirror Pod) of `nodes` control planes Running, as kubeadm's upgrade waits for.
+fn wait_static_pods_running(c: &Cluster, nodes: usize) {
+    c.wait("the mirror Pods Running", || {
         let pods = c.get(&["-n", "kube-system", "pods", "-l", "tier=control-plane"]);
         let items = pods["items"].as_array()?;
-        (items.len() == 4 && items.iter().all(|p| p["status"]["phase"] == "Running")).then_some(())
+        (items.len() == 4 * nodes && items.iter().all(|p| p["status"]["phase"] == "Running")).then_some(())
     });
 }
 
-/// The real `kubeadm upgrade apply v1.37.2` on a v1.36.3 control plane kubestrap made. Its
-/// kubelet runs the static Pods' stand-in containers (tests/real/standins.rs), so the mirror
-/// Pods reach Running as kubeadm waits for; the Node is cordoned so kubeadm skips its test Job,
-/// and its image pull (no registry here) is a warning. kubeadm succeeds, the real API server
-/// answers v1.37.2, and kubestrap agrees with every file kubeadm wrote: `upgrade plan` finds
-/// nothing to upgrade, `upgrade diff` nothing to change, and `upgrade apply` run after it finds
-/// all four manifests equal to its own and skips them.
+/// The real `kubeadm upgrade apply v1.37.2` and `upgrade node` on two v1.36.3 control planes
+/// kubestrap made. Their kubelets run the static Pods' stand-in containers
+/// (tests/real/standins.rs), so the mirror Pods reach Running as kubeadm waits for; the Nodes are
+/// cordoned so kubeadm skips its test Job, and its image pull (no registry here) is a warning.
+/// kubeadm succeeds on both, the real API servers answer v1.37.2, and kubestrap agrees with every
+/// file kubeadm wrote: `upgrade plan` finds nothing to upgrade, `upgrade diff` nothing to change,
+/// and `upgrade apply` / `upgrade node` run after it find all four manifests of each node equal
+/// to their own and skip them. (bench/upgrade-apply.sh runs it with UPGRADE_BY=kubestrap too.)
 #[test]
-fn a_control_plane_kubestrap_made_is_upgraded_by_the_real_kubeadm() {
+fn control_planes_kubestrap_made_are_upgraded_by_the_real_kubeadm() {
     let dir = std::env::temp_dir().join(format!("kubestrap-standins-{}", std::process::id()));
     let dir = super::standins::build(&dir, &[OLD, NEW], "3.7.0-0").display().to_string();
     let mut files = CA_DIRS.to_vec();
     files.push((super::standins::MARK, dir.as_str()));
-    let c = Cluster::init_from(Tool::Kubestrap, &old_template(), "24h", "", &[], &files);
-    let root = c.root();
-    let root_arg = root.display().to_string();
+    let endpoint = format!("controlPlaneEndpoint: {CP_ADDR}:{{port}}\n");
+    let mut c = Cluster::init_from(Tool::Kubestrap, &old_template(), "24h", &endpoint, &["--upload-certs"], &files);
+    let (root, root_arg) = (c.root(), c.root().display().to_string());
     assert_eq!(tags(&root), want_tags(OLD));
     c.wait_probes(0);
-    wait_static_pods_running(&c);
-    let (code, _, err) = c.kubectl(&["cordon", "cp-1"]);
+    let out = c.init.stdout();
+    let key = out.split_whitespace().skip_while(|w| *w != "--certificate-key").nth(1).expect("key").to_string();
+    c.wait_cluster_info_signed();
+    c.set_version("cp-2", OLD);
+    let w = Scratch::new("");
+    for (path, text) in &files {
+        write_file(&at(&w.root(), path), text);
+    }
+    let join_cp = fixture!("real/join-control-plane.yaml").replace("{key}", &key);
+    std::fs::write(w.config(), c.fill_node(&join_cp, "cp-2", 1, &w.root())).expect("join config");
+    let args = vec!["join".to_string(), "--config".into(), w.config(), "--root".into(), w.root_str()];
+    let join = c.node("cp-2", 1, w, &[args]).remove(0);
+    assert_eq!(join.code(), 0, "cp-2 join:\n{}\n{}", join.stderr(), c.status());
+    c.wait_ready("cp-2");
+    wait_static_pods_running(&c, 2);
+    let (code, _, err) = c.kubectl(&["cordon", "cp-1", "cp-2"]);
     assert_eq!(code, 0, "cordon: {err}");
+    let i = c.hosts.iter().position(|h| h.name == "cp-2").expect("cp-2");
+    let (netns2, root2) = (c.hosts[i].netns.clone(), c.hosts[i].root.clone());
+    let root2_arg = root2.display().to_string();
 
-    let logs = c.logs.with_file_name("cp-1-kubeadm-upgrade-apply");
-    std::fs::create_dir_all(&logs).unwrap();
-    // bench/upgrade-apply.sh times both tools on this same shape: UPGRADE_APPLY_BY=kubestrap.
-    let by = std::env::var("UPGRADE_APPLY_BY").unwrap_or_else(|_| "kubeadm".into());
-    let t = std::time::Instant::now();
-    let r = if by == "kubestrap" {
-        run_watched(&c.netns, &["upgrade", "apply", NEW, "-y", "--root", &root_arg], &logs, &|| c.health())
-    } else {
-        let args = ["upgrade", "apply", NEW, "-y", "--ignore-preflight-errors=ImagePull,SystemVerification"];
-        run_kubeadm(&c.netns, &root, &logs, &args, &|| c.health())
+    // bench/upgrade-apply.sh times both tools on this same shape: UPGRADE_BY=kubestrap.
+    let by = std::env::var("UPGRADE_BY").unwrap_or_else(|_| "kubeadm".into());
+    let ignore = "--ignore-preflight-errors=ImagePull,SystemVerification";
+    let upgrade = |netns: &super::net::Netns, root: &Path, args: &[&str], logs: &str| {
+        let logs = c.logs.with_file_name(logs);
+        std::fs::create_dir_all(&logs).unwrap();
+        let t = std::time::Instant::now();
+        let r = if by == "kubestrap" {
+            let root_arg = root.display().to_string();
+            let mut all = args.to_vec();
+            all.extend(["--root", root_arg.as_str()]);
+            run_watched(netns, &all, &logs, &|| c.health())
+        } else {
+            let mut all = args.to_vec();
+            all.push(ignore);
+            run_kubeadm(netns, root, &logs, &all, &|| c.health())
+        };
+        let secs = t.elapsed().as_secs_f64();
+        assert_eq!(r.code(), 0, "{by} {args:?}:\n{}\n{}\n{}", r.stdout(), r.stderr(), c.status());
+        println!("{} (beside kubeadm): {by} {secs:.3} s", args[..2].join("-"));
+        format!("{}{}", r.stdout(), r.stderr())
     };
-    let secs = t.elapsed().as_secs_f64();
-    assert_eq!(r.code(), 0, "{by} upgrade apply:\n{}\n{}\n{}", r.stdout(), r.stderr(), c.status());
-    println!("upgrade-apply (one control plane): {by} {secs:.3} s");
+    let out = upgrade(&c.netns, &root, &["upgrade", "apply", NEW, "-y"], "cp-1-upgrade-apply");
     let success = format!("[upgrade] SUCCESS! A control plane node of your cluster was upgraded to \"{NEW}\".");
-    assert!(r.stdout().contains(&success) || r.stderr().contains(&success), "{}\n{}", r.stdout(), r.stderr());
+    assert!(out.contains(&success), "{out}");
     assert_eq!(tags(&root), want_tags(NEW));
-    c.wait("the v1.37.2 API server", || (api_version(&c, &c.netns, CP_ADDR) == NEW).then_some(()));
-    wait_static_pods_running(&c);
+    c.wait("cp-1's v1.37.2 API server", || (api_version(&c, &c.netns, CP_ADDR) == NEW).then_some(()));
+    let out = upgrade(&netns2, &root2, &["upgrade", "node"], "cp-2-upgrade-node");
+    assert!(
+        out.contains("[upgrade/control-plane] The control plane instance for this node was successfully upgraded!")
+    );
+    assert_eq!(tags(&root2), want_tags(NEW));
+    c.wait("cp-2's v1.37.2 API server", || (api_version(&c, &netns2, &addr(1)) == NEW).then_some(()));
+    wait_static_pods_running(&c, 2);
+    let ds = c.get(&["-n", "kube-system", "daemonset", "kube-proxy"]);
+    assert_eq!(ds["spec"]["template"]["spec"]["containers"][0]["image"], format!("registry.k8s.io/kube-proxy:{NEW}"));
 
     let plan = run_in(&c.netns, &["upgrade", "plan", NEW, "--root", &root_arg]);
     assert_eq!(plan.code(), 0, "{}", plan.stderr());
-    assert_eq!(plan.stdout(), "", "kubestrap's plan after kubeadm's apply");
-    let diff = run_in(&c.netns, &["upgrade", "diff", NEW, "--root", &root_arg]);
-    assert_eq!(diff.code(), 0, "{}", diff.stderr());
-    assert_eq!(diff.stdout(), "", "kubestrap would change kubeadm's manifests");
+    assert_eq!(plan.stdout(), "", "kubestrap's plan after the upgrade");
     let manifests = |root: &Path| -> Vec<(String, Vec<u8>)> {
         etc_tree(root).into_iter().filter(|(p, _)| p.contains("/manifests/")).collect()
     };
-    let before = manifests(&root);
-    let again = run_watched(&c.netns, &["upgrade", "apply", NEW, "-y", "--root", &root_arg], &logs, &|| c.health());
-    assert_eq!(again.code(), 0, "kubestrap upgrade apply after kubeadm's:\n{}", again.stderr());
-    for component in ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"] {
-        let skip = format!("[upgrade/staticpods] Current and new manifests of {component} are equal, skipping upgrade");
-        let etcd_skip = "[upgrade/etcd] Skipping";
-        assert!(
-            again.stderr().contains(&skip) || (component == "etcd" && again.stderr().contains(etcd_skip)),
-            "{component}: {}",
-            again.stderr()
-        );
+    let logs = c.logs.with_file_name("kubestrap-after");
+    std::fs::create_dir_all(&logs).unwrap();
+    for (netns, root, root_arg, cmd) in [
+        (&c.netns, &root, &root_arg, vec!["upgrade", "apply", NEW, "-y"]),
+        (&netns2, &root2, &root2_arg, vec!["upgrade", "node"]),
+    ] {
+        let diff = run_in(netns, &["upgrade", "diff", NEW, "--root", root_arg]);
+        assert_eq!(diff.code(), 0, "{}", diff.stderr());
+        assert_eq!(diff.stdout(), "", "kubestrap would change the manifests of {root_arg}");
+        let before = manifests(root);
+        let mut args = cmd.clone();
+        args.extend(["--root", root_arg.as_str()]);
+        let again = run_watched(netns, &args, &logs, &|| c.health());
+        assert_eq!(again.code(), 0, "kubestrap {cmd:?} after the upgrade:\n{}", again.stderr());
+        for component in ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"] {
+            let skip =
+                format!("[upgrade/staticpods] Current and new manifests of {component} are equal, skipping upgrade");
+            assert!(again.stderr().contains(&skip), "{cmd:?}, {component}: {}", again.stderr());
+        }
+        assert_eq!(manifests(root), before, "kubestrap {cmd:?} changed a manifest");
     }
-    assert_eq!(manifests(&root), before, "kubestrap's apply changed a manifest kubeadm's apply wrote");
     let _ = std::fs::remove_dir_all(&dir);
 }
