@@ -188,7 +188,7 @@ fn three_control_planes_and_a_worker_reboot_onto_the_next_image_at_once() {
     let config = root.join("var/lib/kubelet/config.yaml");
     let fresh = std::fs::read_to_string(&config).expect("config.yaml");
     std::fs::write(&config, format!("{fresh}# left by the v1.36.3 kubelet-config phase\n")).expect("write");
-    write_file(&at(&root, "/var/lib/kubestrap/upgrade-in-progress"), &format!("{NEW}\n"));
+    write_file(&at(&root, "/var/lib/kubestrap/upgrade-in-progress"), format!("{NEW}\n"));
     let r = run_in(&netns, &boot_args("post-kubelet", &root.display().to_string()));
     assert_eq!(r.code(), 0, "cp-3's next boot:\n{}", r.stderr());
     assert!(r.stderr().contains("was cut short"), "{}", r.stderr());
