@@ -121,9 +121,15 @@ fn user_supplied(client: &Client, name: &str, key: &str) -> Result<Option<String
     else {
         return Ok(None);
     };
-    let signed = cm["metadata"]["annotations"][crate::objects::COMPONENT_CONFIG_HASH_ANNOTATION].as_str();
-    if signed == Some(crate::objects::config_map_checksum(&cm).as_str()) {
+    if kubeadm_generated(&cm) {
         return Ok(None);
     }
     Ok(cm["data"][key].as_str().map(str::to_string))
+}
+
+/// A component-config ConfigMap whose component-config hash annotation verifies: kubeadm (or
+/// kubestrap) generated it, so upgrade may generate it again.
+pub(super) fn kubeadm_generated(cm: &serde_json::Value) -> bool {
+    let signed = cm["metadata"]["annotations"][crate::objects::COMPONENT_CONFIG_HASH_ANNOTATION].as_str();
+    signed == Some(crate::objects::config_map_checksum(cm).as_str())
 }

@@ -420,8 +420,7 @@ fn config_states(client: &Client) -> Result<Vec<ConfigState>> {
                 Error::cluster(format!("the ConfigMap kube-system/{cm}'s {key:?} is not valid YAML: {e}"))
             })?;
             let api = doc.get("apiVersion").and_then(serde_yaml::Value::as_str).unwrap_or_default();
-            let signed = cm_obj["metadata"]["annotations"][crate::objects::COMPONENT_CONFIG_HASH_ANNOTATION].as_str()
-                == Some(crate::objects::config_map_checksum(&cm_obj).as_str());
+            let signed = super::context::kubeadm_generated(&cm_obj);
             if api == format!("{group}/{version}") {
                 current = version.to_string();
             } else if !signed {
