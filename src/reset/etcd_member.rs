@@ -53,8 +53,6 @@ pub(crate) struct LocalEtcd {
     pub endpoints: Vec<String>,
     /// The host path of the `etcd-data` volume.
     pub data_dir: String,
-    /// The manifest names no other member (the first control plane's: its initial cluster).
-    pub alone: bool,
 }
 
 /// Reads the local etcd manifest; `Ok(None)` when there is none, an error text when it cannot
@@ -91,13 +89,12 @@ pub(crate) fn local_etcd(fs: &NodeFs) -> std::result::Result<Option<LocalEtcd>, 
             endpoints.push(client);
         }
     }
-    let alone = endpoints.is_empty();
     for own in flag("advertise-client-urls").unwrap_or_default().split(',').filter(|u| !u.is_empty()) {
         if !endpoints.iter().any(|e| e == own) {
             endpoints.push(own.to_string());
         }
     }
-    Ok(Some(LocalEtcd { name: flag("name").unwrap_or_default(), peer_url, endpoints, data_dir, alone }))
+    Ok(Some(LocalEtcd { name: flag("name").unwrap_or_default(), peer_url, endpoints, data_dir }))
 }
 
 pub(crate) fn run(fs: &NodeFs, args: &ResetArgs, env: &mut ResetEnv<'_>) -> Result<()> {
@@ -145,14 +142,15 @@ enum Removal {
 
 fn remove_member(fs: &NodeFs, args: &ResetArgs, env: &mut ResetEnv<'_>, local: &LocalEtcd) -> Result<(), EtcdError> {
     let mut client = env.etcd.connect(fs, &args.cert_dir, &local.endpoints)?;
-    // The first control plane's manifest names no other member, and a member asked to remove
-    // itself may stop before it answers (the removal went through, unseen, and every retry to it
-    // fails until the timeout): the others' client URLs come from the member list, as kubeadm's
-    // client syncs its endpoints with it.
-    if local.alone
-        && let Some(endpoints) = client.member_list().ok().and_then(|m| others_first(&m, local))
-    {
+    // A member asked to remove itself may stop before it answers (the removal went through,
+    // unseen, and every retry to it fails until the timeout), and the manifest's members may be
+    // gone (the first control plane's names none; a rolling replacement removed the others):
+    // the others' client URLs come from the member list, as kubeadm's client syncs its
+    // endpoints with it.
+    let mut listed = client.member_list().ok();
+    if let Some(endpoints) = listed.as_deref().and_then(|m| others_first(m, local)) {
         client = env.etcd.connect(fs, &args.cert_dir, &endpoints)?;
+        listed = None;
     }
     // etcd refuses a removal that would leave the cluster unhealthy (a member connected for
     // less than 5 s, no leader): wait on what time can fix, as kubeadm's client retries.
@@ -165,7 +163,7 @@ fn remove_member(fs: &NodeFs, args: &ResetArgs, env: &mut ResetEnv<'_>, local: &
     };
     let wait_or_fail = |e: EtcdError| if e.is_transient() { Attempt::Wait(e.to_string()) } else { Attempt::Fail(e) };
     let outcome = retry.run(|| {
-        let members = match client.member_list() {
+        let members = match listed.take().map_or_else(|| client.member_list(), Ok) {
             Ok(m) => m,
             Err(e) => return wait_or_fail(e),
         };
@@ -204,16 +202,28 @@ fn remove_member(fs: &NodeFs, args: &ResetArgs, env: &mut ResetEnv<'_>, local: &
     Ok(())
 }
 
-/// The other members' client URLs, then `local`'s endpoints, when the list names one they lack.
+/// The other members' client URLs, then this member's (the list's, else the manifest's), when
+/// they differ from `local`'s endpoints: members the manifest names but the list lacks are gone.
 fn others_first(members: &[Member], local: &LocalEtcd) -> Option<Vec<String>> {
-    let others = members.iter().filter(|m| !m.has_peer_url(&local.peer_url)).flat_map(|m| m.client_urls.iter());
+    let (mine, others): (Vec<&Member>, Vec<&Member>) = members.iter().partition(|m| m.has_peer_url(&local.peer_url));
     let mut endpoints: Vec<String> = Vec::new();
-    for url in others.chain(local.endpoints.iter()) {
+    for url in others.iter().flat_map(|m| m.client_urls.iter()) {
         if !endpoints.contains(url) {
             endpoints.push(url.clone());
         }
     }
-    endpoints.iter().any(|e| !local.endpoints.contains(e)).then_some(endpoints)
+    if endpoints.is_empty() {
+        // No other member advertises a client URL: nothing better to go by.
+        return None;
+    }
+    let own: Vec<&String> = mine.iter().flat_map(|m| m.client_urls.iter()).collect();
+    let own = if own.is_empty() { local.endpoints.last().into_iter().collect() } else { own };
+    for url in own {
+        if !endpoints.contains(url) {
+            endpoints.push(url.clone());
+        }
+    }
+    (endpoints != local.endpoints).then_some(endpoints)
 }
 
 /// Empties the etcd data directory when it holds anything.

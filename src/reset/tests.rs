@@ -151,6 +151,34 @@ fn the_first_control_plane_removes_itself_through_the_other_member() {
     );
 }
 
+/// A control plane whose manifest's other members were replaced (a rolling upgrade): the
+/// removal goes through the members the list names, not the manifest's gone ones, so a member
+/// that stops as it removes itself leaves someone to ask.
+#[test]
+fn a_member_whose_peers_were_replaced_removes_itself_through_the_current_members() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path();
+    control_plane(root);
+    let cluster = Rc::new(Cluster::default());
+    *cluster.members.borrow_mut() = vec![member(0xa1, "cp-1", ME), member(0xc3, "cp-4", "https://10.0.0.13:2380")];
+    for m in cluster.members.borrow_mut().iter_mut() {
+        m.client_urls = vec![m.peer_urls[0].replace(":2380", ":2379")];
+    }
+    let mut a = args(root);
+    a.only = Some("remove-etcd-member".into());
+    reset(&a, &Fake::good(), &cluster, "").0.unwrap();
+    assert_eq!(
+        *cluster.calls.borrow(),
+        [
+            "connect /etc/kubernetes/pki https://10.0.0.11:2379,https://10.0.0.10:2379",
+            "list",
+            "connect /etc/kubernetes/pki https://10.0.0.13:2379,https://10.0.0.10:2379",
+            "list",
+            "remove a1"
+        ]
+    );
+}
+
 fn two_members() -> Rc<Cluster> {
     let c = Cluster::default();
     *c.members.borrow_mut() = vec![member(0xa1, "cp-1", ME), member(0xb2, "cp-2", OTHER)];

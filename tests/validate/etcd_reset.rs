@@ -2,7 +2,7 @@
 //! `etcd_join` once its cluster has formed, so the formation is not paid twice. The node's etcd
 //! manifest is written with the URLs the test runs etcd on (free ports); reset computes the
 //! other members' client URLs on 2379 as kubeadm does, and the connector maps those to the
-//! test's ports before using the real client (`RealEtcd`).
+//! test's ports before using the real client (`RealEtcd`); the member list's URLs come next.
 
 use std::io::Cursor;
 use std::path::Path;
@@ -79,7 +79,14 @@ pub fn remove_member(root: &Path, all: &[Running<'_>], index: usize) {
         all.iter().filter(|m| m.name != me.name).map(|m| format!("https://{}:2379", m.ip)).collect();
     let mut want = others;
     want.push(me.client_url.clone());
-    assert_eq!(*ports.asked.lock().unwrap(), vec![want], "the other members first, on 2379, then this one");
+    // Then, as kubeadm's client syncs with the member list, the URLs the members advertise.
+    let mut synced: Vec<String> = all.iter().filter(|m| m.name != me.name).map(|m| m.client_url.clone()).collect();
+    synced.push(me.client_url.clone());
+    assert_eq!(
+        *ports.asked.lock().unwrap(),
+        vec![want, synced],
+        "the other members first, on 2379, then this one; then the members' advertised client URLs"
+    );
     assert!(out.contains(&format!("[reset] Removed etcd member {}", me.name)), "{out}");
     assert!(out.contains("[reset] Deleted contents of the etcd data directory: /var/lib/etcd"), "{out}");
     let left = std::fs::read_dir(root.join("var/lib/etcd")).unwrap().count();
