@@ -3,6 +3,7 @@
 //! `kubernetesVersion` (kubeadm-config) for a control-plane join; kubestrap runs it for a worker
 //! too (a kubelet newer than the control plane is outside Kubernetes' skew policy; kubeadm lets a
 //! worker join with one). `--ignore-preflight-errors=KubeletVersion` lets it through, as kubeadm's.
+//! Under `--root` the kubelet asked is the root's (`/usr/bin/kubelet`), when it has one.
 
 use log::{info, warn};
 
@@ -14,9 +15,19 @@ use crate::error::{Error, Result};
 
 pub(super) fn check(ctx: &JoinContext, found: &Found) -> Result<()> {
     let a = ctx.args;
-    if !ctx.node.live || ctx.dry_run_api.is_some() {
+    if ctx.dry_run_api.is_some() {
         return Ok(());
     }
+    // Under `--root` (an image being prepared, a test's node) the node's kubelet is the root's
+    // own, not this machine's; with none there, there is nothing to check.
+    let kubelet = if ctx.node.live {
+        None
+    } else {
+        match ROOT_KUBELETS.iter().map(|p| ctx.node.fs.real(p)).find(|p| is_executable(p)) {
+            Some(p) => Some(p),
+            None => return Ok(()),
+        }
+    };
     let version = match cluster_version(ctx, found) {
         Ok(v) => v,
         // kubeadm needs the cluster's configuration to join a control plane; a worker does not.
@@ -31,8 +42,16 @@ pub(super) fn check(ctx: &JoinContext, found: &Found) -> Result<()> {
     let mut input =
         crate::preflight::Input::worker(ctx.node.fs.root(), a.node_name.clone(), Some(a.cri_socket.clone()), host);
     input.kubernetes_version = version;
+    input.kubelet = kubelet;
     let pf = crate::preflight::run_only(ctx.node.host, &input, &a.ignore_preflight, &["KubeletVersion"]);
     Ok(crate::preflight::enforce(&pf)?)
+}
+
+/// Where an image keeps its kubelet (distribution packages, then release tarballs).
+const ROOT_KUBELETS: [&str; 2] = ["/usr/bin/kubelet", "/usr/local/bin/kubelet"];
+
+fn is_executable(p: &std::path::Path) -> bool {
+    p.is_file() && rustix::fs::access(p, rustix::fs::Access::EXEC_OK).is_ok()
 }
 
 /// kubeadm-config's `kubernetesVersion`, read with the bootstrap token (kubeadm's RBAC lets

@@ -363,7 +363,7 @@ fn runtime_config(h: &dyn Host, input: &Input) -> Probe {
 pub const RUNTIME_CONFIG_MISSING: &str = "You must update your container runtime to a version that supports the CRI method RuntimeConfig. Falling back to using cgroupDriver from kubelet config will be removed in 1.38. For more information, see https://git.k8s.io/enhancements/keps/sig-node/4033-group-driver-detection-over-cri";
 
 fn kubelet_version(h: &dyn Host, input: &Input) -> Probe {
-    let Some(bin) = h.find_in_path("kubelet") else {
+    let Some(bin) = input.kubelet.clone().or_else(|| h.find_in_path("kubelet")) else {
         return Probe::Fail("couldn't get kubelet version: kubelet not found in system path".into());
     };
     let out = match h.kubelet_version(&bin) {

@@ -44,6 +44,7 @@ impl Input {
             bind: bind_addresses(cfg),
             images: crate::images::required(cfg),
             image_pull_policy: cfg.init.node_registration.image_pull_policy.clone(),
+            kubelet: None,
         }
     }
 
@@ -89,6 +90,7 @@ impl Input {
             bind: BindAddresses::default(),
             images: Vec::new(),
             image_pull_policy: String::new(),
+            kubelet: None,
         }
     }
 }

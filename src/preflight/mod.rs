@@ -84,6 +84,9 @@ pub struct Input {
     pub images: Vec<String>,
     /// nodeRegistration.imagePullPolicy (`IfNotPresent` when empty).
     pub image_pull_policy: String,
+    /// The kubelet binary KubeletVersion asks; `None` is the one on `PATH` (a `--root` join
+    /// names the root's own).
+    pub kubelet: Option<PathBuf>,
 }
 
 /// The address each control-plane port check binds, as kubeadm 1.37 chooses it.

@@ -333,19 +333,21 @@ impl EtcdHealth {
         }
     }
 
-    /// kubeadm's WaitForClusterAvailable: 10 tries, 15 s apart.
+    /// kubeadm's WaitForClusterAvailable waits up to 135 s (10 tries, 15 s apart); the same
+    /// budget polled every second, so a restarted etcd is seen as soon as it answers.
     fn wait(&self, r: &Rollout) -> Result<()> {
-        let mut last = None;
-        for i in 0..10 {
-            match self.check() {
+        let clock = r.ctx.node.clock;
+        let deadline = clock.now() + Duration::from_secs(135);
+        loop {
+            let e = match self.check() {
                 Ok(()) => return Ok(()),
-                Err(e) => last = Some(e),
+                Err(e) => e,
+            };
+            if clock.now() >= deadline {
+                return Err(e);
             }
-            if i < 9 {
-                r.ctx.node.clock.sleep(Duration::from_secs(15), "etcd to become available");
-            }
+            clock.sleep(Duration::from_secs(1), "etcd to become available");
         }
-        Err(last.unwrap_or_else(|| Error::internal("etcd wait without an answer")))
     }
 }
 

@@ -157,6 +157,27 @@ fn three_control_planes_and_a_worker_replaced_by_the_next_minor() {
     c.wait_ready("worker-1");
     assert_eq!(kubelet_version(&c, "worker-1"), OLD);
 
+    // A node whose kubelet is v1.37.2, newer than the v1.36.3 API server, is refused once
+    // discovery has verified the cluster and before any of its files is written, the skew rule
+    // named (its root's /usr/bin/kubelet is the one asked).
+    let w = Scratch::new("");
+    let root = w.root();
+    std::fs::create_dir_all(root.join("usr/bin")).expect("usr/bin");
+    std::os::unix::fs::symlink(bins::bin_of(NEW, "kubelet"), root.join("usr/bin/kubelet")).expect("kubelet");
+    std::fs::write(w.config(), c.fill_node(fixture!("real/join.yaml"), "worker-9", 22, &root)).expect("config");
+    let refused = run_in(&c.bare_node("worker-9", 22), &["join", "--config", &w.config(), "--root", &w.root_str()]);
+    let err = refused.stderr();
+    assert_eq!(refused.code(), 3, "{}\n{err}", refused.stdout());
+    assert!(err.contains("[ERROR KubeletVersion]"), "{err}");
+    assert!(
+        err.contains(&format!("Kubelet version: \"{}\" Control plane version: \"{}\"", &NEW[1..], &OLD[1..])),
+        "{err}"
+    );
+    for dir in ["etc/kubernetes", "var/lib/kubelet"] {
+        let written: Vec<_> = std::fs::read_dir(root.join(dir)).map(|d| d.flatten().collect()).unwrap_or_default();
+        assert!(written.is_empty(), "{dir} written by a refused join: {written:?}");
+    }
+
     // The API's clients (the monitor, kubectl) from a client machine, through a load balancer
     // over the control planes.
     let (client, lb) = (Arc::new(c.bare_node("client", 30)), c.bare_node("lb", 31));

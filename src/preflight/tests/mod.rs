@@ -203,6 +203,7 @@ fn input(role: Role) -> Input {
         bind: BindAddresses::default(),
         images: IMAGES.iter().map(|i| i.to_string()).collect(),
         image_pull_policy: String::new(),
+        kubelet: None,
     }
 }
 
