@@ -31,6 +31,9 @@ pub struct Host {
     pub netns: Arc<Netns>,
 }
 
+/// How often the kubelet is started again before its node fails.
+const KUBELET_RESTARTS: u32 = 2;
+
 struct Running {
     proc: Proc,
     mtime: SystemTime,
@@ -152,15 +155,28 @@ fn supervise(
         }
     };
     let mut node: Option<Node> = None;
+    // systemd's Restart=always for kubelet.service, its 10 s shortened to 1 s: a kubelet that
+    // exits is started again (with its containerd), and a node whose kubelet keeps exiting fails.
+    let (mut kubelet_restarts, mut kubelet_exited): (u32, Option<Instant>) = (0, None);
     let mut pods: HashMap<String, Running> = HashMap::new();
     let manifests = root.join("etc/kubernetes/manifests");
     while !stop.load(Ordering::SeqCst) {
-        if node.is_none() && kubelet_files_ready(root, bootstraps) {
+        let restart_due = kubelet_exited.is_none_or(|t| t.elapsed() > Duration::from_secs(1));
+        if node.is_none() && restart_due && kubelet_files_ready(root, bootstraps) {
             node =
                 Some(Node::start(netns, name, version, root, &root.with_file_name(format!("{name}-containerd")), logs));
         }
         if let Some(s) = node.as_mut().and_then(|n| n.proc.exited()) {
-            fail(format!("the kubelet exited ({s})"));
+            if kubelet_restarts >= KUBELET_RESTARTS {
+                fail(format!("the kubelet exited ({s}), after {kubelet_restarts} restarts"));
+            } else if let Some(mut n) = node.take() {
+                n.proc.kill();
+                // The exited kubelet's log is kept beside the next one's.
+                let log = &n.proc.log;
+                let _ = std::fs::rename(log, log.with_extension(format!("log.{kubelet_restarts}")));
+                kubelet_restarts += 1;
+                kubelet_exited = Some(Instant::now());
+            }
         }
         let mut seen = Vec::new();
         for entry in std::fs::read_dir(&manifests).into_iter().flatten().flatten() {
@@ -195,7 +211,7 @@ fn supervise(
             s.push((format!("{k}: {state}, {} restarts", r.restarts), r.proc.log.clone()));
         }
         if let Some(n) = node.as_ref() {
-            s.push(("kubelet:".to_string(), n.proc.log.clone()));
+            s.push((format!("kubelet: {kubelet_restarts} restarts"), n.proc.log.clone()));
         }
         *status.lock().expect("status") = s;
         std::thread::sleep(Duration::from_millis(200));
