@@ -123,24 +123,31 @@ fn reset(a: &ResetArgs, host: &Fake, cluster: &Rc<Cluster>, stdin: &str) -> (Res
     (r, String::from_utf8(out).unwrap())
 }
 
-/// The first control plane after a second joined: its manifest names only itself, the members
-/// advertise their client URLs.
-#[test]
-fn the_first_control_plane_removes_itself_through_the_other_member() {
+/// remove-etcd-member alone on a control plane whose etcd manifest is `manifest`, against
+/// `members` advertising their client URLs (peer port 2380 → 2379): the calls made.
+fn remove_member_calls(manifest: &str, members: Vec<Member>) -> Vec<String> {
     let d = tempfile::tempdir().unwrap();
     let root = d.path();
     control_plane(root);
-    let manifest = etcd_manifest("/var/lib/etcd").replace(&format!("cp-2={OTHER},"), "");
-    put(root, "/etc/kubernetes/manifests/etcd.yaml", &manifest);
-    let cluster = two_members();
+    put(root, "/etc/kubernetes/manifests/etcd.yaml", manifest);
+    let cluster = Rc::new(Cluster::default());
+    *cluster.members.borrow_mut() = members;
     for m in cluster.members.borrow_mut().iter_mut() {
         m.client_urls = vec![m.peer_urls[0].replace(":2380", ":2379")];
     }
     let mut a = args(root);
     a.only = Some("remove-etcd-member".into());
     reset(&a, &Fake::good(), &cluster, "").0.unwrap();
+    cluster.calls.take()
+}
+
+/// The first control plane after a second joined: its manifest names only itself.
+#[test]
+fn the_first_control_plane_removes_itself_through_the_other_member() {
+    let manifest = etcd_manifest("/var/lib/etcd").replace(&format!("cp-2={OTHER},"), "");
+    let calls = remove_member_calls(&manifest, vec![member(0xa1, "cp-1", ME), member(0xb2, "cp-2", OTHER)]);
     assert_eq!(
-        *cluster.calls.borrow(),
+        calls,
         [
             "connect /etc/kubernetes/pki https://10.0.0.10:2379",
             "list",
@@ -156,19 +163,10 @@ fn the_first_control_plane_removes_itself_through_the_other_member() {
 /// that stops as it removes itself leaves someone to ask.
 #[test]
 fn a_member_whose_peers_were_replaced_removes_itself_through_the_current_members() {
-    let d = tempfile::tempdir().unwrap();
-    let root = d.path();
-    control_plane(root);
-    let cluster = Rc::new(Cluster::default());
-    *cluster.members.borrow_mut() = vec![member(0xa1, "cp-1", ME), member(0xc3, "cp-4", "https://10.0.0.13:2380")];
-    for m in cluster.members.borrow_mut().iter_mut() {
-        m.client_urls = vec![m.peer_urls[0].replace(":2380", ":2379")];
-    }
-    let mut a = args(root);
-    a.only = Some("remove-etcd-member".into());
-    reset(&a, &Fake::good(), &cluster, "").0.unwrap();
+    let members = vec![member(0xa1, "cp-1", ME), member(0xc3, "cp-4", "https://10.0.0.13:2380")];
+    let calls = remove_member_calls(&etcd_manifest("/var/lib/etcd"), members);
     assert_eq!(
-        *cluster.calls.borrow(),
+        calls,
         [
             "connect /etc/kubernetes/pki https://10.0.0.11:2379,https://10.0.0.10:2379",
             "list",
