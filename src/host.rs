@@ -153,9 +153,7 @@ impl Host for LinuxHost {
 
     fn find_in_path(&self, name: &str) -> Option<PathBuf> {
         let path = std::env::var_os("PATH")?;
-        std::env::split_paths(&path)
-            .map(|d| d.join(name))
-            .find(|p| p.is_file() && rustix::fs::access(p.as_path(), rustix::fs::Access::EXEC_OK).is_ok())
+        std::env::split_paths(&path).map(|d| d.join(name)).find(|p| is_executable(p))
     }
 
     fn cri_version(&self, socket: &Path, timeout: Duration) -> Result<String, CriError> {
@@ -254,6 +252,11 @@ impl AsRawFdCompat for std::os::fd::OwnedFd {
 }
 
 /// The node's own hostname (uname nodename), lowercased as Kubernetes wants it.
+/// A regular file this process may execute.
+pub fn is_executable(p: &Path) -> bool {
+    p.is_file() && rustix::fs::access(p, rustix::fs::Access::EXEC_OK).is_ok()
+}
+
 pub fn hostname() -> String {
     rustix::system::uname().nodename().to_string_lossy().to_lowercase()
 }

@@ -23,10 +23,10 @@ pub(super) fn check(ctx: &JoinContext, found: &Found) -> Result<()> {
     let kubelet = if ctx.node.live {
         None
     } else {
-        match ROOT_KUBELETS.iter().map(|p| ctx.node.fs.real(p)).find(|p| is_executable(p)) {
-            Some(p) => Some(p),
-            None => return Ok(()),
-        }
+        let Some(p) = ROOT_KUBELETS.iter().map(|p| ctx.node.fs.real(p)).find(|p| crate::host::is_executable(p)) else {
+            return Ok(());
+        };
+        Some(p)
     };
     let version = match cluster_version(ctx, found) {
         Ok(v) => v,
@@ -49,10 +49,6 @@ pub(super) fn check(ctx: &JoinContext, found: &Found) -> Result<()> {
 
 /// Where an image keeps its kubelet (distribution packages, then release tarballs).
 const ROOT_KUBELETS: [&str; 2] = ["/usr/bin/kubelet", "/usr/local/bin/kubelet"];
-
-fn is_executable(p: &std::path::Path) -> bool {
-    p.is_file() && rustix::fs::access(p, rustix::fs::Access::EXEC_OK).is_ok()
-}
 
 /// kubeadm-config's `kubernetesVersion`, read with the bootstrap token (kubeadm's RBAC lets
 /// bootstrappers read that ConfigMap).
