@@ -401,9 +401,19 @@ pub(super) fn check_health(fs: &NodeFs, client: &Client, ignore: &[String]) -> R
 
 /// The control-plane Nodes that are not Ready.
 pub(super) fn not_ready_control_planes(client: &Client) -> Result<Vec<String>> {
-    let nodes = client
-        .list("/api/v1/nodes?labelSelector=node-role.kubernetes.io%2Fcontrol-plane")
-        .map_err(|e| Error::cluster(format!("listing the control-plane Nodes: {e}")))?;
+    let retry = crate::retry::Retry {
+        what: "listing the control-plane Nodes",
+        tag: "upgrade",
+        timeout: crate::timeouts::KUBERNETES_API_CALL,
+        backoff: &crate::timeouts::KUBERNETES_API_CALL_RETRY,
+        clock: &crate::clock::SystemClock,
+    };
+    // Patient: after a reboot onto a new image the API server behind the endpoint may be restarting.
+    let nodes = retry.run::<_, Error>(|| {
+        crate::kube::ApiError::attempt(
+            client.list("/api/v1/nodes?labelSelector=node-role.kubernetes.io%2Fcontrol-plane"),
+        )
+    })?;
     Ok(nodes
         .iter()
         .filter(|n| {

@@ -14,7 +14,7 @@ use crate::fsutil::NodeFs;
 use crate::kube::{ApiError, Client};
 use crate::kubeconfig::Kubeconfig;
 use crate::paths::{KUBELET_CONF, KUBELET_INSTANCE_CONFIG};
-use crate::retry::Retry;
+use crate::retry::{Attempt, Retry};
 
 /// A client for a kubeconfig file; the certificate files it names are read under the node root.
 pub(super) fn client_from(fs: &NodeFs, path: &Path) -> Result<Client> {
@@ -54,17 +54,47 @@ pub(super) fn get_patiently(client: &Client, path: &str, what: &str) -> Result<O
     retry.run(|| ApiError::attempt(client.get(path)))
 }
 
-/// The node's name as the API server knows its credential (kubeadm's SelfSubjectReview).
+/// The node's name as the API server knows its credential (kubeadm's SelfSubjectReview). Asked
+/// with `get_patiently`'s patience, and a 403 is waited out too: an API server that has just
+/// restarted (an upgrade on another control plane) refuses everyone until its RBAC caches sync.
+/// A 401, or a user that is not a node, ends it at once.
 pub(super) fn node_name(client: &Client) -> Result<String> {
     let review = json!({ "apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview" });
-    let (code, body) = client
-        .request("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", Some(("application/json", &review)))
-        .map_err(|e| Error::cluster(format!("asking the API server who {KUBELET_CONF} is: {e}")))?;
-    let user = body["status"]["userInfo"]["username"].as_str().unwrap_or_default();
-    match user.strip_prefix(crate::constants::NODE_USER_PREFIX).filter(|n| !n.is_empty() && code == 201) {
-        Some(n) => Ok(n.to_string()),
-        None => Err(Error::bad_file(format!(
-            "{KUBELET_CONF} authenticates as {user:?} (HTTP {code}), not system:node:<name>: it is not a kubelet's credential"
+    let what = format!("asking the API server who {KUBELET_CONF} is");
+    let retry = Retry {
+        what: &what,
+        tag: "upgrade",
+        timeout: crate::timeouts::KUBERNETES_API_CALL,
+        backoff: &crate::timeouts::KUBERNETES_API_CALL_RETRY,
+        clock: &crate::clock::SystemClock,
+    };
+    retry.run(|| {
+        match client.request(
+            "POST",
+            "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+            Some(("application/json", &review)),
+        ) {
+            Ok((code, body)) => review_outcome(code, &body),
+            Err(e) => ApiError::attempt(Err(e)),
+        }
+    })
+}
+
+fn review_outcome(code: u16, body: &Value) -> Attempt<String, Error> {
+    let message = body["message"].as_str().unwrap_or_default();
+    match code {
+        201 => {
+            let user = body["status"]["userInfo"]["username"].as_str().unwrap_or_default();
+            match user.strip_prefix(crate::constants::NODE_USER_PREFIX).filter(|n| !n.is_empty()) {
+                Some(n) => Attempt::Done(n.to_string()),
+                None => Attempt::Fail(Error::bad_file(format!(
+                    "{KUBELET_CONF} authenticates as {user:?}, not system:node:<name>: it is not a kubelet's credential"
+                ))),
+            }
+        }
+        403 | 429 | 500 | 502 | 503 | 504 => Attempt::Wait(format!("HTTP {code}: {message}")),
+        _ => Attempt::Fail(Error::bad_file(format!(
+            "{KUBELET_CONF} was refused by the API server (HTTP {code}: {message}): it is not a valid kubelet credential"
         ))),
     }
 }
@@ -109,10 +139,10 @@ pub(super) fn api_endpoint(client: &Client, node: &str) -> Result<(String, u16)>
     };
     let endpoint = retry.run::<_, crate::retry::GaveUp>(|| match client.list(&path) {
         Ok(pods) => match endpoint_of(&pods, node) {
-            Ok(e) => crate::retry::Attempt::Done(e),
-            Err(e) => crate::retry::Attempt::Wait(e),
+            Ok(e) => Attempt::Done(e),
+            Err(e) => Attempt::Wait(e),
         },
-        Err(e) => crate::retry::Attempt::Wait(format!("listing this node's kube-apiserver Pod: {e}")),
+        Err(e) => Attempt::Wait(format!("listing this node's kube-apiserver Pod: {e}")),
     });
     let endpoint = endpoint.map_err(|e| {
         Error::cluster(format!("could not retrieve API endpoints for node {node:?} using pod annotations: {e}"))
@@ -134,4 +164,26 @@ fn endpoint_of(pods: &[Value], node: &str) -> std::result::Result<String, String
     pod["metadata"]["annotations"][ENDPOINT_ANNOTATION].as_str().map(str::to_string).ok_or_else(|| {
         format!("API server pod for node name {node:?} hasn't got a {ENDPOINT_ANNOTATION:?} annotation, cannot retrieve API endpoint")
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_review_names_the_node_waits_out_a_starting_server_and_refuses_others() {
+        let ok = json!({"status": {"userInfo": {"username": "system:node:cp-2"}}});
+        assert!(matches!(review_outcome(201, &ok), Attempt::Done(n) if n == "cp-2"));
+        // An API server whose RBAC caches have not synced forbids everyone: wait.
+        let rbac = json!({"message": "selfsubjectreviews.authentication.k8s.io is forbidden: RBAC: clusterrole \"system:basic-user\" not found"});
+        assert!(matches!(review_outcome(403, &rbac), Attempt::Wait(m) if m.contains("HTTP 403") && m.contains("RBAC")));
+        assert!(matches!(review_outcome(503, &json!({})), Attempt::Wait(_)));
+        let Attempt::Fail(e) = review_outcome(401, &json!({"message": "Unauthorized"})) else {
+            panic!("401 must fail")
+        };
+        assert!(e.to_string().contains("HTTP 401: Unauthorized"), "{e}");
+        let admin = json!({"status": {"userInfo": {"username": "kubernetes-admin"}}});
+        let Attempt::Fail(e) = review_outcome(201, &admin) else { panic!("an admin is not a node") };
+        assert!(e.to_string().contains("\"kubernetes-admin\", not system:node:<name>"), "{e}");
+    }
 }
