@@ -144,12 +144,19 @@ fn pick(aims: &'static [(&'static str, &'static str)], n: usize, rng: &mut Lcg) 
 }
 
 fn report(what: &str, trial: usize, (phase, marker): (&str, &str), shot: &Shot) {
-    println!(
-        "{what} trial {trial}: aimed at {phase} ({marker:?}) +{} µs: {}; its last line: {}",
-        shot.delay_us,
-        if shot.landed { "landed mid-run" } else { "the run had already ended" },
-        shot.last
-    );
+    println!("{what} trial {trial}: aimed at {phase} ({marker:?}) {}", shot.describe());
+}
+
+impl Shot {
+    /// When it came, whether it landed, and the run's last line.
+    pub(super) fn describe(&self) -> String {
+        format!(
+            "+{} µs: {}; its last line: {}",
+            self.delay_us,
+            if self.landed { "landed mid-run" } else { "the run had already ended" },
+            self.last
+        )
+    }
 }
 
 /// The init fixture with a second, unnamed bootstrap token: init generates it and keeps it for

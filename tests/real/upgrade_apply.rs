@@ -228,12 +228,23 @@ fn a_control_plane_upgraded_across_a_minor_by_upgrade_apply_as_kubeadm_would() {
     c.wait_ready("cp-1");
 }
 
+/// Where `upgrade apply` is SIGKILLed, one run after another on the same control plane, and
+/// how long after the line aimed at (at most, µs): each rerun skips what the killed runs
+/// finished and is killed at the next aim; the last run completes.
+const APPLY_AIMS: &[(&str, &str, u64)] = &[
+    ("the first component's roll", "[upgrade/staticpods] Moving new manifest to", 30_000),
+    ("kube-controller-manager's roll", "[upgrade/staticpods] Preparing for \"kube-controller-manager\" upgrade", 30_000),
+    ("kubeconfig and upload-config", "[upgrade/control-plane] The control plane instance for this node", 30_000),
+    ("bootstrap-token and the add-ons", "[upgrade/bootstrap-token] Configuring bootstrap token", 10_000),
+];
+
 /// The other direction: a v1.36.3 control plane the real kubeadm made, upgraded by kubestrap,
-/// through a power cut: `upgrade apply` SIGKILLed while kube-controller-manager rolls (the API
-/// server already upgraded), then run again: it converges (what is done is skipped), the real
-/// API server answers v1.37.2, and the real `kubeadm upgrade diff` finds nothing to change.
+/// through power cuts: `upgrade apply` SIGKILLed at each aim of [`APPLY_AIMS`] in turn (a
+/// component mid-roll, the next one, the config uploads, the add-ons), then run to the end: it
+/// converges (what is done is skipped), the real API server answers v1.37.2, and the real
+/// `kubeadm upgrade diff` finds nothing to change.
 #[test]
-fn a_control_plane_the_real_kubeadm_made_is_upgraded_by_kubestrap_through_a_power_cut() {
+fn a_control_plane_the_real_kubeadm_made_is_upgraded_by_kubestrap_through_power_cuts() {
     let c = Cluster::init_from(Tool::Kubeadm, &old_template(), "24h", "", &[], &CA_DIRS);
     let root = c.root();
     let root_arg = root.display().to_string();
@@ -242,21 +253,31 @@ fn a_control_plane_the_real_kubeadm_made_is_upgraded_by_kubestrap_through_a_powe
     let logs = c.logs.with_file_name("cp-1-upgrade-apply");
     std::fs::create_dir_all(&logs).unwrap();
     let args = ["upgrade", "apply", NEW, "-y", "--root", root_arg.as_str()];
-    let marker = "[upgrade/staticpods] Preparing for \"kube-controller-manager\" upgrade";
     let mut rng = Lcg(0x5eed_0004);
-    let shot =
-        super::kills::kill_after(&c.netns, &args, (marker, 30_000), &mut rng, &|| c.health(), &logs.join("killed"));
-    assert!(shot.landed, "the kill came after apply had ended");
-    assert_eq!(tags(&root)[1], ("kube-apiserver", NEW.to_string()), "killed after the API server rolled");
+    let mut landed = Vec::new();
+    for (i, (what, marker, jitter_us)) in APPLY_AIMS.iter().enumerate() {
+        let log = logs.join(format!("killed-{i}"));
+        let shot = super::kills::kill_after(&c.netns, &args, (*marker, *jitter_us), &mut rng, &|| c.health(), &log);
+        println!("upgrade apply killed in {what}: {}", shot.describe());
+        landed.push(shot.landed);
+        let text = std::fs::read_to_string(&log).expect("the killed run's log");
+        match i {
+            // Killed in the controller manager's roll: the API server had rolled, and this run
+            // found it done.
+            1 => {
+                assert!(shot.landed, "the kill came after apply had ended:\n{text}");
+                assert_eq!(tags(&root)[1], ("kube-apiserver", NEW.to_string()), "killed after the API server rolled");
+            }
+            2 => assert!(
+                text.contains("[upgrade/staticpods] Current and new manifests of kube-apiserver are equal, skipping upgrade"),
+                "a rerun skips the component already rolled:\n{text}"
+            ),
+            _ => {}
+        }
+    }
+    assert!(landed[..2].iter().all(|l| *l), "kills in the rolls landed mid-run: {landed:?}");
     let again = run_watched(&c.netns, &args, &logs, &|| c.health());
-    assert_eq!(again.code(), 0, "upgrade apply after the kill:\n{}\n{}", again.stderr(), c.status());
-    assert!(
-        again
-            .stderr()
-            .contains("[upgrade/staticpods] Current and new manifests of kube-apiserver are equal, skipping upgrade"),
-        "{}",
-        again.stderr()
-    );
+    assert_eq!(again.code(), 0, "upgrade apply after the kills:\n{}\n{}", again.stderr(), c.status());
     assert_eq!(tags(&root), want_tags(NEW));
     c.wait("the v1.37.2 API server", || (api_version(&c, &c.netns, CP_ADDR) == NEW).then_some(()));
     kubeadm_finds_nothing_to_change(&c, &root, &logs);

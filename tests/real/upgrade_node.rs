@@ -17,7 +17,7 @@ use std::path::Path;
 use super::cluster::*;
 use super::host::Host;
 use super::join_parity::compare;
-use crate::common::fixture;
+use crate::common::{Lcg, fixture};
 
 const OLD: &str = "v1.36.3";
 const NEW: &str = "v1.37.2";
@@ -40,8 +40,21 @@ pub fn join_older_worker(c: &mut Cluster, name: &str, i: usize) {
 pub fn upgrade_in_place(c: &mut Cluster, name: &str) {
     let i = c.hosts.iter().position(|h| h.name == name).expect("host");
     let root = c.hosts[i].root.display().to_string();
-    let r = run_in(&c.hosts[i].netns, &["upgrade", "node", "--root", &root]);
+    let args = ["upgrade", "node", "--root", root.as_str()];
+    // A power cut as it backs up and rewrites config.yaml: the file is then the old one or the new
+    // one, whole, and the rerun completes.
+    let config = at(&c.hosts[i].root, "/var/lib/kubelet/config.yaml");
+    let old = std::fs::read_to_string(&config).expect("the worker's config.yaml");
+    let log = c.logs.with_file_name(format!("{name}-upgrade-node-killed"));
+    let aim = ("[upgrade] Backing up kubelet config file to", 3_000);
+    let shot = super::kills::kill_after(&c.hosts[i].netns, &args, aim, &mut Lcg(0x5eed_0005), &|| c.health(), &log);
+    println!("upgrade node killed as it rewrote config.yaml: {}", shot.describe());
+    let cut = std::fs::read_to_string(&config).expect("config.yaml after the kill");
+    assert!(cut == old || cut.contains("maxPods: 150\n"), "config.yaml after the kill is neither whole file:\n{cut}");
+    let r = run_in(&c.hosts[i].netns, &args);
     assert_eq!(r.code(), 0, "upgrade node on the {OLD} worker:\n{}", r.stderr());
+    let new = std::fs::read_to_string(&config).expect("config.yaml");
+    assert!(new.contains("maxPods: 150\n"), "the rerun wrote the cluster's config:\n{new}");
     assert_eq!(kubelet_version(c, name), OLD, "upgrade node restarted nothing");
     let (netns, scratch) = c.hosts.remove(i).power_off();
     let scratch = scratch.expect("the worker's root");
