@@ -509,7 +509,7 @@ scenario_cp-lifecycle() {
     # the kubelet starts, and the node comes back Ready on the same CA and service-account keys.
     local log3="$WORK/boot3.serial.log" kc3
     rc=0
-    lan_reboot boot3 "$cpdisk" --rtc "$(date -u -d '+400 days' +%Y-%m-%dT%H:%M:%S)" "${cred[@]}" || rc=$?
+    lan_reboot boot3 "$cpdisk" --rtc "$(date -u -d '+400 days' +%Y-%m-%dT%H:%M:%S)" --append "kubestrap.test.upgrade-refused=v1.37.3" "${cred[@]}" || rc=$?
     expect_rc "$rc" 1 "a year later: both units succeed, the Node is Ready and its Pods run"
     expect_line "$log3" "$(event_re certs).*apiserver: renewed" "a year later: the API server's certificate was renewed"
     expect_line "$log3" "$(event_re certs).*admin.conf: renewed" "a year later: admin.conf's client certificate was renewed"
@@ -532,6 +532,14 @@ scenario_cp-lifecycle() {
     [ "$sa1" = "$sa2" ] && say "ok: a year later sa.key is unchanged" || fail "sa.key changed a year later"
     disk_exists "$cpdisk" /etc/kubernetes/tmp && say "ok: the previous certificates are kept under /etc/kubernetes/tmp" \
         || fail "no backup under /etc/kubernetes/tmp"
+    # Then `upgrade apply v1.37.3 -y` on it: no image of v1.37.3 here and no registry, so the
+    # prepull refuses it (exit 3) and no manifest or kubelet config changed.
+    expect_line "$log3" 'KUBESTRAP-TEST upgrade-refused rc=3 files=same' \
+        "upgrade apply to a version without images: refused (exit 3), nothing changed"
+    expect_line "$log3" 'KUBESTRAP-TEST upgrade-out .*\[upgrade/preflight\] Pulling images required' \
+        "upgrade apply prints kubeadm's prepull lines"
+    expect_line "$log3" 'KUBESTRAP-TEST upgrade-out .*ImagePull.*registry.k8s.io/kube-apiserver:v1.37.3' \
+        "the refusal names the ImagePull check and the missing image"
     SCENARIO_NOTE="cp-1 from the as-built image; reboot: pre-kubelet unit ${t:-?}s; a year later: $(unit_secs "$log3" kubestrap.service)s"
 }
 

@@ -307,8 +307,26 @@ fn node_preflight(r: &mut ApplyRun) -> Result<()> {
     host_checks(r)?;
     if r.args.dry_run {
         info!("[upgrade/preflight] Would pull the required images (like 'kubeadm config images pull')");
+        return Ok(());
     }
-    Ok(())
+    pull_images(r)
+}
+
+/// kubeadm's prepull (RunPullImagesCheck) of the target version's images, on this machine's
+/// runtime: an image that is neither preloaded nor pullable stops the upgrade here, before any
+/// manifest changes, instead of a rollback after `upgradeManifests`. Under `--root` the
+/// runtime is not the node's: skipped, as the other host checks.
+fn pull_images(r: &mut ApplyRun) -> Result<()> {
+    if !r.live {
+        return Ok(());
+    }
+    info!("[upgrade/preflight] Pulling images required for setting up a Kubernetes cluster");
+    info!("[upgrade/preflight] This might take a minute or two, depending on the speed of your internet connection");
+    info!("[upgrade/preflight] You can also perform this action beforehand using 'kubeadm config images pull'");
+    r.resolve()?;
+    let input = crate::preflight::Input::control_plane(&r.ctx()?.cfg, r.fs.root());
+    let report = crate::preflight::run_only(r.host, &input, &r.args.ignore_preflight, &["ImagePull"]);
+    Ok(crate::preflight::enforce(&report)?)
 }
 
 fn host_checks(r: &ApplyRun) -> Result<()> {
@@ -367,8 +385,9 @@ fn preflight(r: &mut ApplyRun) -> Result<()> {
     }
     if r.args.dry_run {
         info!("[dryrun] Would pull the required images (like 'kubeadm config images pull')");
+        return Ok(());
     }
-    Ok(())
+    pull_images(r)
 }
 
 /// kubeadm's CheckClusterHealth, less its test Job: every control-plane Node Ready

@@ -233,7 +233,11 @@ fn a_control_plane_upgraded_across_a_minor_by_upgrade_apply_as_kubeadm_would() {
 /// finished and is killed at the next aim; the last run completes.
 const APPLY_AIMS: &[(&str, &str, u64)] = &[
     ("the first component's roll", "[upgrade/staticpods] Moving new manifest to", 30_000),
-    ("kube-controller-manager's roll", "[upgrade/staticpods] Preparing for \"kube-controller-manager\" upgrade", 30_000),
+    (
+        "kube-controller-manager's roll",
+        "[upgrade/staticpods] Preparing for \"kube-controller-manager\" upgrade",
+        30_000,
+    ),
     ("kubeconfig and upload-config", "[upgrade/control-plane] The control plane instance for this node", 30_000),
     ("bootstrap-token and the add-ons", "[upgrade/bootstrap-token] Configuring bootstrap token", 10_000),
 ];
@@ -269,7 +273,9 @@ fn a_control_plane_the_real_kubeadm_made_is_upgraded_by_kubestrap_through_power_
                 assert_eq!(tags(&root)[1], ("kube-apiserver", NEW.to_string()), "killed after the API server rolled");
             }
             2 => assert!(
-                text.contains("[upgrade/staticpods] Current and new manifests of kube-apiserver are equal, skipping upgrade"),
+                text.contains(
+                    "[upgrade/staticpods] Current and new manifests of kube-apiserver are equal, skipping upgrade"
+                ),
                 "a rerun skips the component already rolled:\n{text}"
             ),
             _ => {}

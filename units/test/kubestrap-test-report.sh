@@ -124,6 +124,18 @@ if [ "$verdict" = pass ] && [ -f /etc/kubernetes/kubelet.conf ] && ! grep -qw 'k
     fi
     ctr -n k8s.io images list -q 2>&1 | sed 's/^/KUBESTRAP-TEST image /'
 fi
+# kubestrap.test.upgrade-refused=VERSION: `kubestrap upgrade apply VERSION -y` on this control
+# plane, whose image lacks VERSION's images and which has no registry: the prepull (ImagePull)
+# refuses it before anything changes.
+upgrade_to=$(sed -n 's/.*kubestrap\.test\.upgrade-refused=\([^ ]*\).*/\1/p' /proc/cmdline)
+if [ -n "$upgrade_to" ] && [ "$verdict" = pass ]; then
+    before=$(cat /etc/kubernetes/manifests/*.yaml /var/lib/kubelet/config.yaml | sha256sum)
+    urc=0
+    kubestrap upgrade apply "$upgrade_to" -y >/run/kubestrap-upgrade.out 2>&1 || urc=$?
+    after=$(cat /etc/kubernetes/manifests/*.yaml /var/lib/kubelet/config.yaml | sha256sum)
+    echo "KUBESTRAP-TEST upgrade-refused rc=$urc files=$([ "$before" = "$after" ] && echo same || echo changed)"
+    grep -E 'ImagePull|ERROR|preflight' /run/kubestrap-upgrade.out | head -n 12 | cut -c1-400 | sed 's/^/KUBESTRAP-TEST upgrade-out /'
+fi
 if [ "$verdict" = fail ]; then
     journalctl -b -u kubestrap.service -u kubestrap-post.service --no-pager -o short-monotonic \
         | grep -v 'waiting for the API server: attempt' | tail -n 40 | sed 's/^/KUBESTRAP-TEST journal /'
