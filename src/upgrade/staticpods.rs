@@ -183,8 +183,7 @@ impl Rollout<'_> {
         } else {
             info!("[upgrade/staticpods] Moving new manifest to {current:?} and backing up old manifest to {backup:?}");
         }
-        let moved = move_file(fs.real(&current).as_path(), fs.real(&backup).as_path())
-            .and_then(|()| move_file(fs.real(&new).as_path(), fs.real(&current).as_path()));
+        let moved = swap_in(fs.real(&new).as_path(), fs.real(&current).as_path(), fs.real(&backup).as_path());
         if let Err(e) = moved {
             return Err(self.rollback(recover, e, c == "etcd"));
         }
@@ -380,6 +379,31 @@ fn move_file(from: &Path, to: &Path) -> Result<()> {
     std::fs::rename(from, to).map_err(|e| Error::failed(format!("moving {} to {}: {e}", from.display(), to.display())))
 }
 
+/// The old manifest kept as the backup (a hard link; a copy across filesystems), then the new one
+/// renamed over it, each directory synced: the component has a manifest at every instant, the old
+/// or the new, so a power cut anywhere leaves the kubelet one to run and the rerun one to compare.
+/// (kubeadm's two renames, current to backup then new to current, leave none between them.)
+fn swap_in(new: &Path, current: &Path, backup: &Path) -> Result<()> {
+    let failed = |what: &str, p: &Path, e: std::io::Error| Error::failed(format!("{what} {}: {e}", p.display()));
+    let sync_dir = |p: &Path| {
+        let dir = p.parent().unwrap_or(Path::new("/"));
+        std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(|e| failed("syncing", dir, e))
+    };
+    match std::fs::hard_link(current, backup) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::CrossesDevices => {
+            std::fs::copy(current, backup)
+                .and_then(|_| std::fs::File::open(backup)?.sync_all())
+                .map_err(|e| failed("backing up", current, e))?;
+        }
+        Err(e) => return Err(failed("backing up", current, e)),
+    }
+    sync_dir(backup)?;
+    std::fs::rename(new, current)
+        .map_err(|e| Error::failed(format!("moving {} to {}: {e}", new.display(), current.display())))?;
+    sync_dir(current)
+}
+
 /// kubeadm's CopyDir (`cp -r -p`): the tree with modes and times.
 fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
     let status = std::process::Command::new("cp").arg("-r").arg("-p").arg(from).arg(to).status()?;
@@ -416,6 +440,25 @@ pub(super) fn probe_url(pod: &Value) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_swap_keeps_the_old_manifest_as_the_backup_and_never_loses_one() {
+        let d = tempfile::tempdir().unwrap();
+        let (new, current, backup) = (d.path().join("new.yaml"), d.path().join("cur.yaml"), d.path().join("bak.yaml"));
+        std::fs::write(&new, "new").unwrap();
+        std::fs::write(&current, "old").unwrap();
+        swap_in(&new, &current, &backup).unwrap();
+        assert_eq!(std::fs::read_to_string(&current).unwrap(), "new");
+        assert_eq!(std::fs::read_to_string(&backup).unwrap(), "old");
+        assert!(!new.exists());
+        // No current manifest (removed by hand): refused, the new one kept, no backup made.
+        std::fs::write(&new, "newer").unwrap();
+        std::fs::remove_file(&current).unwrap();
+        let e = swap_in(&new, &current, &d.path().join("bak2.yaml")).unwrap_err();
+        assert!(e.to_string().contains("backing up"), "{e}");
+        assert_eq!(std::fs::read_to_string(&new).unwrap(), "newer");
+        assert!(!current.exists());
+    }
 
     #[test]
     fn etcd_is_never_downgraded_and_probes_are_read_as_the_kubelet_does() {
