@@ -73,6 +73,17 @@ fi
 # 600) for this Node to be Ready and, on a control plane, for the CoreDNS and kube-proxy Pods to
 # run, all as the real kubelet and API server report it. The first time each is seen is printed
 # (microseconds since the guest kernel started) for the harness's timings.
+# listing PREFIX ARGS...: a kubectl listing, each line prefixed; asked again for up to 2 min while
+# the API server does not answer (under TCG its liveness probe can restart it right after Ready).
+listing() {
+    local prefix=$1 out
+    shift
+    for _ in $(seq 1 24); do
+        out=$(kubectl --kubeconfig /etc/kubernetes/admin.conf "$@" --request-timeout=10s 2>&1) && break
+        sleep 5
+    done
+    printf '%s\n' "$out" | sed "s/^/KUBESTRAP-TEST $prefix /"
+}
 uptime_us() { awk '{ printf "%d", $1 * 1000000 }' /proc/uptime; }
 ready_timeout=$(sed -n 's/.*kubestrap\.test\.ready-timeout=\([0-9]*\).*/\1/p' /proc/cmdline)
 node=$(sed -n 's/.*--hostname-override=\([^ "]*\).*/\1/p' /var/lib/kubelet/kubeadm-flags.env 2>/dev/null)
@@ -119,8 +130,8 @@ if [ "$verdict" = pass ] && [ -f /etc/kubernetes/kubelet.conf ] && ! grep -qw 'k
         verdict=fail
     fi
     if [ -f /etc/kubernetes/admin.conf ]; then
-        kubectl --kubeconfig /etc/kubernetes/admin.conf get nodes -o wide --request-timeout=10s 2>&1 | sed 's/^/KUBESTRAP-TEST nodes /'
-        kubectl --kubeconfig /etc/kubernetes/admin.conf get pods -A -o wide --request-timeout=10s 2>&1 | sed 's/^/KUBESTRAP-TEST pods /'
+        listing nodes get nodes -o wide
+        listing pods get pods -A -o wide
     fi
     ctr -n k8s.io images list -q 2>&1 | sed 's/^/KUBESTRAP-TEST image /'
 fi
@@ -134,7 +145,7 @@ if [ -n "$upgrade_to" ] && [ "$verdict" = pass ]; then
     kubestrap upgrade apply "$upgrade_to" -y >/run/kubestrap-upgrade.out 2>&1 || urc=$?
     after=$(cat /etc/kubernetes/manifests/*.yaml /var/lib/kubelet/config.yaml | sha256sum)
     echo "KUBESTRAP-TEST upgrade-refused rc=$urc files=$([ "$before" = "$after" ] && echo same || echo changed)"
-    grep -E 'ImagePull|ERROR|preflight' /run/kubestrap-upgrade.out | head -n 12 | cut -c1-400 | sed 's/^/KUBESTRAP-TEST upgrade-out /'
+    grep -E 'ERROR|\[upgrade/preflight\] Pulling images' /run/kubestrap-upgrade.out | head -n 20 | cut -c1-400 | sed 's/^/KUBESTRAP-TEST upgrade-out /'
 fi
 if [ "$verdict" = fail ]; then
     journalctl -b -u kubestrap.service -u kubestrap-post.service --no-pager -o short-monotonic \
