@@ -420,19 +420,12 @@ pub(super) fn check_health(fs: &NodeFs, client: &Client, ignore: &[String]) -> R
 
 /// The control-plane Nodes that are not Ready.
 pub(super) fn not_ready_control_planes(client: &Client) -> Result<Vec<String>> {
-    let retry = crate::retry::Retry {
-        what: "listing the control-plane Nodes",
-        tag: "upgrade",
-        timeout: crate::timeouts::KUBERNETES_API_CALL,
-        backoff: &crate::timeouts::KUBERNETES_API_CALL_RETRY,
-        clock: &crate::clock::SystemClock,
-    };
     // Patient: after a reboot onto a new image the API server behind the endpoint may be restarting.
-    let nodes = retry.run::<_, Error>(|| {
-        crate::kube::ApiError::attempt(
-            client.list("/api/v1/nodes?labelSelector=node-role.kubernetes.io%2Fcontrol-plane"),
-        )
-    })?;
+    let nodes = super::cluster::list_patiently(
+        client,
+        "/api/v1/nodes?labelSelector=node-role.kubernetes.io%2Fcontrol-plane",
+        "listing the control-plane Nodes",
+    )?;
     Ok(nodes
         .iter()
         .filter(|n| {
@@ -455,7 +448,7 @@ fn cluster_version(client: &Client) -> Result<Version> {
 }
 
 fn kubelet_versions(client: &Client) -> Result<Vec<Version>> {
-    let nodes = client.list("/api/v1/nodes").map_err(|e| Error::cluster(format!("listing the Nodes: {e}")))?;
+    let nodes = super::cluster::list_patiently(client, "/api/v1/nodes", "listing the Nodes")?;
     Ok(nodes
         .iter()
         .filter_map(|n| n["status"]["nodeInfo"]["kubeletVersion"].as_str().and_then(|v| Version::parse(v).ok()))

@@ -42,16 +42,35 @@ pub(super) fn get_configmap(client: &Client, name: &str) -> Result<Value> {
 
 /// A GET with kubeadm's patience for API calls (`timeouts.kubernetesAPICall`, 1 min, polled
 /// every 500 ms): an API server that is down or restarting, as during `upgrade apply` on the
-/// control plane, is waited out; a refusal (403, a bad certificate) ends it at once.
+/// control plane, is waited out (see [`attempt`]); a bad certificate ends it at once.
 pub(super) fn get_patiently(client: &Client, path: &str, what: &str) -> Result<Option<Value>> {
-    let retry = Retry {
+    patiently(what).run(|| attempt(client.get(path)))
+}
+
+/// A list with `get_patiently`'s patience.
+pub(super) fn list_patiently(client: &Client, path: &str, what: &str) -> Result<Vec<Value>> {
+    patiently(what).run(|| attempt(client.list(path)))
+}
+
+fn patiently(what: &str) -> Retry<'_> {
+    Retry {
         what,
         tag: "upgrade",
         timeout: crate::timeouts::KUBERNETES_API_CALL,
         backoff: &crate::timeouts::KUBERNETES_API_CALL_RETRY,
         clock: &crate::clock::SystemClock,
-    };
-    retry.run(|| ApiError::attempt(client.get(path)))
+    }
+}
+
+/// One try of an upgrade's API call: [`ApiError::attempt`], and a 403 waited out too. An API
+/// server that has just restarted (this upgrade's own, or another control plane's) forbids
+/// everyone until its RBAC caches sync; kubeadm's reads retry any error. A real refusal then
+/// ends after `kubernetesAPICall`, the 403 as its reason.
+pub(super) fn attempt<T>(r: std::result::Result<T, ApiError>) -> Attempt<T, Error> {
+    match r {
+        Err(e) if e.code() == Some(403) => Attempt::Wait(e.to_string()),
+        r => ApiError::attempt(r),
+    }
 }
 
 /// The node's name as the API server knows its credential (kubeadm's SelfSubjectReview). Asked
@@ -61,21 +80,14 @@ pub(super) fn get_patiently(client: &Client, path: &str, what: &str) -> Result<O
 pub(super) fn node_name(client: &Client) -> Result<String> {
     let review = json!({ "apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview" });
     let what = format!("asking the API server who {KUBELET_CONF} is");
-    let retry = Retry {
-        what: &what,
-        tag: "upgrade",
-        timeout: crate::timeouts::KUBERNETES_API_CALL,
-        backoff: &crate::timeouts::KUBERNETES_API_CALL_RETRY,
-        clock: &crate::clock::SystemClock,
-    };
-    retry.run(|| {
+    patiently(&what).run(|| {
         match client.request(
             "POST",
             "/apis/authentication.k8s.io/v1/selfsubjectreviews",
             Some(("application/json", &review)),
         ) {
             Ok((code, body)) => review_outcome(code, &body),
-            Err(e) => ApiError::attempt(Err(e)),
+            Err(e) => attempt(Err(e)),
         }
     })
 }
@@ -185,5 +197,20 @@ mod tests {
         let admin = json!({"status": {"userInfo": {"username": "kubernetes-admin"}}});
         let Attempt::Fail(e) = review_outcome(201, &admin) else { panic!("an admin is not a node") };
         assert!(e.to_string().contains("\"kubernetes-admin\", not system:node:<name>"), "{e}");
+    }
+
+    #[test]
+    fn an_upgrade_read_waits_out_a_403_and_a_503_but_not_a_401() {
+        let status = |code: u16| ApiError::Status {
+            code,
+            reason: String::new(),
+            message: "configmaps \"kubeadm-config\" is forbidden".into(),
+            who: "kubernetes-admin".into(),
+            what: "GET /api/v1/namespaces/kube-system/configmaps/kubeadm-config".into(),
+        };
+        assert!(matches!(attempt::<()>(Err(status(403))), Attempt::Wait(m) if m.contains("forbidden")));
+        assert!(matches!(attempt::<()>(Err(status(503))), Attempt::Wait(_)));
+        assert!(matches!(attempt::<()>(Err(status(401))), Attempt::Fail(_)));
+        assert!(matches!(attempt(Ok(1)), Attempt::Done(1)));
     }
 }
