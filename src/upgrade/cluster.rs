@@ -142,13 +142,7 @@ pub(super) fn api_endpoint(client: &Client, node: &str) -> Result<(String, u16)>
     let path = format!(
         "/api/v1/namespaces/kube-system/pods?labelSelector=component%3Dkube-apiserver%2Ctier%3Dcontrol-plane&fieldSelector=spec.nodeName%3D{node}"
     );
-    let retry = Retry {
-        what: "reading this node's API endpoint from its kube-apiserver Pod",
-        tag: "upgrade",
-        timeout: crate::timeouts::KUBERNETES_API_CALL,
-        backoff: &crate::timeouts::KUBERNETES_API_CALL_RETRY,
-        clock: &crate::clock::SystemClock,
-    };
+    let retry = patiently("reading this node's API endpoint from its kube-apiserver Pod");
     let endpoint = retry.run::<_, crate::retry::GaveUp>(|| match client.list(&path) {
         Ok(pods) => match endpoint_of(&pods, node) {
             Ok(e) => Attempt::Done(e),
