@@ -10,7 +10,6 @@ use base64::engine::general_purpose::{STANDARD as B64, URL_SAFE_NO_PAD as B64URL
 use ring::hmac;
 use serde::Deserialize;
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 use crate::kubeconfig::{Credentials, Kubeconfig};
 pub use crate::token::{BadToken, Token};
@@ -148,7 +147,9 @@ impl CaPin {
 
     /// The pin of a DER SubjectPublicKeyInfo.
     pub(crate) fn of_spki(spki_der: &[u8]) -> CaPin {
-        CaPin(Sha256::digest(spki_der).into())
+        let mut pin = [0u8; 32];
+        pin.copy_from_slice(ring::digest::digest(&ring::digest::SHA256, spki_der).as_ref());
+        CaPin(pin)
     }
 
     pub fn bytes(&self) -> &[u8; 32] {

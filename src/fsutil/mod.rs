@@ -16,8 +16,8 @@ use std::io::Write;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
 
+use ring::digest::{SHA256, digest};
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 
 use crate::paths::{self, Dir, File as NodeFile};
 
@@ -156,7 +156,7 @@ impl NodeFs {
             let f = PlannedFile {
                 path: host_path.to_string(),
                 mode: format!("{mode:04o}"),
-                sha256: hex(&Sha256::digest(data)),
+                sha256: hex(digest(&SHA256, data).as_ref()),
                 size: data.len(),
                 data: data.to_vec(),
             };
@@ -197,7 +197,7 @@ impl NodeFs {
             let f = PlannedFile {
                 path: host_link.to_string(),
                 mode: "symlink".into(),
-                sha256: hex(&Sha256::digest(target.as_bytes())),
+                sha256: hex(digest(&SHA256, target.as_bytes()).as_ref()),
                 size: target.len(),
                 data: target.as_bytes().to_vec(),
             };

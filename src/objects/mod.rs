@@ -17,8 +17,8 @@ pub mod tokens;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
+use ring::digest::{Context, SHA256};
 use serde_json::{Map, Value, json};
-use sha2::{Digest, Sha256};
 
 /// One of our own values could not be rendered as YAML. serde_yaml does not fail on JSON values
 /// or string-keyed mappings, but if it ever does, this is returned instead of an empty file.
@@ -59,14 +59,14 @@ pub(crate) fn config_map(name: &str, namespace: &str, data: &[(&str, &str)]) -> 
 /// (then `binaryData`, which we never use), as `sha256:<hex>`. A ConfigMap without data hashes
 /// the empty input.
 pub fn config_map_checksum(cm: &Value) -> String {
-    let mut h = Sha256::new();
+    let mut h = Context::new(&SHA256);
     if let Some(data) = cm["data"].as_object() {
         // serde_json's map iterates in key order, which is Go's sort.Strings order for ASCII keys.
         for v in data.values() {
             h.update(v.as_str().unwrap_or_default().as_bytes());
         }
     }
-    format!("sha256:{}", crate::fsutil::hex(&h.finalize()))
+    format!("sha256:{}", crate::fsutil::hex(h.finish().as_ref()))
 }
 
 /// kubeadm's SignConfigMap: adds the component-config hash annotation.

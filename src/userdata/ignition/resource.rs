@@ -4,8 +4,8 @@
 //! fetches nothing beyond the user-data.
 
 use base64::Engine;
+use ring::digest;
 use serde_json::Value;
-use sha2::Digest;
 
 use super::super::write_files::gunzip;
 
@@ -97,8 +97,8 @@ fn percent_decode(s: &str) -> Result<Vec<u8>, Refusal> {
 pub(super) fn verify(hash: &str, bytes: &[u8]) -> Result<(), Refusal> {
     let (algo, want) = hash.split_once('-').ok_or_else(|| format!("{hash:?} is not <algorithm>-<hex>"))?;
     let got = match algo {
-        "sha512" => hex(&sha2::Sha512::digest(bytes)),
-        "sha256" => hex(&sha2::Sha256::digest(bytes)),
+        "sha512" => hex(digest::digest(&digest::SHA512, bytes).as_ref()),
+        "sha256" => hex(digest::digest(&digest::SHA256, bytes).as_ref()),
         other => return Err(format!("{other:?} is not a hash kubestrap checks (sha512, sha256)")),
     };
     if got.eq_ignore_ascii_case(want) {
