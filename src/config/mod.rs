@@ -14,7 +14,8 @@ pub mod values;
 use std::fmt;
 
 pub use load::{
-    Documents, Reads, cluster_from_configmap, parse_documents, parse_documents_for, parse_stored, prefix_cri_socket,
+    Documents, Reads, cluster_from_configmap, from_yaml_slice, parse_documents, parse_documents_for, parse_stored,
+    prefix_cri_socket,
 };
 pub(crate) use resolve::etcd_version_for;
 pub use resolve::{Endpoint, HostFacts, InitConfig, KeyAlgorithm, resolve_init};

@@ -84,7 +84,7 @@ impl NodePlan {
 
     /// Reads what [`NodePlan::to_yaml`] wrote.
     pub fn from_yaml(bytes: &[u8]) -> Result<NodePlan, serde_yaml::Error> {
-        serde_yaml::from_slice(bytes)
+        crate::config::from_yaml_slice(bytes)
     }
 
     /// A join (worker or control plane).
@@ -116,7 +116,7 @@ impl BootPlan {
 
     /// Reads what [`BootPlan::to_yaml`] wrote.
     pub fn from_yaml(bytes: &[u8]) -> Result<BootPlan, serde_yaml::Error> {
-        serde_yaml::from_slice(bytes)
+        crate::config::from_yaml_slice(bytes)
     }
 }
 
