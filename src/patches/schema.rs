@@ -4,9 +4,22 @@
 //! after a patch reads the encodings.
 
 use std::collections::HashMap;
+use std::io::Read;
 use std::sync::OnceLock;
 
-const TABLE: &str = include_str!("schema.tsv");
+/// schema.tsv, deflated by build.rs (8 KB in the binary rather than 64 KB).
+const DEFLATED: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/schema.tsv.deflate"));
+
+/// The table's text, inflated once.
+fn table() -> &'static str {
+    static T: OnceLock<String> = OnceLock::new();
+    T.get_or_init(|| {
+        let mut text = String::new();
+        // Invariant: build.rs deflated the UTF-8 file (a unit test compares the two).
+        let _ = flate2::read::DeflateDecoder::new(DEFLATED).read_to_string(&mut text);
+        text
+    })
+}
 
 /// How a field is encoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,7 +97,7 @@ fn elem(field_kind: Kind, s: &'static str) -> Elem<'static> {
 fn parse() -> Schema {
     let mut types: HashMap<&str, Vec<Field>> = HashMap::new();
     let mut roots = HashMap::new();
-    for line in TABLE.lines().filter(|l| !l.starts_with('#')) {
+    for line in table().lines().filter(|l| !l.starts_with('#')) {
         let c: Vec<&'static str> = line.split('\t').collect();
         if c[0] == "root" {
             roots.insert(c[1], c[2]);
@@ -126,5 +139,13 @@ impl Schema {
 
     pub(crate) fn field(&self, ty: &str, name: &str) -> Option<&Field<'static>> {
         self.fields(ty).iter().find(|f| f.name == name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_shipped_table_is_schema_tsv() {
+        assert_eq!(super::table(), include_str!("schema.tsv"));
     }
 }
