@@ -183,7 +183,11 @@ pub fn render(c: &Component) -> Value {
         "namespace": "kube-system",
     });
     if !c.annotations.is_empty() {
-        let a: serde_json::Map<String, Value> = c.annotations.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
+        // Inserts rather than collect(): each collect() into a map instantiates its own sort.
+        let mut a = serde_json::Map::new();
+        for (k, v) in &c.annotations {
+            a.insert(k.clone(), json!(v));
+        }
         metadata["annotations"] = Value::Object(a);
     }
     json!({

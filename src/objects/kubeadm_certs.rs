@@ -9,7 +9,11 @@ use crate::pki::copycerts::SECRET_NAME;
 
 /// `entries`: (data key, sealed blob); an empty blob stands for a file that did not exist.
 pub fn secret(entries: &[(String, Vec<u8>)], owner_name: &str, owner_uid: &str) -> Value {
-    let data: Map<String, Value> = entries.iter().map(|(k, blob)| (k.clone(), json!(b64(blob)))).collect();
+    // Inserts rather than collect(): each collect() into a map instantiates its own sort.
+    let mut data = Map::new();
+    for (k, blob) in entries {
+        data.insert(k.clone(), json!(b64(blob)));
+    }
     let mut m = meta(SECRET_NAME, KUBE_SYSTEM);
     // metav1.NewControllerRef(tokenSecret, v1 Secret).
     m["ownerReferences"] = json!([{

@@ -51,7 +51,12 @@ pub(crate) fn meta(name: &str, namespace: &str) -> Value {
 
 /// A ConfigMap with string data.
 pub(crate) fn config_map(name: &str, namespace: &str, data: &[(&str, &str)]) -> Value {
-    let data: Map<String, Value> = data.iter().map(|(k, v)| (k.to_string(), json!(v))).collect();
+    // Inserts rather than collect(): each collect() into a map instantiates its own sort.
+    let mut map = Map::new();
+    for (k, v) in data {
+        map.insert(k.to_string(), json!(v));
+    }
+    let data = map;
     json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta(name, namespace), "data": data})
 }
 

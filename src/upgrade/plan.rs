@@ -284,8 +284,16 @@ pub fn to_yaml(plan: &UpgradePlan) -> Result<String> {
 fn sorted(v: Value) -> Value {
     match v {
         Value::Object(m) => {
-            let b: BTreeMap<String, Value> = m.into_iter().map(|(k, v)| (k, sorted(v))).collect();
-            Value::Object(b.into_iter().collect())
+            // Inserts rather than collect(): each collect() into a map instantiates its own sort.
+            let mut b = BTreeMap::new();
+            for (k, v) in m {
+                b.insert(k, sorted(v));
+            }
+            let mut out = serde_json::Map::new();
+            for (k, v) in b {
+                out.insert(k, v);
+            }
+            Value::Object(out)
         }
         Value::Array(a) => Value::Array(a.into_iter().map(sorted).collect()),
         other => other,
