@@ -120,7 +120,8 @@ pub(crate) struct Env<'a> {
     pub host: &'a dyn crate::host::Host,
     /// How long a worker waits for its control plane to reach the image's minor.
     pub wait: Duration,
-    /// The patches directory the node joined with (`upgrade node` applies it again).
+    /// The patches directory the node was made with (its init's or join's): the upgrade applies
+    /// it again.
     pub patches: Option<String>,
 }
 

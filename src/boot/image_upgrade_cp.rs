@@ -37,7 +37,15 @@ pub(crate) fn run(fs: &NodeFs, report: &Reporter, env: &Env) -> Result<()> {
         info!("[upgrade] {m}");
         report.waiting(m);
     };
-    let result = crate::upgrade::control_plane_by_image(fs, env.host, &image, env.wait, env.clock, &waiting);
+    let result = crate::upgrade::control_plane_by_image(
+        fs,
+        env.host,
+        &image,
+        env.patches.clone(),
+        env.wait,
+        env.clock,
+        &waiting,
+    );
     report.span("upgrade by image", start);
     match result {
         Ok(how) => {

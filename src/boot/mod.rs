@@ -80,7 +80,7 @@ pub(crate) fn run_with(args: BootArgs, runner: &dyn script::Runner) -> Result<()
                 clock: &SystemClock,
                 host: &crate::host::LinuxHost,
                 wait: args.upgrade_wait,
-                patches: joined_patches(&fs),
+                patches: node_patches(&fs),
             };
             let mut checked = every_boot::run(&fs, &every).map(|rows| report.certs(&rows));
             if checked.is_ok() && image_upgrade::due(&fs) {
@@ -98,7 +98,7 @@ pub(crate) fn run_with(args: BootArgs, runner: &dyn script::Runner) -> Result<()
                 clock: &SystemClock,
                 host: &crate::host::LinuxHost,
                 wait: args.upgrade_wait,
-                patches: None,
+                patches: node_patches(&fs),
             };
             if let Err(e) = image_upgrade_cp::run(&fs, &report, &env) {
                 failed(&fs, &report, &e);
@@ -341,9 +341,23 @@ fn read_plan(fs: &NodeFs) -> Result<BootPlan> {
 }
 
 /// The patches directory a joined node's user-data gave (`upgrade node` at boot applies it again).
-fn joined_patches(fs: &NodeFs) -> Option<String> {
-    let NodePlan::Join { join } = read_plan(fs).ok()?.node else { return None };
-    join.patches.map(|p| p.directory).filter(|d| !d.is_empty())
+/// The patches directory this node was made with (its init's or join's `patches.directory`):
+/// an upgrade by image applies it again, or a patched static Pod or kubelet config would lose
+/// its patches with the next version.
+fn node_patches(fs: &NodeFs) -> Option<String> {
+    plan_patches(&read_plan(fs).ok()?.node)
+}
+
+fn plan_patches(plan: &NodePlan) -> Option<String> {
+    let patches = match plan {
+        NodePlan::Join { join } => join.patches.clone(),
+        NodePlan::Init { docs, join_existing, .. } => docs
+            .init
+            .as_ref()
+            .and_then(|i| i.patches.clone())
+            .or_else(|| join_existing.as_ref().and_then(|j| j.patches.clone())),
+    };
+    patches.map(|p| p.directory).filter(|d| !d.is_empty())
 }
 
 /// The ClusterConfiguration this node made its cluster from (the boot plan of an init), for
@@ -455,6 +469,37 @@ mod tests {
         let cfg = super::planned_cluster(&fs).expect("the scrubbed plan resolves");
         assert_eq!(cfg.cert_validity, std::time::Duration::from_secs(2160 * 3600));
         assert_eq!(cfg.key_algorithm, crate::config::KeyAlgorithm::EcdsaP256);
+    }
+
+    /// An upgrade by image applies the patches the node was made with: its init's, its join's,
+    /// or (a control plane that found its cluster up) the join it made instead.
+    #[test]
+    fn the_node_s_own_patches_directory_is_found_for_every_kind_of_plan() {
+        use crate::userdata::NodePlan;
+        let parse = |d: &str| crate::config::load::parse_documents("user-data", d).unwrap();
+        let init =
+            |patches: &str| parse(&format!("apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\n{patches}"));
+        let join = |patches: &str| {
+            let docs = parse(&format!(
+                "apiVersion: kubeadm.k8s.io/v1beta4\nkind: JoinConfiguration\ndiscovery:\n  bootstrapToken:\n    \
+                 token: abcdef.0123456789abcdef\n    apiServerEndpoint: 10.0.0.1:6443\n    \
+                 unsafeSkipCAVerification: true\n{patches}"
+            ));
+            docs.join.expect("a JoinConfiguration")
+        };
+        let dir = "patches:\n  directory: /etc/kubernetes/patches\n";
+        let want = Some("/etc/kubernetes/patches".to_string());
+        let plan = NodePlan::Init { docs: init(dir), upload_certs: false, join_existing: None };
+        assert_eq!(super::plan_patches(&plan), want, "init's");
+        let plan = NodePlan::Join { join: join(dir) };
+        assert_eq!(super::plan_patches(&plan), want, "join's");
+        let plan = NodePlan::Init { docs: init(""), upload_certs: true, join_existing: Some(Box::new(join(dir))) };
+        assert_eq!(super::plan_patches(&plan), want, "the join a control plane made instead of init");
+        let plan =
+            NodePlan::Init { docs: init("patches:\n  directory: \"\"\n"), upload_certs: false, join_existing: None };
+        assert_eq!(super::plan_patches(&plan), None, "an empty directory is none");
+        let plan = NodePlan::Join { join: join("") };
+        assert_eq!(super::plan_patches(&plan), None, "no patches");
     }
 }
 

@@ -16,11 +16,13 @@ use crate::fsutil::NodeFs;
 use crate::host::Host;
 use crate::paths::{ADMIN_CONF, KUBELET_CONF};
 
-/// What a control plane did: `apply` or `node`.
+/// What a control plane did: `apply` or `node`. `patches`: the node's own patches directory
+/// (its init's or join's), applied again to the new static Pods and kubelet config.
 pub fn control_plane_by_image(
     fs: &NodeFs,
     host: &dyn Host,
     image: &Version,
+    patches: Option<String>,
     wait: Duration,
     clock: &dyn Clock,
     waiting: &dyn Fn(&str),
@@ -34,7 +36,7 @@ pub fn control_plane_by_image(
     let done = AtomicBool::new(false);
     let result = std::thread::scope(|s| {
         s.spawn(|| super::lease::keep(&renewer, &me, &done));
-        let r = run(fs, host, &client, image, wait, clock, waiting);
+        let r = run(fs, host, &client, image, patches, wait, clock, waiting);
         done.store(true, Ordering::SeqCst);
         r
     });
@@ -47,6 +49,7 @@ fn run(
     host: &dyn Host,
     client: &crate::kube::Client,
     image: &Version,
+    patches: Option<String>,
     wait: Duration,
     clock: &dyn Clock,
     waiting: &dyn Fn(&str),
@@ -75,7 +78,7 @@ fn run(
     let behind = (cluster.major, cluster.minor, cluster.patch) < (image.major, image.minor, image.patch);
     let now = clock.wall();
     // kubeadm's defaults, as `upgrade node` with no flags; apply at the image's version.
-    let mut args = super::apply::ApplyArgs::for_node(&super::NodeArgs::for_boot(fs.root(), None));
+    let mut args = super::apply::ApplyArgs::for_node(&super::NodeArgs::for_boot(fs.root(), patches));
     if behind {
         (args.version, args.node) = (image.to_string(), false);
         info!("[upgrade] The cluster runs {cluster}: this control plane upgrades it to {image} (upgrade apply)");

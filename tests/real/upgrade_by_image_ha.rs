@@ -7,7 +7,8 @@
 //! stage meanwhile waits for the control plane to reach v1.37 and then runs `upgrade node`. All
 //! Nodes end Ready on v1.37.2; a client polling the API through a load balancer over the three
 //! reports its longest gap during the upgrade. A control plane whose upgrade was cut short after
-//! its manifests rolled finishes it at its next boot.
+//! its manifests rolled finishes it at its next boot. The control planes were made with kubeadm
+//! patches (`patches.directory`): the upgraded manifests carry them again.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -32,6 +33,15 @@ fn status(root: &Path) -> serde_json::Value {
         .unwrap_or_default()
 }
 
+/// The control planes' kubeadm patches (init's and join's `patches.directory`): a flag added to
+/// the API server, which the upgrade must apply again to the new manifest.
+const PATCHED_FLAG: &str = "--max-requests-inflight=444";
+fn patches(root: &Path) {
+    let patch =
+        format!("[{{\"op\": \"add\", \"path\": \"/spec/containers/0/command/-\", \"value\": \"{PATCHED_FLAG}\"}}]\n");
+    write_file(&at(root, "/etc/kubernetes/patches/kube-apiserver+json.json"), patch);
+}
+
 fn kubelet_version(c: &Cluster, node: &str) -> String {
     let (code, out, _) = c.kubectl(&["get", "-o", "json", "node", node]);
     let n: serde_json::Value = serde_json::from_str(&out).unwrap_or_default();
@@ -49,8 +59,18 @@ fn three_control_planes_and_a_worker_reboot_onto_the_next_image_at_once() {
     let mut ud = String::new();
     let mut c = Cluster::boot_with_at(OLD, |lan, root, port| {
         ud = shared(port, &hash, &lan.cri_dir, true)
-            .replace("kubernetesVersion: v1.37.2", &format!("kubernetesVersion: {OLD}"));
+            .replace("kubernetesVersion: v1.37.2", &format!("kubernetesVersion: {OLD}"))
+            .replace(
+                "kind: InitConfiguration\n",
+                "kind: InitConfiguration\n    patches: {directory: /etc/kubernetes/patches}\n",
+            )
+            .replace(
+                "kind: JoinConfiguration\n",
+                "kind: JoinConfiguration\n    patches: {directory: /etc/kubernetes/patches}\n",
+            );
+        assert_eq!(ud.matches("patches: {directory").count(), 2, "{ud}");
         machine(root, &ud, "cp-1", 0);
+        patches(root);
         lan.cri_socket("cp-1", root);
         image(root, OLD);
         write_file(&at(root, "/run/credentials/@system/kubestrap.ca-crt"), &crt);
@@ -61,6 +81,7 @@ fn three_control_planes_and_a_worker_reboot_onto_the_next_image_at_once() {
         c.set_version(name, OLD);
         let w = Scratch::new("");
         machine(&w.root(), &ud, name, i);
+        patches(&w.root());
         c.lan.cri_socket(name, &w.root());
         image(&w.root(), OLD);
         let runs = c.boot_node_in(name, i, w);
@@ -78,6 +99,11 @@ fn three_control_planes_and_a_worker_reboot_onto_the_next_image_at_once() {
     for n in ["cp-1", "cp-2", "cp-3", "worker-1"] {
         c.wait_ready(n);
         assert_eq!(kubelet_version(&c, n), OLD);
+    }
+    for h in c.hosts.iter().filter(|h| h.name.starts_with("cp-")) {
+        let apiserver =
+            std::fs::read_to_string(at(&h.root, "/etc/kubernetes/manifests/kube-apiserver.yaml")).expect("manifest");
+        assert!(apiserver.contains(PATCHED_FLAG), "{}: init's or join's patches applied", h.name);
     }
     let built = started.elapsed();
 
@@ -150,6 +176,9 @@ fn three_control_planes_and_a_worker_reboot_onto_the_next_image_at_once() {
         }
         let root = &c.hosts.iter().find(|h| &h.name == n).expect("host").root;
         assert_eq!(tags(root), want_tags(NEW), "{n}");
+        let apiserver =
+            std::fs::read_to_string(at(root, "/etc/kubernetes/manifests/kube-apiserver.yaml")).expect("manifest");
+        assert!(apiserver.contains(PATCHED_FLAG), "{n}: the node's patches applied again:\n{apiserver}");
         assert_eq!(status(root)["upgrade"]["state"], "upgraded", "{n}");
     }
     assert_eq!(applied.len(), 1, "exactly one upgrade apply: {applied:?}");
