@@ -36,12 +36,19 @@ pub fn control_plane_by_image(
     let done = AtomicBool::new(false);
     let result = std::thread::scope(|s| {
         s.spawn(|| super::lease::keep(&renewer, &me, &done));
-        let r = run(fs, host, &client, image, patches, wait, clock, waiting);
+        let r = run(fs, host, &client, image, patches, &Patience { wait, clock, waiting });
         done.store(true, Ordering::SeqCst);
         r
     });
     super::lease::release(&client, &me);
     result
+}
+
+/// How long to wait for the control planes to be Ready, on which clock, and whom to tell.
+struct Patience<'a> {
+    wait: Duration,
+    clock: &'a dyn Clock,
+    waiting: &'a dyn Fn(&str),
 }
 
 fn run(
@@ -50,10 +57,9 @@ fn run(
     client: &crate::kube::Client,
     image: &Version,
     patches: Option<String>,
-    wait: Duration,
-    clock: &dyn Clock,
-    waiting: &dyn Fn(&str),
+    patience: &Patience<'_>,
 ) -> Result<&'static str> {
+    let Patience { wait, clock, waiting } = *patience;
     // kubeadm's preflight wants every control plane Ready; after a reboot they may still be starting.
     let deadline = clock.now() + wait;
     loop {
