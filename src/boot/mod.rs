@@ -340,7 +340,6 @@ fn read_plan(fs: &NodeFs) -> Result<BootPlan> {
     BootPlan::from_yaml(&bytes).map_err(|e| Error::bad_file(format!("{PLAN_FILE}: {e}")))
 }
 
-/// The patches directory a joined node's user-data gave (`upgrade node` at boot applies it again).
 /// The patches directory this node was made with (its init's or join's `patches.directory`):
 /// an upgrade by image applies it again, or a patched static Pod or kubelet config would lose
 /// its patches with the next version.

@@ -56,8 +56,7 @@ pub(crate) fn config_map(name: &str, namespace: &str, data: &[(&str, &str)]) -> 
     for (k, v) in data {
         map.insert(k.to_string(), json!(v));
     }
-    let data = map;
-    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta(name, namespace), "data": data})
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta(name, namespace), "data": map})
 }
 
 /// kubeadm's ChecksumForConfigMap: SHA-256 over the `data` values concatenated in key order

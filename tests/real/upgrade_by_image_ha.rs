@@ -42,6 +42,10 @@ fn patches(root: &Path) {
     write_file(&at(root, "/etc/kubernetes/patches/kube-apiserver+json.json"), patch);
 }
 
+fn apiserver_manifest(root: &Path) -> String {
+    std::fs::read_to_string(at(root, "/etc/kubernetes/manifests/kube-apiserver.yaml")).expect("kube-apiserver.yaml")
+}
+
 fn kubelet_version(c: &Cluster, node: &str) -> String {
     let (code, out, _) = c.kubectl(&["get", "-o", "json", "node", node]);
     let n: serde_json::Value = serde_json::from_str(&out).unwrap_or_default();
@@ -101,9 +105,7 @@ fn three_control_planes_and_a_worker_reboot_onto_the_next_image_at_once() {
         assert_eq!(kubelet_version(&c, n), OLD);
     }
     for h in c.hosts.iter().filter(|h| h.name.starts_with("cp-")) {
-        let apiserver =
-            std::fs::read_to_string(at(&h.root, "/etc/kubernetes/manifests/kube-apiserver.yaml")).expect("manifest");
-        assert!(apiserver.contains(PATCHED_FLAG), "{}: init's or join's patches applied", h.name);
+        assert!(apiserver_manifest(&h.root).contains(PATCHED_FLAG), "{}: init's or join's patches applied", h.name);
     }
     let built = started.elapsed();
 
@@ -176,8 +178,7 @@ fn three_control_planes_and_a_worker_reboot_onto_the_next_image_at_once() {
         }
         let root = &c.hosts.iter().find(|h| &h.name == n).expect("host").root;
         assert_eq!(tags(root), want_tags(NEW), "{n}");
-        let apiserver =
-            std::fs::read_to_string(at(root, "/etc/kubernetes/manifests/kube-apiserver.yaml")).expect("manifest");
+        let apiserver = apiserver_manifest(root);
         assert!(apiserver.contains(PATCHED_FLAG), "{n}: the node's patches applied again:\n{apiserver}");
         assert_eq!(status(root)["upgrade"]["state"], "upgraded", "{n}");
     }
