@@ -4,6 +4,7 @@
 # `mkfs.ext4 -d` (no loop device, no mount).
 #
 #   image/build.sh [--test-image] [--no-cargo] [--units-dir DIR] [--out DIR] [--rebuild-base]
+#                  [--preloaded] [--kube-version VERSION]
 #
 # Stage 1 (cached by a hash of suite + packages + kernel + modules + the stage-1 code of this
 # script + initramfs-init + image/rootfs/):
@@ -16,6 +17,9 @@
 # and CNI config, kubeadm's kubelet.service), the images kubeadm names as OCI archives in
 # /usr/share/kubestrap/images (image/test-images.sh), and units/test/ (the report unit, the
 # multi-VM LAN's .network files).
+# --kube-version VERSION (a test image of another version of scripts/real-k8s's matrix, for an
+# upgrade by image): that version's kubelet, kubeadm, kubectl and kube-* images; the rest (etcd,
+# CoreDNS, pause, containerd, runc, CNI) as the newest's, as kubeadm 1.37 names them.
 # KUBESTRAP_BIN_DIR=DIR bakes prebuilt static binaries from DIR instead (no cargo run).
 # Needs root (mmdebstrap, ownership in mkfs.ext4 -d).
 set -euo pipefail
@@ -52,7 +56,7 @@ MASKED_UNITS=(systemd-firstboot.service getty.target getty@.service serial-getty
     getty-static.service console-getty.service apt-daily.timer apt-daily-upgrade.timer
     e2scrub_all.timer fstrim.timer dpkg-db-backup.timer)
 
-TEST_IMAGE=0 PRELOADED=0 CARGO=1 REBUILD_BASE=0 OUT='' UNITS_DIR="$REPO/units"
+TEST_IMAGE=0 PRELOADED=0 CARGO=1 REBUILD_BASE=0 OUT='' UNITS_DIR="$REPO/units" KUBE_VERSION=
 while [ $# -gt 0 ]; do
     case "$1" in
         --test-image) TEST_IMAGE=1 ;;
@@ -61,7 +65,8 @@ while [ $# -gt 0 ]; do
         --rebuild-base) REBUILD_BASE=1 ;;
         --units-dir) UNITS_DIR=$(cd "$2" && pwd); shift ;;
         --out) OUT=$2; shift ;;
-        -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+        --kube-version) TEST_IMAGE=1 KUBE_VERSION=$2; shift ;;
+        -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
         *) echo "build.sh: unknown argument $1" >&2; exit 2 ;;
     esac
     shift
@@ -73,6 +78,7 @@ CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/kubestrap/vm
 VARIANT=prod
 [ "$TEST_IMAGE" = 1 ] && VARIANT='test'
 [ "$PRELOADED" = 1 ] && VARIANT='test-preloaded'
+[ -n "$KUBE_VERSION" ] && VARIANT="$VARIANT-$KUBE_VERSION"
 OUT=${OUT:-$CACHE/image-$VARIANT}
 BIN_DIR=${KUBESTRAP_BIN_DIR:-$REPO/target/x86_64-unknown-linux-gnu/release}   # override: prebuilt binaries
 
@@ -252,8 +258,11 @@ shopt -u nullglob
 REAL_FILES=()
 if [ "$TEST_IMAGE" = 1 ]; then
     REAL_BIN=$("$REPO/scripts/real-k8s" | tail -n1)
-    REAL_FILES=("$REAL_BIN"/{kubelet,kubeadm,kubectl,etcdctl,containerd,containerd-shim-runc-v2,ctr,runc}
-        "$REAL_BIN"/{kube-apiserver,kube-controller-manager,kube-scheduler,kube-proxy,etcd,coredns,pause}
+    # KUBE_BIN: the kubelet, kubeadm, kubectl and kube-* of the image's version.
+    KUBE_BIN=$REAL_BIN
+    [ -z "$KUBE_VERSION" ] || KUBE_BIN=$("$REPO/scripts/real-k8s" --print "$KUBE_VERSION") || die "no real-k8s build of $KUBE_VERSION"
+    REAL_FILES=("$KUBE_BIN"/{kubelet,kubeadm,kubectl} "$REAL_BIN"/{etcdctl,containerd,containerd-shim-runc-v2,ctr,runc}
+        "$KUBE_BIN"/{kube-apiserver,kube-controller-manager,kube-scheduler,kube-proxy} "$REAL_BIN"/{etcd,coredns,pause}
         "$REAL_BIN"/cni/{bridge,host-local,loopback,portmap})
     for f in "${REAL_FILES[@]}"; do [ -x "$f" ] || die "$f missing (scripts/real-k8s)"; done
 fi
@@ -326,9 +335,11 @@ if [ "$TEST_IMAGE" = 1 ]; then
     done
     # The real node: Debian's containerd 1.6 and runc are replaced by the v2 builds in place, so
     # Debian's containerd.service runs them unchanged.
-    for f in kubelet kubeadm containerd containerd-shim-runc-v2 ctr; do install -m 0755 "$REAL_BIN/$f" "$r/usr/bin/$f"; done
+    for f in kubelet kubeadm; do install -m 0755 "$KUBE_BIN/$f" "$r/usr/bin/$f"; done
+    for f in containerd containerd-shim-runc-v2 ctr; do install -m 0755 "$REAL_BIN/$f" "$r/usr/bin/$f"; done
     install -m 0755 "$REAL_BIN/runc" "$r/usr/sbin/runc"
-    for f in kubectl etcdctl; do install -m 0755 "$REAL_BIN/$f" "$r/usr/local/bin/$f"; done
+    install -m 0755 "$KUBE_BIN/kubectl" "$r/usr/local/bin/kubectl"
+    install -m 0755 "$REAL_BIN/etcdctl" "$r/usr/local/bin/etcdctl"
     for f in bridge host-local loopback portmap; do install -D -m 0755 "$REAL_BIN/cni/$f" "$r/opt/cni/bin/$f"; done
     install -D -m 0644 "$HERE/test-node/containerd.toml" "$r/etc/containerd/config.toml"
     install -D -m 0644 "$HERE/test-node/hosts.toml" "$r/etc/containerd/certs.d/_default/hosts.toml"
@@ -337,10 +348,10 @@ if [ "$TEST_IMAGE" = 1 ]; then
     install -m 0644 "$REPO/units/kubelet-dropin/10-kubeadm.conf" "$sysd/kubelet.service.d/10-kubeadm.conf"
     # What the image was built for: kubestrap compares it with the node's version at every boot
     # (an upgrade by image, docs/upgrades.md).
-    kv=$("$REAL_BIN/kubelet" --version | awk '{print $2}')
+    kv=$("$KUBE_BIN/kubelet" --version | awk '{print $2}')
     printf '{"kubernetesVersion": "%s"}\n' "$kv" | install -D -m 0644 /dev/stdin "$r/usr/share/kubestrap/image.json"
     log "container images (image/test-images.sh)"
-    "$HERE/test-images.sh" "$REAL_BIN" "$r" "$r/usr/share/kubestrap/images" >&2
+    "$HERE/test-images.sh" "$REAL_BIN" "$r" "$r/usr/share/kubestrap/images" "$kv" "$KUBE_BIN" >&2
     if [ "$PRELOADED" = 1 ]; then
         log "preload the images into the image's containerd store (on this host)"
         host_preload "$r"

@@ -3,11 +3,13 @@
 # locally as one-layer OCI archives from the real-k8s builds (no registry is reachable here) and
 # tagged exactly as `kubeadm config images list` prints them, so the real kubelet runs
 # kubestrap's static Pod manifests and addons unchanged.
-#   image/test-images.sh BIN_DIR ROOTFS_DIR OUT_DIR
+#   image/test-images.sh BIN_DIR ROOTFS_DIR OUT_DIR [VERSION KUBE_BIN_DIR]
 # BIN_DIR: scripts/real-k8s's bin directory; ROOTFS_DIR: the guest root (kube-proxy's image
 # takes Debian's iptables and the libraries it links from there); OUT_DIR: one NAME.tar each.
+# VERSION (default v1.37.2): the images of that Kubernetes version, as kubeadm 1.37 names them
+# (its etcd, CoreDNS and pause for v1.36 are v1.37's), kube-* built from KUBE_BIN_DIR's binaries.
 set -euo pipefail
-BIN=$1 ROOT=$2 OUT=$3
+BIN=$1 ROOT=$2 OUT=$3 VERSION=${4:-v1.37.2} KBIN=${5:-$1}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 OCI="$HERE/../realk8s/images/oci_archive.py"
 mkdir -p "$OUT"
@@ -36,9 +38,9 @@ while read -r name; do
     out="$OUT/$base.tar"
     case "$base" in
         kube-apiserver|kube-controller-manager|kube-scheduler)
-            args=(--entrypoint "/usr/local/bin/$base" "$BIN/$base:/usr/local/bin/$base") ;;
+            args=(--entrypoint "/usr/local/bin/$base" "$KBIN/$base:/usr/local/bin/$base") ;;
         kube-proxy)
-            args=(--entrypoint /usr/local/bin/kube-proxy "$BIN/kube-proxy:/usr/local/bin/kube-proxy" "$(proxy_tree):/") ;;
+            args=(--entrypoint /usr/local/bin/kube-proxy "$KBIN/kube-proxy:/usr/local/bin/kube-proxy" "$(proxy_tree):/") ;;
         etcd)
             args=(--entrypoint /usr/local/bin/etcd "$BIN/etcd:/usr/local/bin/etcd" "$BIN/etcdctl:/usr/local/bin/etcdctl") ;;
         coredns)
@@ -49,4 +51,4 @@ while read -r name; do
     esac
     python3 "$OCI" "$name" "$out" "${args[@]}"
     echo "$name -> $out ($(du -h "$out" | cut -f1))"
-done < <(unshare -n "$BIN/kubeadm" config images list --kubernetes-version v1.37.2 2>/dev/null)
+done < <(unshare -n "$BIN/kubeadm" config images list --kubernetes-version "$VERSION" 2>/dev/null)

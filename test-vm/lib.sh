@@ -192,6 +192,21 @@ wait_line() {
 # DISK DIR DEST: a directory copied out. A guest that reports its verdict exits QEMU at once:
 # its last writes may sit in the ext4 journal only, so each first replays the journal (as the
 # next mount would; disk_replay DISK).
+# swap_usr DISK ROOTFS: the next image written to DISK as an A/B system writes its other slot:
+# DISK's /usr becomes ROOTFS's, /etc and /var (the node's state) stay. Loop mounts, root only.
+swap_usr() {
+    local m="$WORK/mnt-node" i="$WORK/mnt-image" rc=0
+    mkdir -p "$m" "$i"
+    disk_replay "$1"
+    mount -o loop "$1" "$m" || return 1
+    if mount -o loop,ro "$2" "$i"; then
+        { rm -rf "$m/usr" && cp -a "$i/usr" "$m/usr"; } || rc=1
+        umount "$i"
+    else rc=1; fi
+    umount "$m" || rc=1
+    e2fsck -fn "$1" >/dev/null 2>&1 || rc=1
+    return "$rc"
+}
 disk_replay() { e2fsck -y -E journal_only "$1" >/dev/null 2>&1 || true; }
 disk_cat() { disk_replay "$1"; debugfs -R "cat $2" "$1" 2>/dev/null || true; }
 disk_exists() { disk_replay "$1"; debugfs -R "stat $2" "$1" 2>&1 | grep -q '^Inode:'; }

@@ -22,7 +22,7 @@ SCENARIOS=(no-images token-credential broken-user-data workers capi-cp-init igni
 # Not in `all`: on the real components under TCG on a 2-core host, a joining control plane's API
 # server did not get healthy within kubeadm's 240 s while the first one ran (session 9); run it
 # by name (`run.sh ha-control-plane`) on a machine with more cores or KVM.
-EXTRA_SCENARIOS=(ha-control-plane)
+EXTRA_SCENARIOS=(ha-control-plane ab-upgrade)
 SCN="$HERE/scenarios"
 TOKEN=abcdef.0123456789abcdef
 TOKEN_SECRET=0123456789abcdef
@@ -553,6 +553,92 @@ lan_reboot() {
     boot_vm "$n" "$disk" --seed "$WORK/cp-1.seed.iso" --netns "$NS" --tap "${LAN_TAPS[0]}" 52:54:00:0a:0a:0b "$@"
 }
 
+# ---- upgrade by booting the next image (A/B) -----------------------------------------------
+# cp-1 and worker-1 are set up on the test image of v1.36.3 (preloaded), power off, get the
+# v1.37.2 image's /usr as an A/B system would boot its other slot (swap_usr: /usr is the image's,
+# /etc and /var the node's), and boot again, the control plane first: its kubelet (v1.37.2)
+# starts the old static Pods, then kubestrap-post.service takes the upgrade lease and runs
+# `upgrade apply v1.37.2`; the worker's pre-kubelet stage runs `upgrade node`. Both Nodes Ready
+# on v1.37.2, kubeadm-config and the Pods' images at v1.37.2, the old manifests backed up.
+AB_OLD=v1.36.3
+AB_TIMEOUT=${VM_AB_TIMEOUT:-2400}
+scenario_ab-upgrade() {
+    local cpdisk wdisk cred t0 n log rc
+    local LAN_TIMEOUT=$AB_TIMEOUT
+    LAN_NAMES=() LAN_PIDS=() LAN_TAPS=()
+    lan_up
+    lan_ca
+    mkdir -p "$WORK/seed-cp-1" "$WORK/seed-worker-1"
+    lan_cp_user_data | sed "s/^kubernetesVersion: v1\.37\.2\$/kubernetesVersion: $AB_OLD/" >"$WORK/seed-cp-1/user-data"
+    grep -q "^kubernetesVersion: $AB_OLD\$" "$WORK/seed-cp-1/user-data" || { fail "cp-1's user-data does not say $AB_OLD"; return 0; }
+    printf 'instance-id: iid-ab-cp-1\nlocal-hostname: cp-1\n' >"$WORK/seed-cp-1/meta-data"
+    lan_join_docs worker-1 >"$WORK/seed-worker-1/user-data"
+    printf 'instance-id: iid-ab-worker-1\nlocal-hostname: worker-1\n' >"$WORK/seed-worker-1/meta-data"
+    cp -r "$WORK/seed-cp-1" "$WORK/seed-cp-1-next"
+    cp -r "$WORK/seed-worker-1" "$WORK/seed-worker-1-next"
+    cred=(--cred-file "kubestrap.ca-crt=$WORK/ca/etc/kubernetes/pki/ca.crt" --cred-file "kubestrap.ca-key=$WORK/ca/etc/kubernetes/pki/ca.key")
+    cpdisk=$(fresh_disk cp-1 "$AB_OLD_ROOTFS")
+    wdisk=$(fresh_disk worker-1 "$AB_OLD_ROOTFS")
+
+    # On the images of v1.36.3: cp-1 inits, then worker-1 joins it.
+    t0=$(now)
+    lan_boot cp-1 11 "$cpdisk" --append kubestrap.test.pods=0 "${cred[@]}"
+    HA_TIMEOUT=$AB_TIMEOUT ha_wait_hold cp-1 "${LAN_PIDS[0]}" "$t0"
+    lan_boot worker-1 21 "$wdisk"
+    lan_wait
+    for n in cp-1 worker-1; do
+        expect_line "$WORK/cp-1.serial.log" "KUBESTRAP-TEST cluster-node $n Ready=True kubelet=$AB_OLD" "on the old image: $n Ready on $AB_OLD"
+    done
+    ha_release worker-1 exit
+    wait "${LAN_PIDS[1]}" || true
+    ha_release cp-1 exit
+    wait "${LAN_PIDS[0]}" || true
+
+    # The next image: /usr of the v1.37.2 image, /etc and /var kept.
+    for n in "$cpdisk" "$wdisk"; do
+        swap_usr "$n" "$AS_BUILT_ROOTFS" && say "ok: $(basename "$n"): /usr is the v1.37.2 image's" || { fail "swapping /usr of $n failed"; return 0; }
+    done
+    disk_cat "$cpdisk" /usr/share/kubestrap/image.json | grep -q '"v1.37.2"' || fail "cp-1's image.json does not say v1.37.2"
+
+    # cp-1 first: the upgrade after its kubelet; then worker-1.
+    t0=$(now)
+    lan_boot cp-1-next 11 "$cpdisk" "${cred[@]}"
+    HA_TIMEOUT=$AB_TIMEOUT ha_wait_hold cp-1-next "${LAN_PIDS[2]}" "$t0"
+    log="$WORK/cp-1-next.serial.log"
+    expect_line "$log" 'KUBESTRAP-TEST verdict=pass' "cp-1 on the next image: both units succeed, Node Ready, Pods Running"
+    expect_line "$log" "\\[upgrade\\] This control plane runs $AB_OLD; its image carries v1\\.37\\.2" "cp-1: the image's version is compared with the node's"
+    expect_line "$log" '\[upgrade\] The cluster runs v1\.36\.3: this control plane upgrades it to v1\.37\.2 \(upgrade apply\)' "cp-1 runs upgrade apply"
+    expect_line "$log" 'SUCCESS! A control plane node of your cluster was upgraded to "v1\.37\.2"' "cp-1: kubeadm's success line"
+    status_json "$log" | python3 -c 'import json, sys; u = json.load(sys.stdin)["upgrade"]; sys.exit(not (u["state"] == "upgraded" and "apply" in u["reason"]))' 2>/dev/null \
+        && say "ok: cp-1's status.json says upgraded by apply" || fail "cp-1's status.json: $(status_json "$log")"
+    lan_boot worker-1-next 21 "$wdisk"
+    HA_TIMEOUT=$AB_TIMEOUT ha_wait_hold worker-1-next "${LAN_PIDS[3]}" "$t0"
+    expect_line "$WORK/worker-1-next.serial.log" 'KUBESTRAP-TEST verdict=pass' "worker-1 on the next image: both units succeed, Node Ready"
+    ha_release cp-1-next nodes
+    wait_line "$log" 'KUBESTRAP-TEST nodes end' "${LAN_PIDS[2]}" 240 || true
+    for n in cp-1 worker-1; do
+        expect_line "$log" "KUBESTRAP-TEST cluster-node $n Ready=True kubelet=v1\\.37\\.2" "on the next image: $n Ready on v1.37.2"
+    done
+    ha_release cp-1-next versions
+    wait_line "$log" 'KUBESTRAP-TEST versions end' "${LAN_PIDS[2]}" 240 || true
+    expect_line "$log" 'KUBESTRAP-TEST kubeadm-config kubernetesVersion: v1\.37\.2' "kubeadm-config says v1.37.2"
+    for n in kube-apiserver kube-controller-manager kube-scheduler; do
+        expect_line "$log" "KUBESTRAP-TEST pod-image $n-cp-1 Running registry\\.k8s\\.io/$n:v1\\.37\\.2([^0-9]|$)" "$n runs v1.37.2"
+    done
+    expect_line "$log" 'KUBESTRAP-TEST pod-image kube-proxy-[a-z0-9]+ Running registry\.k8s\.io/kube-proxy:v1\.37\.2([^0-9]|$)' "kube-proxy runs v1.37.2"
+    expect_line "$log" 'KUBESTRAP-TEST pod-image coredns-[^ ]* Running ' "CoreDNS runs"
+    ha_release worker-1-next exit
+    ha_release cp-1-next exit
+    wait "${LAN_PIDS[3]}" "${LAN_PIDS[2]}" || true
+    debugfs -R "ls -l /etc/kubernetes/tmp" "$cpdisk" 2>/dev/null | grep -q 'kubeadm-backup-manifests-' \
+        && say "ok: the old manifests are under /etc/kubernetes/tmp/kubeadm-backup-manifests-*" || fail "no kubeadm-backup-manifests-* on cp-1"
+    for n in "$cpdisk" "$wdisk"; do
+        [ "$(disk_cat "$n" /var/lib/kubestrap/kubernetes-version | tr -d '[:space:]')" = v1.37.2 ] \
+            && say "ok: $(basename "$n") records v1.37.2" || fail "$(basename "$n"): kubernetes-version is not v1.37.2"
+    done
+    SCENARIO_NOTE="cp-1 and worker-1 from $AB_OLD to v1.37.2 by booting the next image"
+}
+
 # ---- HA: control planes from one user-data, and a worker -----------------------------------
 # All VMs run at once in a private network namespace, on one bridge (10.10.0.1/24 on the host
 # side; nothing else in the namespace): a tap per VM as its only NIC, its MAC choosing the test
@@ -960,6 +1046,11 @@ main() {
     . "$IMAGE_ENV"
     AS_BUILT_ROOTFS=$IMAGE_ROOTFS
     export AS_BUILT_ROOTFS
+    # ab-upgrade's old image: the test image of v1.36.3, preloaded (built only when asked for).
+    if [[ " ${list[*]} " == *" ab-upgrade "* ]]; then
+        AB_OLD_ROOTFS=$(sed -n 's/^IMAGE_ROOTFS=//p' "$("$REPO/image/build.sh" --preloaded --no-cargo --kube-version "$AB_OLD" | tail -n1)")
+        export AB_OLD_ROOTFS
+    fi
     # The workers' host control plane: the real v1.37.2 binaries (built once, cached).
     HOST_K8S_BIN=$("$REPO/scripts/real-k8s" | tail -n1)
     export HOST_K8S_BIN
