@@ -85,7 +85,8 @@ pub(crate) fn run_with(args: BootArgs, runner: &dyn script::Runner) -> Result<()
             let mut checked = every_boot::run(&fs, &every).map(|rows| report.certs(&rows));
             if checked.is_ok() && image_upgrade::due(&fs) {
                 let node = Node::new(&fs, &SystemClock, Some(&report));
-                checked = preload_images(&args, node, &image_upgrade::cri_socket(&fs));
+                let worker = !fs.exists(paths::manifest("kube-apiserver"));
+                checked = preload_images(&args, node, &image_upgrade::cri_socket(&fs), worker);
             }
             if let Err(e) = checked.and_then(|()| image_upgrade::run(&fs, &report, &env)) {
                 failed(&fs, &report, &e);
@@ -178,7 +179,8 @@ fn stage(
             (NodePlan::Join { join }, _) => join.node_registration.cri_socket.clone(),
             _ => String::new(),
         };
-        preload_images(args, node, &socket)?;
+        let worker = node_plan.is_worker();
+        preload_images(args, node, &socket, worker)?;
     }
     match node_plan {
         NodePlan::Init { docs, upload_certs, join_existing } => {
@@ -202,8 +204,9 @@ fn stage(
 }
 
 /// Imports the image archives before the kubelet (and preflight's ImagePull check) looks for
-/// its images. Without `ctr` there is no way in: said, and left to preflight and the kubelet.
-fn preload_images(args: &BootArgs, node: Node<'_>, cri_socket: &str) -> Result<()> {
+/// its images. Without `ctr` there is no way in: said, and left to preflight and the kubelet. A
+/// worker leaves the control plane's archives alone (under TCG each is over a minute's import).
+fn preload_images(args: &BootArgs, node: Node<'_>, cri_socket: &str, worker: bool) -> Result<()> {
     let mut dirs: Vec<PathBuf> = args.image_dirs.iter().map(|d| node.fs.real(&d.to_string_lossy())).collect();
     // Held until the imports are done: a seed disk's images/ is read from its mount.
     let seed = crate::datasource::seed_images::find(&args.env)?;
@@ -225,14 +228,19 @@ fn preload_images(args: &BootArgs, node: Node<'_>, cri_socket: &str) -> Result<(
     let ctr = crate::images::Ctr { binary, address: PathBuf::from(socket.trim_start_matches("unix://")) };
     // One import per CPU (at most 4): under TCG on two vCPUs, seven archives took 310 s one by one.
     let width = std::thread::available_parallelism().map_or(1, |n| n.get()).min(4);
-    let done = crate::images::preload(&dirs, &ctr, width, &mut |p| {
+    let done = crate::images::preload(&dirs, &ctr, width, worker, &mut |p| {
         info!("[images] {} {}: {} ({} ms)", p.state, p.archive, p.images.join(", "), p.ms);
         if let Some(r) = node.report {
             r.image(p);
         }
     })?;
-    let imported = done.iter().filter(|p| p.state == "imported").count();
-    info!("[images] {} archives: {imported} imported, {} already present", done.len(), done.len() - imported);
+    let count = |s: &str| done.iter().filter(|p| p.state == s).count();
+    let (imported, present) = (count("imported"), count("present"));
+    let mut line = format!("[images] {} archives: {imported} imported, {present} already present", done.len());
+    if worker {
+        line.push_str(&format!(", {} not needed on a worker", count("not-needed")));
+    }
+    info!("{line}");
     Ok(())
 }
 

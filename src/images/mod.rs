@@ -36,7 +36,8 @@ pub enum ImageError {
 pub struct Preloaded {
     pub archive: String,
     pub images: Vec<String>,
-    /// `imported`, or `present` (every image was already in the runtime: skipped).
+    /// `imported`, `present` (every image was already in the runtime), or `not-needed` (a
+    /// worker's: control-plane images only).
     pub state: String,
     pub ms: u64,
 }
@@ -80,15 +81,35 @@ pub(crate) fn archives(dirs: &[PathBuf]) -> Result<Vec<PathBuf>, ImageError> {
     Ok(out)
 }
 
-/// Imports every archive in `dirs` whose images are not all in the runtime yet, `width` at a
-/// time (an import is CPU-bound decompression and a sync; containerd takes concurrent imports,
-/// shared layers included); `each` hears of every archive as it is done, in the order they end.
+/// What only a control plane runs: a worker never starts these (kubeadm join pulls nothing on a
+/// worker), so it leaves their archives alone. Matched by repository name, whatever the registry.
+const CONTROL_PLANE_ONLY: [&str; 4] = ["kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd"];
+
+/// Whether every image of an archive is one only a control plane runs.
+pub(crate) fn control_plane_only(images: &[String]) -> bool {
+    let repo = |r: &str| {
+        let name = r.split('@').next().unwrap_or(r);
+        // The tag's colon comes after the last slash (a registry's port comes before it).
+        let path = match name.rfind(':') {
+            Some(c) if c > name.rfind('/').unwrap_or(0) => &name[..c],
+            _ => name,
+        };
+        path.rsplit('/').next().unwrap_or(path).to_string()
+    };
+    !images.is_empty() && images.iter().all(|i| CONTROL_PLANE_ONLY.contains(&repo(i).as_str()))
+}
+
+/// Imports every archive in `dirs` whose images are not all in the runtime yet (on a `worker`,
+/// not those holding control-plane images only), `width` at a time (an import is CPU-bound
+/// decompression and a sync; containerd takes concurrent imports, shared layers included);
+/// `each` hears of every archive as it is done, in the order they end.
 /// Reads every archive's names first, so a corrupt one fails the boot before anything is
 /// imported; after a failed import no new one starts. The result keeps the archives' order.
 pub(crate) fn preload(
     dirs: &[PathBuf],
     ctr: &Ctr,
     width: usize,
+    worker: bool,
     each: &mut dyn FnMut(&Preloaded),
 ) -> Result<Vec<Preloaded>, ImageError> {
     let files = archives(dirs)?;
@@ -101,13 +122,16 @@ pub(crate) fn preload(
     let mut done: Vec<(usize, Preloaded)> = Vec::new();
     let mut todo = Vec::new();
     for (i, (file, images)) in named.iter().enumerate() {
-        if images.iter().all(|im| present.contains(im)) {
-            let p = Preloaded {
-                archive: file.display().to_string(),
-                images: images.clone(),
-                state: "present".into(),
-                ms: 0,
-            };
+        let state = if images.iter().all(|im| present.contains(im)) {
+            "present"
+        } else if worker && control_plane_only(images) {
+            "not-needed"
+        } else {
+            ""
+        };
+        if !state.is_empty() {
+            let p =
+                Preloaded { archive: file.display().to_string(), images: images.clone(), state: state.into(), ms: 0 };
             each(&p);
             done.push((i, p));
         } else {
@@ -133,8 +157,10 @@ pub(crate) fn preload(
     // a successful import holds none for this platform.
     if done.iter().any(|p| p.state == "imported") {
         let listed = ctr.list()?;
-        if let Some((p, missing)) =
-            done.iter().find_map(|p| p.images.iter().find(|i| !listed.contains(i)).map(|i| (p, i)))
+        if let Some((p, missing)) = done
+            .iter()
+            .filter(|p| p.state == "imported")
+            .find_map(|p| p.images.iter().find(|i| !listed.contains(i)).map(|i| (p, i)))
         {
             return Err(ImageError::Archive {
                 path: PathBuf::from(&p.archive),

@@ -162,7 +162,8 @@ fn most_at_once(dir: &std::path::Path) -> usize {
 fn archives_import_width_at_a_time_and_report_in_archive_order() {
     let (d, images, ctr) = fake_node(&["a", "b", "c", "d", "e"]);
     let mut heard = Vec::new();
-    let done = super::preload(std::slice::from_ref(&images), &ctr, 2, &mut |p| heard.push(p.archive.clone())).unwrap();
+    let done =
+        super::preload(std::slice::from_ref(&images), &ctr, 2, false, &mut |p| heard.push(p.archive.clone())).unwrap();
     let order: Vec<_> = done.iter().map(|p| (p.images[0].clone(), p.state.clone())).collect();
     let want: Vec<_> =
         ["a", "b", "c", "d", "e"].iter().map(|n| (format!("example.com/{n}:1"), "imported".into())).collect();
@@ -172,7 +173,7 @@ fn archives_import_width_at_a_time_and_report_in_archive_order() {
 
     // Again: every image is present, nothing is imported.
     std::fs::remove_file(d.path().join("log")).unwrap();
-    let again = super::preload(&[images], &ctr, 2, &mut |_| {}).unwrap();
+    let again = super::preload(&[images], &ctr, 2, false, &mut |_| {}).unwrap();
     assert!(again.iter().all(|p| p.state == "present"), "{again:?}");
     assert!(!d.path().join("log").exists(), "an import ran for present images");
 }
@@ -181,11 +182,44 @@ fn archives_import_width_at_a_time_and_report_in_archive_order() {
 fn one_at_a_time_and_no_new_import_after_a_failure() {
     let (d, images, ctr) = fake_node(&["a", "fail", "z"]);
     let mut heard = Vec::new();
-    let err = super::preload(&[images], &ctr, 1, &mut |p| heard.push(p.archive.clone())).unwrap_err();
+    let err = super::preload(&[images], &ctr, 1, false, &mut |p| heard.push(p.archive.clone())).unwrap_err();
     assert!(matches!(err, ImageError::Archive { ref path, .. } if path.ends_with("fail.tar")), "{err}");
     assert!(err.to_string().contains("unexpected EOF"), "{err}");
     assert_eq!(heard.len(), 1, "only a.tar was reported: {heard:?}");
     let log = std::fs::read_to_string(d.path().join("log")).unwrap();
     assert!(!log.contains(" z "), "z.tar was imported after fail.tar failed:\n{log}");
     assert_eq!(most_at_once(d.path()), 1);
+}
+
+#[test]
+fn a_worker_leaves_the_control_plane_s_archives_alone() {
+    let (d, images, ctr) = fake_node(&["etcd", "kube-apiserver", "kube-proxy"]);
+    let done = super::preload(std::slice::from_ref(&images), &ctr, 2, true, &mut |_| {}).unwrap();
+    let states: Vec<_> = done.iter().map(|p| (p.images[0].as_str(), p.state.as_str())).collect();
+    assert_eq!(
+        states,
+        [
+            ("example.com/etcd:1", "not-needed"),
+            ("example.com/kube-apiserver:1", "not-needed"),
+            ("example.com/kube-proxy:1", "imported")
+        ]
+    );
+    let log = std::fs::read_to_string(d.path().join("log")).unwrap();
+    assert!(!log.contains("etcd") && !log.contains("kube-apiserver"), "imported on a worker:\n{log}");
+    // A control plane imports them all.
+    let done = super::preload(&[images], &ctr, 2, false, &mut |_| {}).unwrap();
+    assert_eq!(done.iter().filter(|p| p.state == "imported").count(), 2, "{done:?}");
+}
+
+#[test]
+fn control_plane_images_are_known_by_repository_whatever_the_registry() {
+    let only = |i: &[&str]| super::control_plane_only(&i.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+    assert!(only(&["registry.k8s.io/kube-apiserver:v1.37.2"]));
+    assert!(only(&["localhost:5000/etcd:3.6.5-0", "mirror.example/k8s/kube-scheduler:v1.37.2"]));
+    assert!(only(&["registry.example:5000/kube-controller-manager@sha256:0123"]));
+    assert!(!only(&["registry.k8s.io/kube-proxy:v1.37.2"]));
+    assert!(!only(&["registry.k8s.io/etcd:3.6.5-0", "registry.k8s.io/pause:3.10.1"]));
+    assert!(only(&["localhost:5000/etcd"]));
+    assert!(!only(&["example.com/etcd-operator:1"]));
+    assert!(!only(&[]));
 }

@@ -132,6 +132,11 @@ if [ "$verdict" = pass ] && [ -f /etc/kubernetes/kubelet.conf ] && ! grep -qw 'k
     if [ -f /etc/kubernetes/admin.conf ]; then
         listing nodes get nodes -o wide
         listing pods get pods -A -o wide
+        # What version the cluster says it is, and what each kube-system Pod runs (an upgrade).
+        listing cluster-config -n kube-system get configmap kubeadm-config -o 'jsonpath={.data.ClusterConfiguration}' \
+            | grep -E 'kubernetesVersion|rror' || true
+        listing pod-image -n kube-system get pods \
+            -o 'jsonpath={range .items[*]}{.metadata.name} {.status.phase} {.spec.containers[0].image}{"\n"}{end}'
     fi
     ctr -n k8s.io images list -q 2>&1 | sed 's/^/KUBESTRAP-TEST image /'
 fi
@@ -169,10 +174,8 @@ echo "KUBESTRAP-TEST verdict=$verdict"
 grep -qw 'kubestrap.test.hold=1' /proc/cmdline && exit 0
 # kubestrap.test.release=1 (multi-VM scenarios): keep the VM (and its etcd) running until the
 # harness says so on the virtio serial port kubestrap.release, one command per line:
-# "etcd-members" prints this node's view of the etcd cluster, "nodes" the cluster's Nodes, their
-# Ready condition and kubelet version (a control plane), "versions" kubeadm-config's
-# kubernetesVersion and each kube-system Pod's phase and image, "csr" the cluster's
-# CertificateSigningRequests, "diag"
+# "etcd-members" prints this node's view of the etcd cluster, "nodes" the cluster's Nodes and
+# their Ready condition (a control plane), "csr" the cluster's CertificateSigningRequests, "diag"
 # its Pods and the controller manager's and scheduler's last log lines, "forget" deletes every
 # other Node (workers that left for good), "exit" ends the VM as below.
 if grep -qw 'kubestrap.test.release=1' /proc/cmdline; then
@@ -213,17 +216,9 @@ if grep -qw 'kubestrap.test.release=1' /proc/cmdline; then
                 echo "KUBESTRAP-TEST etcd-members end" ;;
             nodes)
                 api_retry kubectl --kubeconfig /etc/kubernetes/admin.conf get nodes --request-timeout=20s \
-                    -o 'jsonpath={range .items[*]}{.metadata.name} Ready={.status.conditions[?(@.type=="Ready")].status} kubelet={.status.nodeInfo.kubeletVersion}{"\n"}{end}' \
+                    -o 'jsonpath={range .items[*]}{.metadata.name} Ready={.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' \
                     | sed 's/^/KUBESTRAP-TEST cluster-node /'
                 echo "KUBESTRAP-TEST nodes end" ;;
-            versions)
-                api_retry kubectl --kubeconfig /etc/kubernetes/admin.conf -n kube-system get configmap kubeadm-config \
-                    --request-timeout=20s -o 'jsonpath={.data.ClusterConfiguration}' | grep '^kubernetesVersion:' \
-                    | sed 's/^/KUBESTRAP-TEST kubeadm-config /'
-                api_retry kubectl --kubeconfig /etc/kubernetes/admin.conf -n kube-system get pods --request-timeout=20s \
-                    -o 'jsonpath={range .items[*]}{.metadata.name} {.status.phase} {.spec.containers[0].image}{"\n"}{end}' \
-                    | sed 's/^/KUBESTRAP-TEST pod-image /'
-                echo "KUBESTRAP-TEST versions end" ;;
             csr)
                 kubectl --kubeconfig /etc/kubernetes/admin.conf get csr -o wide --request-timeout=20s 2>&1 \
                     | sed 's/^/KUBESTRAP-TEST csr /'
