@@ -8,13 +8,14 @@ use std::time::Duration;
 
 use log::info;
 
-use super::cluster::{client_from, node_name};
+use super::cluster::{client_from, node_name_within};
 use crate::clock::Clock;
 use crate::config::values::Version;
 use crate::error::{Error, Result};
 use crate::fsutil::NodeFs;
 use crate::host::Host;
 use crate::paths::{ADMIN_CONF, KUBELET_CONF};
+use crate::timeouts::KUBERNETES_API_CALL;
 
 /// What a control plane did: `apply` or `node`. `patches`: the node's own patches directory
 /// (its init's or join's), applied again to the new static Pods and kubelet config.
@@ -30,7 +31,9 @@ pub fn control_plane_by_image(
     let admin = fs.real(ADMIN_CONF.as_str());
     let client = client_from(fs, &admin)?;
     let renewer = client_from(fs, &admin)?;
-    let me = node_name(&client_from(fs, &fs.real(KUBELET_CONF.as_str()))?)?;
+    // The kubelet has just started this node's static Pods: its API server may take minutes.
+    waiting("waiting for the API server (this node's kubelet is starting it)");
+    let me = node_name_within(&client_from(fs, &fs.real(KUBELET_CONF.as_str()))?, wait.max(KUBERNETES_API_CALL))?;
     super::lease::acquire(&client, &me, clock, wait, waiting)?;
     info!("[upgrade] {me} holds kube-system/kubestrap-upgrade");
     let done = AtomicBool::new(false);

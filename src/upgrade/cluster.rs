@@ -53,10 +53,14 @@ pub(super) fn list_patiently(client: &Client, path: &str, what: &str) -> Result<
 }
 
 fn patiently(what: &str) -> Retry<'_> {
+    patiently_for(what, crate::timeouts::KUBERNETES_API_CALL)
+}
+
+fn patiently_for(what: &str, timeout: Duration) -> Retry<'_> {
     Retry {
         what,
         tag: "upgrade",
-        timeout: crate::timeouts::KUBERNETES_API_CALL,
+        timeout,
         backoff: &crate::timeouts::KUBERNETES_API_CALL_RETRY,
         clock: &crate::clock::SystemClock,
     }
@@ -78,9 +82,15 @@ pub(super) fn attempt<T>(r: std::result::Result<T, ApiError>) -> Attempt<T, Erro
 /// restarted (an upgrade on another control plane) refuses everyone until its RBAC caches sync.
 /// A 401, or a user that is not a node, ends it at once.
 pub(super) fn node_name(client: &Client) -> Result<String> {
+    node_name_within(client, crate::timeouts::KUBERNETES_API_CALL)
+}
+
+/// [`node_name`], waiting up to `timeout` for the API server: at boot a control plane's own API
+/// server is only being started by its kubelet (minutes under TCG).
+pub(super) fn node_name_within(client: &Client, timeout: Duration) -> Result<String> {
     let review = json!({ "apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview" });
     let what = format!("asking the API server who {KUBELET_CONF} is");
-    patiently(&what).run(|| {
+    patiently_for(&what, timeout).run(|| {
         match client.request(
             "POST",
             "/apis/authentication.k8s.io/v1/selfsubjectreviews",
