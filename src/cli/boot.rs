@@ -20,7 +20,7 @@ pub struct Boot {
     /// preload the image archives in this directory (repeatable; default /usr/share/kubestrap/images)
     pub image_dir: Vec<PathBuf>,
     #[argh(option)]
-    /// on a worker booted on an image of a newer Kubernetes: how long to wait for the control plane to run that minor (Go duration; default 20m)
+    /// booted on an image of a newer Kubernetes: how long a worker waits for the control plane to run that minor, a control plane for its API server to answer (Go duration; default 20m)
     pub upgrade_wait: Option<String>,
 }
 

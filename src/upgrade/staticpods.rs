@@ -14,6 +14,7 @@ use std::time::Duration;
 use log::info;
 use serde_json::Value;
 
+use crate::clock::Clock;
 use crate::error::{Error, Result};
 use crate::init::InitContext;
 use crate::kube::Client;
@@ -261,7 +262,8 @@ impl Rollout<'_> {
         let fs = self.ctx.node.fs;
         let cfg = &self.ctx.cfg;
         let etcd = EtcdHealth::new(self)?;
-        etcd.check().map_err(|e| e.context("etcd cluster is not healthy"))?;
+        etcd.check(self.ctx.node.clock, cfg.etcd_api_call_timeout)
+            .map_err(|e| e.context("etcd cluster is not healthy"))?;
         let data_dir = cfg.local_etcd().map(|l| l.data_dir.clone()).unwrap_or_else(|| paths::ETCD_DATA_DIR.into());
         copy_dir(fs.real(&data_dir).as_path(), fs.real(&dirs.etcd_backup).as_path())
             .map_err(|e| Error::failed(format!("failed to back up etcd data: {e}")))?;
@@ -320,11 +322,22 @@ impl EtcdHealth {
         Ok(EtcdHealth { client: crate::etcd::client::Client::new(&endpoints, &creds)? })
     }
 
-    /// More than half the members answer Status (kubeadm's CheckClusterHealth).
-    fn check(&self) -> Result<()> {
+    /// More than half the members answer Status (kubeadm's CheckClusterHealth), each asked every
+    /// 500 ms for up to `patience` (kubeadm's `etcdAPICall`): at boot, an etcd its kubelet has just
+    /// started answers late.
+    fn check(&self, clock: &dyn Clock, patience: Duration) -> Result<()> {
         let eps = self.client.endpoints();
-        let bad: Vec<String> =
-            eps.iter().filter_map(|e| self.client.status(e).err().map(|err| format!("{e}: {err}"))).collect();
+        let status = |e: &String| {
+            let deadline = clock.now() + patience;
+            loop {
+                match self.client.status(e) {
+                    Ok(_) => return None,
+                    Err(err) if !err.is_transient() || clock.now() >= deadline => return Some(format!("{e}: {err}")),
+                    Err(_) => clock.sleep(Duration::from_millis(500), "etcd to answer"),
+                }
+            }
+        };
+        let bad: Vec<String> = eps.iter().filter_map(status).collect();
         if (eps.len() - bad.len()) * 2 > eps.len() {
             Ok(())
         } else {
@@ -338,7 +351,7 @@ impl EtcdHealth {
         let clock = r.ctx.node.clock;
         let deadline = clock.now() + Duration::from_secs(135);
         loop {
-            let e = match self.check() {
+            let e = match self.check(clock, Duration::ZERO) {
                 Ok(()) => return Ok(()),
                 Err(e) => e,
             };
