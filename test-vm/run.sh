@@ -279,7 +279,7 @@ scenario_ignition-cp-init() {
 # per VM, its MAC choosing the test image's static address (cp-1 10.10.0.11, workers .21, .22).
 # A VM booted with kubestrap.test.release=1 holds after its verdict until the harness releases it.
 LAN_TIMEOUT=${VM_LAN_TIMEOUT:-1500}   # the LAN VMs together (the bench's cp-1 lives through the workers' joins)
-CP_LIFE_TIMEOUT=${VM_CP_LIFE_TIMEOUT:-1500}   # cp-1's first boot from the as-built image (~830 s: 7 imports under TCG)
+CP_LIFE_TIMEOUT=${VM_CP_LIFE_TIMEOUT:-1500}   # cp-1's first boot and its upgrade by image a year later (imports, upgrade apply)
 
 lan_up() {   # lan_up: the namespace and bridge; sets NS
     NS="kubestrap-vm-$$-$RANDOM"
@@ -556,7 +556,7 @@ scenario_cp-lifecycle() {
     # upgraded to the image's v1.37.2.
     local log3="$WORK/boot3.serial.log" kc3
     rc=0
-    lan_reboot boot3 "$cpdisk" --rtc "$(date -u -d '+400 days' +%Y-%m-%dT%H:%M:%S)" --append "kubestrap.test.upgrade-refused=v1.37.3" "${cred[@]}" || rc=$?
+    lan_reboot boot3 "$cpdisk" --timeout "$CP_LIFE_TIMEOUT" --rtc "$(date -u -d '+400 days' +%Y-%m-%dT%H:%M:%S)" --append "kubestrap.test.upgrade-refused=v1.37.3" "${cred[@]}" || rc=$?
     expect_rc "$rc" 1 "a year later: both units succeed, the Node is Ready and its Pods run"
     expect_line "$log3" "$(event_re certs).*apiserver: renewed" "a year later: the API server's certificate was renewed"
     expect_line "$log3" "$(event_re certs).*admin.conf: renewed" "a year later: admin.conf's client certificate was renewed"
