@@ -49,6 +49,10 @@ pub(crate) fn run(fs: &NodeFs, report: &Reporter, env: &Env) -> Result<()> {
     report.span("upgrade by image", start);
     match result {
         Ok(how) => {
+            // The version file a first boot wrote, kept true for those who read it (a worker's
+            // check reads it; a control plane's reads its manifests).
+            fs.write(&paths::DEPLOYED_VERSION, format!("{image}\n").as_bytes())?;
+            fs.commit()?;
             fs.remove(paths::UPGRADE_IN_PROGRESS.as_str())?;
             u.state = "upgraded".into();
             u.reason = format!("upgrade {how}");

@@ -181,6 +181,8 @@ fn three_control_planes_and_a_worker_reboot_onto_the_next_image_at_once() {
         let apiserver = apiserver_manifest(root);
         assert!(apiserver.contains(PATCHED_FLAG), "{n}: the node's patches applied again:\n{apiserver}");
         assert_eq!(status(root)["upgrade"]["state"], "upgraded", "{n}");
+        let recorded = std::fs::read_to_string(root.join("var/lib/kubestrap/kubernetes-version")).unwrap_or_default();
+        assert_eq!(recorded.trim(), NEW, "{n}: the version file follows the upgrade");
     }
     assert_eq!(applied.len(), 1, "exactly one upgrade apply: {applied:?}");
     assert_eq!(wrun.code(), 0, "worker-1 pre-kubelet:\n{}", wrun.stderr());
