@@ -96,12 +96,14 @@ pub(crate) fn record_first_boot(fs: &NodeFs) {
 /// (the check itself says why).
 pub(crate) fn due(fs: &NodeFs) -> bool {
     let Ok(Some(image)) = image_version(fs) else { return false };
-    let node = if fs.exists(paths::manifest("kube-apiserver")) {
-        control_plane_version(fs).ok().flatten()
-    } else {
-        worker_version(fs).ok().flatten()
-    };
+    let node =
+        if is_control_plane(fs) { control_plane_version(fs).ok().flatten() } else { worker_version(fs).ok().flatten() };
     node.is_some_and(|n| change(&n, &image) == Change::Upgrade)
+}
+
+/// A control plane has its API server's manifest; a worker has none.
+pub(crate) fn is_control_plane(fs: &NodeFs) -> bool {
+    fs.exists(paths::manifest("kube-apiserver"))
 }
 
 /// The node's CRI socket (instance-config.yaml), else containerd's.
@@ -130,11 +132,7 @@ pub(crate) fn run(fs: &NodeFs, report: &Reporter, env: &Env) -> Result<()> {
     fs.remove(&KUBELET_HOLD)?;
     let Some(image) = image_version(fs)? else { return Ok(()) };
     let start = crate::clock::boot_ms();
-    let result = if fs.exists(paths::manifest("kube-apiserver")) {
-        control_plane(fs, report, &image)
-    } else {
-        worker(fs, report, env, &image)
-    };
+    let result = if is_control_plane(fs) { control_plane(fs, report, &image) } else { worker(fs, report, env, &image) };
     report.span("upgrade by image", start);
     result
 }

@@ -12,7 +12,7 @@ use crate::paths;
 use crate::status::Reporter;
 
 pub(crate) fn run(fs: &NodeFs, report: &Reporter, env: &Env) -> Result<()> {
-    if !fs.exists(paths::manifest("kube-apiserver")) {
+    if !super::image_upgrade::is_control_plane(fs) {
         return Ok(());
     }
     let Some(image) = image_version(fs)? else { return Ok(()) };

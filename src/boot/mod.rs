@@ -85,7 +85,7 @@ pub(crate) fn run_with(args: BootArgs, runner: &dyn script::Runner) -> Result<()
             let mut checked = every_boot::run(&fs, &every).map(|rows| report.certs(&rows));
             if checked.is_ok() && image_upgrade::due(&fs) {
                 let node = Node::new(&fs, &SystemClock, Some(&report));
-                let worker = !fs.exists(paths::manifest("kube-apiserver"));
+                let worker = !image_upgrade::is_control_plane(&fs);
                 checked = preload_images(&args, node, &image_upgrade::cri_socket(&fs), worker);
             }
             if let Err(e) = checked.and_then(|()| image_upgrade::run(&fs, &report, &env)) {

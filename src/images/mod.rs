@@ -122,14 +122,14 @@ pub(crate) fn preload(
     let mut done: Vec<(usize, Preloaded)> = Vec::new();
     let mut todo = Vec::new();
     for (i, (file, images)) in named.iter().enumerate() {
-        let state = if images.iter().all(|im| present.contains(im)) {
-            "present"
+        let skipped = if images.iter().all(|im| present.contains(im)) {
+            Some("present")
         } else if worker && control_plane_only(images) {
-            "not-needed"
+            Some("not-needed")
         } else {
-            ""
+            None
         };
-        if !state.is_empty() {
+        if let Some(state) = skipped {
             let p =
                 Preloaded { archive: file.display().to_string(), images: images.clone(), state: state.into(), ms: 0 };
             each(&p);
