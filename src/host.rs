@@ -59,7 +59,8 @@ pub trait Host: Sync {
     fn stop_service(&self, unit: &str) -> Result<(), HostError>;
     /// `kubelet --version` output (the one child process preflight may start).
     fn kubelet_version(&self, kubelet: &Path) -> Result<String, HostError>;
-    fn resolves(&self, name: &str) -> bool;
+    /// Does `name` resolve (files, then DNS)? `None`: no answer within `within`.
+    fn resolves(&self, name: &str, within: Duration) -> Option<bool>;
     fn env(&self, name: &str) -> Option<String>;
     /// Is a process with this command name running (from /proc/*/comm)?
     fn process_running(&self, comm: &str) -> bool;
@@ -74,6 +75,19 @@ pub trait Host: Sync {
 
 /// The real machine.
 pub struct LinuxHost;
+
+impl LinuxHost {
+    fn run_kubelet_version(kubelet: &Path) -> Result<String, HostError> {
+        let out = std::process::Command::new(kubelet)
+            .arg("--version")
+            .output()
+            .map_err(|source| HostError::Exec { program: kubelet.to_path_buf(), source })?;
+        if !out.status.success() {
+            return Err(HostError::Exited { program: kubelet.to_path_buf(), status: out.status });
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    }
+}
 
 impl Host for LinuxHost {
     fn euid(&self) -> u32 {
@@ -193,19 +207,38 @@ impl Host for LinuxHost {
     }
 
     fn kubelet_version(&self, kubelet: &Path) -> Result<String, HostError> {
-        let out = std::process::Command::new(kubelet)
-            .arg("--version")
-            .output()
-            .map_err(|source| HostError::Exec { program: kubelet.to_path_buf(), source })?;
-        if !out.status.success() {
-            return Err(HostError::Exited { program: kubelet.to_path_buf(), status: out.status });
+        // A join asks twice (preflight, then against the cluster's version once discovery has
+        // read it); under emulation each start of the kubelet's binary costs most of a second.
+        type Seen = Vec<(PathBuf, Option<std::time::SystemTime>, String)>;
+        static SEEN: std::sync::Mutex<Seen> = std::sync::Mutex::new(Vec::new());
+        let stamp = std::fs::metadata(kubelet).and_then(|m| m.modified()).ok();
+        let seen =
+            |s: &Seen| s.iter().find(|(p, t, _)| p == kubelet && *t == stamp && t.is_some()).map(|e| e.2.clone());
+        if let Some(v) = SEEN.lock().ok().and_then(|s| seen(&s)) {
+            return Ok(v);
         }
-        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+        let v = Self::run_kubelet_version(kubelet)?;
+        if let Ok(mut s) = SEEN.lock() {
+            s.push((kubelet.to_path_buf(), stamp, v.clone()));
+        }
+        Ok(v)
     }
 
-    fn resolves(&self, name: &str) -> bool {
+    fn resolves(&self, name: &str, within: Duration) -> Option<bool> {
         use std::net::ToSocketAddrs;
-        (name, 0).to_socket_addrs().map(|mut a| a.next().is_some()).unwrap_or(false)
+        // getaddrinfo cannot be cancelled: the lookup runs on a thread of its own, left to finish
+        // (or not) by itself, so that an unreachable nameserver (glibc retries for 10 s) does
+        // not hold a first boot for a check that only warns.
+        let lookup = |n: &str| (n, 0).to_socket_addrs().map(|mut a| a.next().is_some()).unwrap_or(false);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let owned = name.to_string();
+        let spawned = std::thread::Builder::new().name("hostname-lookup".into()).spawn(move || {
+            let _ = tx.send(lookup(&owned));
+        });
+        match spawned {
+            Ok(_) => rx.recv_timeout(within).ok(),
+            Err(_) => Some(lookup(name)),
+        }
     }
 
     fn env(&self, name: &str) -> Option<String> {

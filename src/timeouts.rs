@@ -34,6 +34,9 @@ pub(crate) const DATASOURCE: Duration = Duration::from_secs(5 * 60);
 /// Each CRI call of reset (ListPodSandbox, StopPodSandbox, RemovePodSandbox): stopping a pod
 /// waits for its containers' grace period, so longer than a probe.
 pub(crate) const CRI_RESET_CALL: Duration = Duration::from_secs(60);
+/// preflight's Hostname lookup (a warning): kubeadm waits for the resolver, which retries an
+/// unreachable nameserver for 10 s; a first boot does not wait past this for a warning.
+pub(crate) const HOSTNAME_LOOKUP: Duration = Duration::from_secs(2);
 /// The CRI Version call: a runtime that accepts but never answers is reported, not waited on.
 pub(crate) const CRI_PROBE: Duration = Duration::from_secs(2);
 /// One image pull in preflight's ImagePull (kubeadm has no bound; a registry that stalls should

@@ -77,10 +77,16 @@ pub fn table(input: &Input) -> Vec<Check<'_>> {
             let n = &input.node_name;
             if !crate::config::values::is_dns1123_subdomain(n) {
                 Probe::Fail(format!("hostname {n:?} is not a valid node name (RFC 1123 subdomain)"))
-            } else if !h.resolves(n) {
-                Probe::Fail(format!("hostname {n:?} could not be reached: lookup failed"))
             } else {
-                Probe::Pass(format!("{n} resolves"))
+                let within = crate::timeouts::HOSTNAME_LOOKUP;
+                match h.resolves(n, within) {
+                    Some(true) => Probe::Pass(format!("{n} resolves")),
+                    Some(false) => Probe::Fail(format!("hostname {n:?} could not be reached: lookup failed")),
+                    None => Probe::Fail(format!(
+                        "hostname {n:?} could not be reached: the lookup did not answer within {}s",
+                        within.as_secs()
+                    )),
+                }
             }
         }),
         check(

@@ -26,7 +26,7 @@ pub(crate) struct Fake {
     /// Every (address, port) a Port check asked to listen on.
     listened: std::sync::Mutex<Vec<(Option<String>, u16)>>,
     kubelet: Option<String>,
-    resolves: bool,
+    resolves: Option<bool>,
     env: BTreeMap<&'static str, &'static str>,
     firewalld: bool,
     free: u64,
@@ -66,7 +66,7 @@ impl Fake {
             runtime_config: Ok(true),
             listened: Default::default(),
             kubelet: Some("Kubernetes v1.37.0".into()),
-            resolves: true,
+            resolves: Some(true),
             env: BTreeMap::new(),
             firewalld: false,
             free: 50 << 30,
@@ -161,7 +161,7 @@ impl Host for Fake {
             source: std::io::Error::from(std::io::ErrorKind::NotFound),
         })
     }
-    fn resolves(&self, _: &str) -> bool {
+    fn resolves(&self, _: &str, _: Duration) -> Option<bool> {
         self.resolves
     }
     fn env(&self, name: &str) -> Option<String> {
@@ -367,8 +367,20 @@ fn bad_hostname_and_unresolvable_hostname_warn() {
     i.node_name = "Bad_Name".into();
     assert_eq!(row(&run(&Fake::good(), &i, &[]), "Hostname").result, Outcome::Warning);
     let mut h = Fake::good();
-    h.resolves = false;
+    h.resolves = Some(false);
     assert!(row(&run(&h, &input(Role::Worker), &[]), "Hostname").message.contains("lookup failed"));
+    // A resolver that does not answer in time is a warning too, said as such.
+    h.resolves = None;
+    let r = row(&run(&h, &input(Role::Worker), &[]), "Hostname").clone();
+    assert_eq!(r.result, Outcome::Warning);
+    assert!(r.message.contains("did not answer within 2s"), "{}", r.message);
+}
+
+#[test]
+fn the_real_hosts_lookup_answers_for_localhost() {
+    use crate::host::{Host, LinuxHost};
+    // /etc/hosts only: no query leaves the machine.
+    assert_eq!(LinuxHost.resolves("localhost", Duration::from_secs(5)), Some(true));
 }
 
 #[test]
@@ -571,8 +583,8 @@ impl Host for Overlapping {
     fn cri_pull_image(&self, socket: &Path, image: &str, timeout: Duration) -> Result<(), CriError> {
         self.inner.cri_pull_image(socket, image, timeout)
     }
-    fn resolves(&self, name: &str) -> bool {
-        self.inner.resolves(name)
+    fn resolves(&self, name: &str, within: Duration) -> Option<bool> {
+        self.inner.resolves(name, within)
     }
     fn env(&self, name: &str) -> Option<String> {
         self.inner.env(name)
