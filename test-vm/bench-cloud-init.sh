@@ -8,7 +8,8 @@
 #   worker: power-on -> Node Ready, joining a kubestrap control plane that runs on the same
 #     private LAN for the whole bench;
 # plus each tool's own unit time (kubestrap.service + kubestrap-post.service; cloud-init's four
-# stages). Then min/median/max per figure. The other tool's units are masked in each boot.
+# stages). Then min/median/max per figure, and the last round's timelines side by side
+# (bench-timeline.py). The other tool's units are masked in each boot.
 #   test-vm/bench-cloud-init.sh [--no-build]     (as root; env BENCH_BOOTS=3, VM_TIMEOUT=900,
 #   BENCH_KINDS="control-plane worker": which rounds to run)
 set -euo pipefail
@@ -38,7 +39,7 @@ trap 'for c in "${CLEANUPS[@]}"; do eval "$c" || true; done; mkdir -p "$ARTIFACT
 . "$(KUBESTRAP_EXTRA_PACKAGES=cloud-init "$REPO/image/build.sh" --preloaded --no-cargo --out "$CACHE/image-cloud-init" | tail -n1)"
 # A node whose tool failed is not waited for past this; the figures are API serving and Node
 # Ready, so the report unit does not wait for Pods (an init that failed before its addons has none).
-WAIT="kubestrap.test.ready-timeout=420 kubestrap.test.pods=0"
+WAIT="kubestrap.test.ready-timeout=420 kubestrap.test.pods=0 kubestrap.test.timeline=1"
 KS_MASK="$WAIT systemd.mask=cloud-init-local.service systemd.mask=cloud-init.service systemd.mask=cloud-config.service systemd.mask=cloud-final.service"
 KA_MASK="$WAIT systemd.mask=kubestrap.service systemd.mask=kubestrap-post.service kubestrap.test.incumbent=1"
 
@@ -173,6 +174,16 @@ for kind in $KINDS; do
     done
 done
 echo "load average at end: $LOAD_END"
+# The last round's boots, phase by phase (bench-timeline.py: systemd's units, kubestrap's
+# status.json timeline, cloud-init's stages and kubeadm's phases, seconds since power-on).
+for kind in $KINDS; do
+    case $kind in
+        control-plane) ks="$WORK/cp-kubestrap-$BOOTS.serial.log" ka="$WORK/cp-kubeadm-$BOOTS.serial.log" ;;
+        worker) ks="$WORK/w-ks-$BOOTS.serial.log" ka="$WORK/w-ka-$BOOTS.serial.log" ;;
+    esac
+    echo "---- $kind, round $BOOTS: timelines (s since power-on) ----"
+    python3 "$HERE/bench-timeline.py" "$ks" "$ka" || echo "bench: no timeline for $kind" >&2
+done
 echo "serial logs: $ARTIFACTS/bench/"
 missing=0
 for kind in $KINDS; do
