@@ -77,6 +77,16 @@ pub trait Host: Sync {
 pub struct LinuxHost;
 
 impl LinuxHost {
+    /// Starts the kubelet's `--version` (for preflight's KubeletVersion) on a thread of its own:
+    /// under emulation the binary's start costs seconds, which then overlap the image import.
+    pub(crate) fn warm_kubelet_version() {
+        let _ = std::thread::Builder::new().name("kubelet-version".into()).spawn(|| {
+            if let Some(k) = LinuxHost.find_in_path("kubelet") {
+                let _ = LinuxHost.kubelet_version(&k);
+            }
+        });
+    }
+
     fn run_kubelet_version(kubelet: &Path) -> Result<String, HostError> {
         let out = std::process::Command::new(kubelet)
             .arg("--version")
@@ -209,18 +219,17 @@ impl Host for LinuxHost {
     fn kubelet_version(&self, kubelet: &Path) -> Result<String, HostError> {
         // A join asks twice (preflight, then against the cluster's version once discovery has
         // read it); under emulation each start of the kubelet's binary costs most of a second.
+        // Held while the kubelet runs: a second asker (preflight, after warm_kubelet_version's
+        // thread) waits for that answer rather than starting the binary again.
         type Seen = Vec<(PathBuf, Option<std::time::SystemTime>, String)>;
         static SEEN: std::sync::Mutex<Seen> = std::sync::Mutex::new(Vec::new());
+        let mut seen = SEEN.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let stamp = std::fs::metadata(kubelet).and_then(|m| m.modified()).ok();
-        let seen =
-            |s: &Seen| s.iter().find(|(p, t, _)| p == kubelet && *t == stamp && t.is_some()).map(|e| e.2.clone());
-        if let Some(v) = SEEN.lock().ok().and_then(|s| seen(&s)) {
-            return Ok(v);
+        if let Some(e) = seen.iter().find(|(p, t, _)| p == kubelet && *t == stamp && t.is_some()) {
+            return Ok(e.2.clone());
         }
         let v = Self::run_kubelet_version(kubelet)?;
-        if let Ok(mut s) = SEEN.lock() {
-            s.push((kubelet.to_path_buf(), stamp, v.clone()));
-        }
+        seen.push((kubelet.to_path_buf(), stamp, v.clone()));
         Ok(v)
     }
 
@@ -344,6 +353,29 @@ pub(crate) fn proxy_env() -> Vec<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_kubelet_is_asked_once_per_binary() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let (bin, runs) = (dir.path().join("kubelet"), dir.path().join("runs"));
+        let script = |v: &str| format!("#!/bin/sh\necho x >> {}\necho 'Kubernetes {v}'\n", runs.display());
+        let install = |v: &str| {
+            let next = dir.path().join("kubelet.next");
+            std::fs::write(&next, script(v)).unwrap();
+            std::fs::set_permissions(&next, std::fs::Permissions::from_mode(0o755)).unwrap();
+            std::fs::rename(&next, &bin).unwrap();
+        };
+        install("v1.37.2");
+        assert_eq!(LinuxHost.kubelet_version(&bin).unwrap(), "Kubernetes v1.37.2");
+        assert_eq!(LinuxHost.kubelet_version(&bin).unwrap(), "Kubernetes v1.37.2");
+        assert_eq!(std::fs::read_to_string(&runs).unwrap().lines().count(), 1);
+        // Another binary at the same path (a newer mtime) is asked again.
+        std::thread::sleep(Duration::from_millis(20));
+        install("v1.38.0");
+        assert_eq!(LinuxHost.kubelet_version(&bin).unwrap(), "Kubernetes v1.38.0");
+        assert_eq!(std::fs::read_to_string(&runs).unwrap().lines().count(), 2);
+    }
 
     #[test]
     fn errors_name_the_port_and_program() {
