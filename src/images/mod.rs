@@ -118,7 +118,7 @@ pub(crate) fn preload(
     }
     let named: Vec<(PathBuf, Vec<String>)> =
         files.into_iter().map(|f| archive::names(&f).map(|n| (f, n))).collect::<Result<_, _>>()?;
-    let present = ctr.list()?;
+    let present = present_images(ctr, &named)?;
     let mut done: Vec<(usize, Preloaded)> = Vec::new();
     let mut todo = Vec::new();
     for (i, (file, images)) in named.iter().enumerate() {
@@ -171,6 +171,24 @@ pub(crate) fn preload(
         }
     }
     Ok(done)
+}
+
+/// Which of the archives' images the runtime holds, asked over the CRI (ImageStatus, as the
+/// kubelet asks; starting `ctr` costs seconds under emulation), or from `ctr images list` when
+/// the CRI does not answer (a runtime still starting, or not containerd's CRI).
+fn present_images(ctr: &Ctr, named: &[(PathBuf, Vec<String>)]) -> Result<Vec<String>, ImageError> {
+    let mut held = Vec::new();
+    for image in named.iter().flat_map(|(_, images)| images) {
+        match crate::cri::image_present_over_unix_socket(&ctr.address, image, crate::timeouts::CRI_PROBE) {
+            Ok(true) => held.push(image.clone()),
+            Ok(false) => {}
+            Err(e) => {
+                log::debug!("[images] CRI ImageStatus {image}: {e}; listing with ctr");
+                return ctr.list();
+            }
+        }
+    }
+    Ok(held)
 }
 
 /// Runs `ctr.import` for `named[i]`, `i` in `todo`, on up to `width` threads; `ok(i, ms)` on this

@@ -124,6 +124,10 @@ if [ "$verdict" = pass ] && [ -f /etc/kubernetes/kubelet.conf ] && ! grep -qw 'k
     done
     if [ -z "$ready" ]; then
         echo "KUBESTRAP-TEST node-not-ready name=$node"
+        # Why, as the kubelet last reported it (or why the API server did not answer).
+        kubectl --kubeconfig /etc/kubernetes/kubelet.conf get node "$node" --request-timeout=20s \
+            -o 'jsonpath={range .status.conditions[*]}{.type}={.status} {.reason}: {.message}{"\n"}{end}' 2>&1 \
+            | cut -c1-300 | sed 's/^/KUBESTRAP-TEST node-condition /'
         verdict=fail
     elif [ -f /etc/kubernetes/admin.conf ] && [ -z "$pods" ]; then
         echo "KUBESTRAP-TEST pods-not-running"
