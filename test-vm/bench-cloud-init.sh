@@ -16,13 +16,14 @@ set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=run.sh disable=SC1091  # followed only with shellcheck -x
 . "$HERE/run.sh"   # lib.sh, the user-data, the LAN helpers (main does not run when sourced)
-BOOTS=${BENCH_BOOTS:-3}
+# Not BOOTS: lib.sh counts every boot_vm in BOOTS (for the scenarios' table).
+ROUNDS=${BENCH_BOOTS:-3}
 KINDS=${BENCH_KINDS:-control-plane worker}
 CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/kubestrap/vm
 build=(--preloaded)
 [ "${1:-}" = --no-build ] && build+=(--no-cargo)
 [ "$(id -u)" -eq 0 ] || { echo "bench-cloud-init.sh: run as root" >&2; exit 1; }
-[[ $BOOTS =~ ^[1-9][0-9]*$ ]] || { echo "bench-cloud-init.sh: BENCH_BOOTS must be a positive integer" >&2; exit 2; }
+[[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || { echo "bench-cloud-init.sh: BENCH_BOOTS must be a positive integer" >&2; exit 2; }
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 
 # shellcheck disable=SC2034  # read by lib.sh's say and fail
@@ -122,7 +123,7 @@ boot_worker() {   # boot_worker TOOL I: joins the LAN's control plane
 }
 
 run_kind() { [[ " $KINDS " == *" $1 "* ]]; }
-for ((i = 1; i <= BOOTS; i++)); do
+for ((i = 1; i <= ROUNDS; i++)); do
     run_kind control-plane || break
     boot_cp kubestrap "$i"
     boot_cp kubeadm "$i"
@@ -131,7 +132,7 @@ done
 # The control plane the workers join: kubestrap on the LAN, held until the workers are done.
 run_kind worker && {
 LAN_NAMES=() LAN_PIDS=()
-LAN_TIMEOUT=$((900 + BOOTS * 1200))
+LAN_TIMEOUT=$((900 + ROUNDS * 1200))
 lan_up
 lan_ca
 mkdir -p "$WORK/seed-cp-1"
@@ -143,7 +144,7 @@ until grep -qs 'KUBESTRAP-TEST holding for the harness' "$WORK/cp-1.serial.log";
     kill -0 "${LAN_PIDS[0]}" 2>/dev/null || { echo "bench: the LAN control plane ended" >&2; exit 1; }
     sleep 2
 done
-for ((i = 1; i <= BOOTS; i++)); do
+for ((i = 1; i <= ROUNDS; i++)); do
     boot_worker kubestrap "$i"
     boot_worker kubeadm "$i"
 done
@@ -162,7 +163,7 @@ stats() {   # stats "v1 v2 ...": "min median max"
         m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
         printf "%.1f (%.1f-%.1f)\n", m, v[1], v[NR] }'
 }
-echo "==== first boot to a working node: kubestrap vs kubeadm v1.37.2 driven by cloud-init ($BOOTS round(s), accel=$VM_ACCEL) ===="
+echo "==== first boot to a working node: kubestrap vs kubeadm v1.37.2 driven by cloud-init ($ROUNDS round(s), accel=$VM_ACCEL) ===="
 echo "load average at start: $LOAD_START"
 printf '%-14s %-10s %2s  %-14s %10s %10s %8s\n' node tool '#' 'load (1/5/15)' 'API s' 'Ready s' 'units s'
 printf '%s\n' "${ROWS[@]}"
@@ -178,17 +179,17 @@ echo "load average at end: $LOAD_END"
 # status.json timeline, cloud-init's stages and kubeadm's phases, seconds since power-on).
 for kind in $KINDS; do
     case $kind in
-        control-plane) ks="$WORK/cp-kubestrap-$BOOTS.serial.log" ka="$WORK/cp-kubeadm-$BOOTS.serial.log" ;;
-        worker) ks="$WORK/w-ks-$BOOTS.serial.log" ka="$WORK/w-ka-$BOOTS.serial.log" ;;
+        control-plane) ks="$WORK/cp-kubestrap-$ROUNDS.serial.log" ka="$WORK/cp-kubeadm-$ROUNDS.serial.log" ;;
+        worker) ks="$WORK/w-ks-$ROUNDS.serial.log" ka="$WORK/w-ka-$ROUNDS.serial.log" ;;
     esac
-    echo "---- $kind, round $BOOTS: timelines (s since power-on) ----"
+    echo "---- $kind, round $ROUNDS: timelines (s since power-on) ----"
     python3 "$HERE/bench-timeline.py" "$ks" "$ka" || echo "bench: no timeline for $kind" >&2
 done
 echo "serial logs: $ARTIFACTS/bench/"
 missing=0
 for kind in $KINDS; do
     for tool in kubestrap kubeadm; do
-        [ "$(wc -w <<<"${VALS[$kind.$tool.ready]:-}")" = "$BOOTS" ] || { echo "bench: $kind/$tool: a boot has no Node Ready time" >&2; missing=1; }
+        [ "$(wc -w <<<"${VALS[$kind.$tool.ready]:-}")" = "$ROUNDS" ] || { echo "bench: $kind/$tool: a boot has no Node Ready time" >&2; missing=1; }
     done
 done
 exit "$missing"
