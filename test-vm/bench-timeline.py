@@ -8,7 +8,8 @@ From each serial log (bench-cloud-init.sh's boots, with kubestrap.test.timeline=
 - kubestrap: status.json's timeline (each stage, phase and wait, on the boot clock);
 - the incumbent: cloud-init's four stages (their ExecMain start -> exit) and kubeadm's phases
   (the first console line of each `[phase]` tag it prints, to the next one's);
-- both: the API server's first healthy answer and the Node's Ready.
+- both: the kubelet unit's starts and stops and its Node's registration (the journal), the API
+  server's first healthy answer and the Node's Ready.
 Rows sorted by start: start, duration and what, like `systemd-analyze blame` in boot order.
 """
 import itertools
@@ -40,7 +41,14 @@ def rows(path):
     out = []
     kubeadm_tags = []
     for host, text in lines:
-        if "KUBESTRAP-TEST timeline unit=" in text:
+        if "KUBESTRAP-TEST timeline journal [" in text:
+            # journalctl -o short-monotonic: "[  12.345678] host unit[pid]: message".
+            m = re.search(r"journal \[\s*(\d+\.\d+)\] \S+ [^:]+: (.*)", text)
+            if m:
+                msg = m.group(2)
+                what = "kubelet: its Node registered" if "Successfully registered node" in msg else f"systemd: {msg[:60]}"
+                out.append((off + float(m.group(1)), None, what))
+        elif "KUBESTRAP-TEST timeline unit=" in text:
             f = dict(FIELD.findall(text))
             s, a = int(f.get("start_us", 0)), int(f.get("active_us", 0))
             if s > 0:

@@ -37,6 +37,10 @@ if grep -qw 'kubestrap.test.timeline=1' /proc/cmdline; then
         | awk -F= 'function out() { if (id != "" && s + a > 0) printf "KUBESTRAP-TEST timeline unit=%s start_us=%s active_us=%s\n", id, s, a; id = ""; s = 0; a = 0 }
             $0 == "" { out() } $1 == "Id" { id = $2 } $1 == "InactiveExitTimestampMonotonic" { s = $2 }
             $1 == "ActiveEnterTimestampMonotonic" { a = $2 } END { out() }'
+    # The kubelet's milestones: each start and stop of its unit, then its Node registered.
+    journalctl -b -o short-monotonic --no-pager -q -u kubelet.service 2>/dev/null \
+        | grep -E 'kubelet\.service|Successfully registered node' | grep -E 'Start|Stop|Successfully registered' \
+        | head -n 60 | cut -c1-200 | sed 's/^/KUBESTRAP-TEST timeline journal /'
     # kubestrap's debug lines (systemd.setenv=KUBESTRAP_LOG=debug), which journald keeps off the console.
     journalctl -b -u kubestrap.service -u kubestrap-post.service -p 7..7 -o short-monotonic --no-pager -q 2>/dev/null \
         | sed 's/^/KUBESTRAP-TEST debug /'
