@@ -118,7 +118,7 @@ pub(crate) fn run_with(args: BootArgs, runner: &dyn script::Runner) -> Result<()
         report.skipped("this node was bootstrapped by an earlier boot");
         return Ok(());
     }
-    if args.stage == Stage::PreKubelet && fs.root() == std::path::Path::new("/") {
+    if args.stage == Stage::PreKubelet && crate::node::is_live(fs.root()) {
         crate::host::LinuxHost::warm_kubelet_version();
     }
     // Durable with the stage's first commit (a syncfs pair costs a first-boot VM 30-70 ms here).
