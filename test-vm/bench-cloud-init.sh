@@ -52,11 +52,15 @@ cloud_init_user_data() {   # cloud_init_user_data FILE KUBEADM-ARGS: documents f
     printf 'runcmd:\n- kubeadm %s --config /run/kubeadm/kubeadm.yaml\n' "$2"
 }
 
-# at LOG: "<QEMU start -> API serving s> <QEMU start -> Node Ready s>" (or "-").
+# at LOG: "<QEMU start -> API serving s> <QEMU start -> Node Ready s>" (or "-"). Node Ready is
+# when the kubelet posted it (the condition's lastTransitionTime, to the second), where the
+# report gave it, not when the report's poll first saw it: that poll starts only after the
+# tools' units end.
 at() {
     awk 'match($0, /\[ *[0-9]+\.[0-9]+\]/) { off = $1 - substr($0, RSTART + 1, RLENGTH - 2) }
         /\[control-plane-check\] kube-apiserver is healthy/ && api == "" { api = $1 }
-        /KUBESTRAP-TEST node-ready / { for (i = 1; i <= NF; i++) if ($i ~ /^at_us=/) ready = off + substr($i, 7) / 1e6 }
+        /KUBESTRAP-TEST node-ready / { for (i = 1; i <= NF; i++) if ($i ~ /^at_us=/ && ready == "") ready = off + substr($i, 7) / 1e6
+            for (i = 1; i <= NF; i++) if ($i ~ /^since_us=/) ready = off + substr($i, 10) / 1e6 }
         END { printf "%s %s\n", (api == "" ? "-" : sprintf("%.1f", api)), (ready == "" ? "-" : sprintf("%.1f", ready)) }' "$1"
 }
 # units LOG PATTERN: the units' summed run time (s) from the report's start_us/exit_us lines.

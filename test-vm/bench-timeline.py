@@ -8,8 +8,9 @@ From each serial log (bench-cloud-init.sh's boots, with kubestrap.test.timeline=
 - kubestrap: status.json's timeline (each stage, phase and wait, on the boot clock);
 - the incumbent: cloud-init's four stages (their ExecMain start -> exit) and kubeadm's phases
   (the first console line of each `[phase]` tag it prints, to the next one's);
-- both: the kubelet unit's starts and stops and its Node's registration (the journal), the API
-  server's first healthy answer and the Node's Ready.
+- both: the kubelet unit's starts and stops, its Node's registration and failed CSINode tries
+  (the journal), each change of the Node's Ready condition as the report saw it, the API server's
+  first healthy answer and the Node's Ready.
 Rows sorted by start: start, duration and what, like `systemd-analyze blame` in boot order.
 """
 import itertools
@@ -48,6 +49,16 @@ def rows(path):
                 msg = m.group(2)
                 what = "kubelet: its Node registered" if "Successfully registered node" in msg else f"systemd: {msg[:60]}"
                 out.append((off + float(m.group(1)), None, what))
+        elif "KUBESTRAP-TEST kubelet-way [" in text:
+            # The kubelet's own lines after its start: its registration and failed CSINode tries.
+            m = re.search(r"kubelet-way \[\s*(\d+\.\d+)\] \S+ kubelet\[\d+\]: (.*)", text)
+            if m and ("Successfully registered node" in m.group(2) or "Failed to initialize CSINode" in m.group(2)):
+                what = "kubelet: its Node registered" if "registered" in m.group(2) else "kubelet: a CSINode try failed"
+                out.append((off + float(m.group(1)), None, what))
+        elif "KUBESTRAP-TEST node-condition-seen" in text:
+            f = dict(FIELD.findall(text))
+            cond = text.split(f"at_us={f['at_us']} ", 1)[-1]
+            out.append((off + int(f["at_us"]) / 1e6, None, f"Node seen: {cond[:70]}"))
         elif "KUBESTRAP-TEST timeline unit=" in text:
             f = dict(FIELD.findall(text))
             s, a = int(f.get("start_us", 0)), int(f.get("active_us", 0))
@@ -69,7 +80,9 @@ def rows(path):
                 out.append((off + t["start_ms"] / 1e3, off + t["end_ms"] / 1e3, f"kubestrap {name}"))
         elif "KUBESTRAP-TEST node-ready" in text:
             f = dict(FIELD.findall(text))
-            out.append((off + int(f["at_us"]) / 1e6, None, "Node Ready"))
+            if "since_us" in f:
+                out.append((off + int(f["since_us"]) / 1e6, None, "Node Ready (posted by the kubelet)"))
+            out.append((off + int(f["at_us"]) / 1e6, None, "Node Ready (first seen by the report)"))
         elif "[control-plane-check] kube-apiserver is healthy" in text:
             out.append((host, None, "API server healthy"))
         elif "kubestrap" not in text.split(":", 1)[0]:

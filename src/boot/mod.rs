@@ -14,6 +14,7 @@ pub mod existing;
 pub mod failure;
 pub mod image_upgrade;
 mod image_upgrade_cp;
+mod kubelet_watch;
 pub mod metadata;
 pub mod script;
 
@@ -337,10 +338,35 @@ fn join_stage(
         let mut skip: Vec<String> = phases::outside(JOIN_PHASES, args.stage).collect();
         skip.extend(join.skip_phases.iter().cloned());
         phases::run_join(&JoinContext::on(&ja, node), &skip)?;
-    } else if user_script.is_none_or(|s| s.after.is_empty()) {
-        info!("[boot] worker: nothing to do after the kubelet starts");
+    } else {
+        if node.acts() {
+            watch_kubelet(node, report, join);
+        }
+        if user_script.is_none_or(|s| s.after.is_empty()) {
+            info!("[boot] worker: nothing more to do after the kubelet starts");
+        }
     }
     Ok(())
+}
+
+/// A worker's kubelet until its Node registers (see `kubelet_watch`): the time is in the timeline.
+fn watch_kubelet(node: Node<'_>, report: &Reporter, join: &JoinConfiguration) {
+    let name = match join.node_registration.name.as_str() {
+        "" => crate::host::hostname(),
+        n => n.to_string(),
+    };
+    let Some(live) = kubelet_watch::Live::new(node.fs, &name) else { return };
+    match kubelet_watch::watch(&live, node.clock, Some(report)) {
+        kubelet_watch::Outcome::Ready => info!("[boot] The Node {name:?} is Ready"),
+        kubelet_watch::Outcome::Restarted => {}
+        kubelet_watch::Outcome::NotReady(m) => {
+            info!("[boot] The Node {name:?} is registered, not Ready yet ({m}): the kubelet's business from here")
+        }
+        kubelet_watch::Outcome::NotRegistered => info!(
+            "[boot] The kubelet had not registered the Node {name:?} after {} s: left to it (`journalctl -u kubelet`)",
+            kubelet_watch::WATCH.as_secs()
+        ),
+    }
 }
 
 /// The plan the pre-kubelet stage wrote.

@@ -99,11 +99,26 @@ if [ "$verdict" = pass ] && [ -f /etc/kubernetes/kubelet.conf ] && ! grep -qw 'k
     ready='' pods=''
     while [ "$(( $(uptime_us) / 1000000 ))" -lt "$deadline" ]; do
         if [ -z "$ready" ]; then
-            r=$(kubectl --kubeconfig /etc/kubernetes/kubelet.conf get node "$node" --request-timeout=10s \
-                -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)
+            c=$(kubectl --kubeconfig /etc/kubernetes/kubelet.conf get node "$node" --request-timeout=10s \
+                -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status} {.status.conditions[?(@.type=="Ready")].reason}: {.status.conditions[?(@.type=="Ready")].message}' 2>&1)
+            r=${c%% *}
+            # Each change of the Ready condition as the API server reports it (timeline=1).
+            if [ "$c" != "${last_c:-}" ] && grep -qw 'kubestrap.test.timeline=1' /proc/cmdline; then
+                echo "KUBESTRAP-TEST node-condition-seen at_us=$(uptime_us) $(printf '%s' "$c" | head -n1 | cut -c1-240)"
+                last_c=$c
+            fi
             if [ "$r" = True ]; then
                 ready=$(uptime_us)
-                echo "KUBESTRAP-TEST node-ready name=$node at_us=$ready"
+                # Since when, as the kubelet posted it (the condition's lastTransitionTime, on this
+                # guest's clock, to the second): not when this poll first saw it.
+                t=$(kubectl --kubeconfig /etc/kubernetes/kubelet.conf get node "$node" --request-timeout=10s \
+                    -o 'jsonpath={.status.conditions[?(@.type=="Ready")].lastTransitionTime}' 2>/dev/null)
+                since=''
+                if [ -n "$t" ] && t=$(date -d "$t" +%s 2>/dev/null); then
+                    since=$(( $(uptime_us) - ($(date +%s) - t) * 1000000 ))
+                    [ "$since" -le "$ready" ] || since=$ready
+                fi
+                echo "KUBESTRAP-TEST node-ready name=$node at_us=$ready${since:+ since_us=$since}"
             fi
         fi
         # kubestrap.test.pods=0: the Node only (a cluster whose CoreDNS waits for a cloud
@@ -126,6 +141,13 @@ if [ "$verdict" = pass ] && [ -f /etc/kubernetes/kubelet.conf ] && ! grep -qw 'k
         fi
         sleep 1
     done
+    # kubestrap.test.timeline=1: the kubelet's way from its start to Ready (its registration and
+    # each reason it gave for NotReady), to see what the time after the tools' work goes to.
+    if grep -qw 'kubestrap.test.timeline=1' /proc/cmdline; then
+        journalctl -b -o short-monotonic --no-pager -q -u kubelet.service 2>/dev/null \
+            | grep -E 'Started kubelet|Starting kubelet main|Attempting to register|Successfully registered|Failed to initialize CSINode|Unable to register node' \
+            | head -n 40 | cut -c1-260 | sed 's/^/KUBESTRAP-TEST kubelet-way /'
+    fi
     if [ -z "$ready" ]; then
         echo "KUBESTRAP-TEST node-not-ready name=$node"
         # Why, as the kubelet last reported it (or why the API server did not answer).
