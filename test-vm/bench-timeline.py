@@ -50,11 +50,11 @@ def rows(path):
                 what = "kubelet: its Node registered" if "Successfully registered node" in msg else f"systemd: {msg[:60]}"
                 out.append((off + float(m.group(1)), None, what))
         elif "KUBESTRAP-TEST kubelet-way [" in text:
-            # The kubelet's own lines after its start: its registration and failed CSINode tries.
+            # The kubelet's own lines after its start: its failed CSINode tries.
             m = re.search(r"kubelet-way \[\s*(\d+\.\d+)\] \S+ kubelet\[\d+\]: (.*)", text)
-            if m and ("Successfully registered node" in m.group(2) or "Failed to initialize CSINode" in m.group(2)):
-                what = "kubelet: its Node registered" if "registered" in m.group(2) else "kubelet: a CSINode try failed"
-                out.append((off + float(m.group(1)), None, what))
+            # (Its registration is in the `timeline journal` lines already.)
+            if m and "Failed to initialize CSINode" in m.group(2):
+                out.append((off + float(m.group(1)), None, "kubelet: a CSINode try failed"))
         elif "KUBESTRAP-TEST node-condition-seen" in text:
             f = dict(FIELD.findall(text))
             cond = text.split(f"at_us={f['at_us']} ", 1)[-1]

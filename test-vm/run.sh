@@ -178,12 +178,14 @@ scenario_token-credential() {
     grep -q "$TOKEN_SECRET" "$WORK/seed/user-data" && fail "test bug: the token is in the user-data"
     local disk rc=0
     disk=$(fresh_disk worker)
-    # Not waited for Ready (workers proves that): behind QEMU's user network the kubelet here
-    # registered its Node ~20 s after it started, after its CSINode set-up had given up, and the
-    # Node stayed NotReady until a kubelet restart (the kubelet's own race, not kubestrap's).
+    # Not waited for Ready (workers proves that). Behind QEMU's user network the kubelet here
+    # registers its Node ~20 s after it starts, after its last quick CSINode try: the
+    # post-kubelet stage sees that with the kubelet's credentials and restarts it once.
     boot_vm boot1 "$disk" --seed "$WORK/seed.iso" --netns "$NS" --cred "kubestrap.token=$TOKEN" \
         --append kubestrap.test.ready=0 || rc=$?
     check_worker "$WORK/boot1.serial.log" "$rc" "$disk"
+    expect_line "$WORK/boot1.serial.log" 'status\.json .*"name": "node registered"' \
+        "the post-kubelet stage saw the real kubelet register its Node (status.json's timeline)"
     disk_cat "$disk" /var/lib/kubestrap/plan.yaml | grep -q "$TOKEN_SECRET" \
         && say "note: plan.yaml (0600) holds the token" || true
     note_timing "$WORK/boot1.serial.log" token-credential
