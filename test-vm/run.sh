@@ -1048,7 +1048,7 @@ main() {
     done
     echo "==== kubestrap VM tests ($(ms_to_s "$(($(now) - t0))") s total, accel=$VM_ACCEL) ===="
     cat "$RESULTS_FILE"
-    # The suite's budget: VM_BUDGET_S, default the scenarios' expectations and a quarter (3387 s
+    # The suite's budget: VM_BUDGET_S, default the scenarios' expectations and a quarter (3400 s
     # for `all`).
     local budget=${VM_BUDGET_S:-}
     if [ -z "$budget" ]; then
