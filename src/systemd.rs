@@ -18,19 +18,30 @@ pub fn restart_kubelet() {
         info!("[kubelet-start] systemd is not running here; start the kubelet yourself");
         return;
     }
-    let run = |args: &[&str]| std::process::Command::new("systemctl").args(args).status();
-    let in_unit = std::env::var_os("INVOCATION_ID").is_some();
-    let result = if in_unit {
-        run(&["restart", "--no-block", "kubelet.service"])
-    } else {
-        run(&["daemon-reload"]).and_then(|_| run(&["restart", "kubelet.service"]))
-    };
+    if std::env::var_os("INVOCATION_ID").is_some() {
+        queue_kubelet_restart("[kubelet-start]");
+        return;
+    }
+    said("[kubelet-start]", systemctl(&["daemon-reload"]).and_then(|_| systemctl(&["restart", "kubelet.service"])));
+}
+
+/// `systemctl restart --no-block kubelet.service`, from a unit ordered after the kubelet (or
+/// inside any unit, where a blocking restart could wait on the unit itself); `tag` starts the
+/// lines it logs.
+pub fn queue_kubelet_restart(tag: &str) {
+    said(tag, systemctl(&["restart", "--no-block", "kubelet.service"]));
+}
+
+fn systemctl(args: &[&str]) -> std::io::Result<std::process::ExitStatus> {
+    std::process::Command::new("systemctl").args(args).status()
+}
+
+/// Logs how a restart went.
+fn said(tag: &str, result: std::io::Result<std::process::ExitStatus>) {
     match result {
-        Ok(s) if s.success() => info!("[kubelet-start] Restarted kubelet.service"),
-        Ok(s) => {
-            warn!("[kubelet-start] systemctl restart kubelet.service exited with {s}; check `journalctl -u kubelet`")
-        }
-        Err(e) => warn!("[kubelet-start] could not run systemctl: {e}"),
+        Ok(s) if s.success() => info!("{tag} Restarted kubelet.service"),
+        Ok(s) => warn!("{tag} systemctl restart kubelet.service exited with {s}; check `journalctl -u kubelet`"),
+        Err(e) => warn!("{tag} could not run systemctl: {e}"),
     }
 }
 

@@ -30,8 +30,8 @@ const POLL: Duration = Duration::from_secs(1);
 /// What the API server says of this node.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Seen {
-    /// No answer (the error said).
-    Unreachable(String),
+    /// No answer.
+    Unreachable,
     /// 404: not registered yet.
     Absent,
     Ready,
@@ -91,7 +91,7 @@ pub(crate) fn watch(k: &dyn Kubelet, clock: &dyn Clock, report: Option<&Reporter
                 }
             }
             Seen::NotReady(m) => return Outcome::NotReady(m),
-            Seen::Absent | Seen::Unreachable(_) => {}
+            Seen::Absent | Seen::Unreachable => {}
         }
         if age >= WATCH {
             return Outcome::NotRegistered;
@@ -128,17 +128,12 @@ impl Kubelet for Live {
         match self.client.get(&self.path) {
             Ok(None) => Seen::Absent,
             Ok(Some(node)) => ready(&node),
-            Err(e) => Seen::Unreachable(e.to_string()),
+            Err(_) => Seen::Unreachable,
         }
     }
 
     fn restart(&self) {
-        // --no-block: this unit is ordered after the kubelet; the restart need not be waited for.
-        match std::process::Command::new("systemctl").args(["restart", "--no-block", "kubelet.service"]).status() {
-            Ok(s) if s.success() => info!("[boot] Restarted kubelet.service"),
-            Ok(s) => info!("[boot] systemctl restart kubelet.service exited with {s}; check `journalctl -u kubelet`"),
-            Err(e) => info!("[boot] could not run systemctl: {e}"),
-        }
+        crate::systemd::queue_kubelet_restart("[boot]");
     }
 }
 

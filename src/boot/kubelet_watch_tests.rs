@@ -45,7 +45,7 @@ fn a_node_registered_after_the_last_quick_try_gets_its_kubelet_restarted_once() 
 fn a_csinode_error_before_the_last_quick_try_is_waited_out() {
     // Registered at 3 s; the kubelet's 17.6 s try succeeds and it posts Ready at 19 s.
     let (out, restarts, at) = run(|s| match s {
-        0..3 => Seen::Unreachable("connection refused".into()),
+        0..3 => Seen::Unreachable,
         3..19 => Seen::NotReady("CSINode is not yet initialized".into()),
         _ => Seen::Ready,
     });

@@ -351,10 +351,7 @@ fn join_stage(
 
 /// A worker's kubelet until its Node registers (see `kubelet_watch`): the time is in the timeline.
 fn watch_kubelet(node: Node<'_>, report: &Reporter, join: &JoinConfiguration) {
-    let name = match join.node_registration.name.as_str() {
-        "" => crate::host::hostname(),
-        n => n.to_string(),
-    };
+    let name = crate::join::node_name(join);
     let Some(live) = kubelet_watch::Live::new(node.fs, &name) else { return };
     match kubelet_watch::watch(&live, node.clock, Some(report)) {
         kubelet_watch::Outcome::Ready => info!("[boot] The Node {name:?} is Ready"),

@@ -25,7 +25,7 @@ pub fn resolve(f: &JoinFlags, jc: &JoinConfiguration) -> Result<JoinArgs> {
     let discovery = discovery(f, jc)?;
     let nr = &jc.node_registration;
     let hostname = crate::host::hostname();
-    let node_name = f.node_name.clone().or(non_empty(&nr.name)).unwrap_or_else(|| hostname.clone());
+    let node_name = f.node_name.clone().unwrap_or_else(|| node_name(jc));
     if !is_dns1123_subdomain(&node_name) {
         return Err(Error::bad_flag(format!(
             "node name {node_name:?} is not a valid RFC 1123 subdomain (lowercase a-z, 0-9, '-', '.')"
@@ -67,6 +67,12 @@ pub fn resolve(f: &JoinFlags, jc: &JoinConfiguration) -> Result<JoinArgs> {
             .filter(|d| !d.is_empty())
             .or_else(|| jc.patches.as_ref().map(|p| p.directory.clone()).filter(|d| !d.is_empty())),
     })
+}
+
+/// The Node's name a JoinConfiguration gives (`nodeRegistration.name`, else the hostname), as
+/// kubeadm defaults it when no `--node-name` flag is given.
+pub(crate) fn node_name(jc: &JoinConfiguration) -> String {
+    non_empty(&jc.node_registration.name).unwrap_or_else(crate::host::hostname)
 }
 
 /// JoinConfiguration timeouts.`field`, or `default` when it is not set.

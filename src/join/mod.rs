@@ -32,6 +32,7 @@ use crate::paths;
 use crate::retry::{Attempt, Retry};
 use crate::status::Reporter;
 
+pub(crate) use args::node_name;
 pub use args::{JoinFlags, resolve};
 pub use discover::{Discovery, Found};
 pub use kubelet_start::kubelet_start;

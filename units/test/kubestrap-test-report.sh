@@ -96,14 +96,16 @@ node=$(sed -n 's/.*--hostname-override=\([^ "]*\).*/\1/p' /var/lib/kubelet/kubea
 # double) skips the wait.
 if [ "$verdict" = pass ] && [ -f /etc/kubernetes/kubelet.conf ] && ! grep -qw 'kubestrap.test.ready=0' /proc/cmdline; then
     deadline=$(( $(uptime_us) / 1000000 + ${ready_timeout:-600} ))
-    ready='' pods=''
+    ready='' pods='' timeline=0
+    grep -qw 'kubestrap.test.timeline=1' /proc/cmdline && timeline=1
     while [ "$(( $(uptime_us) / 1000000 ))" -lt "$deadline" ]; do
         if [ -z "$ready" ]; then
+            # "STATUS LAST-TRANSITION-TIME REASON: MESSAGE" of the Ready condition.
             c=$(kubectl --kubeconfig /etc/kubernetes/kubelet.conf get node "$node" --request-timeout=10s \
-                -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status} {.status.conditions[?(@.type=="Ready")].reason}: {.status.conditions[?(@.type=="Ready")].message}' 2>&1)
+                -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status} {.status.conditions[?(@.type=="Ready")].lastTransitionTime} {.status.conditions[?(@.type=="Ready")].reason}: {.status.conditions[?(@.type=="Ready")].message}' 2>&1)
             r=${c%% *}
             # Each change of the Ready condition as the API server reports it (timeline=1).
-            if [ "$c" != "${last_c:-}" ] && grep -qw 'kubestrap.test.timeline=1' /proc/cmdline; then
+            if [ "$c" != "${last_c:-}" ] && [ "$timeline" = 1 ]; then
                 echo "KUBESTRAP-TEST node-condition-seen at_us=$(uptime_us) $(printf '%s' "$c" | head -n1 | cut -c1-240)"
                 last_c=$c
             fi
@@ -111,8 +113,7 @@ if [ "$verdict" = pass ] && [ -f /etc/kubernetes/kubelet.conf ] && ! grep -qw 'k
                 ready=$(uptime_us)
                 # Since when, as the kubelet posted it (the condition's lastTransitionTime, on this
                 # guest's clock, to the second): not when this poll first saw it.
-                t=$(kubectl --kubeconfig /etc/kubernetes/kubelet.conf get node "$node" --request-timeout=10s \
-                    -o 'jsonpath={.status.conditions[?(@.type=="Ready")].lastTransitionTime}' 2>/dev/null)
+                t=$(printf '%s' "$c" | head -n1 | cut -d' ' -f2)
                 since=''
                 if [ -n "$t" ] && t=$(date -d "$t" +%s 2>/dev/null); then
                     since=$(( $(uptime_us) - ($(date +%s) - t) * 1000000 ))
@@ -143,7 +144,7 @@ if [ "$verdict" = pass ] && [ -f /etc/kubernetes/kubelet.conf ] && ! grep -qw 'k
     done
     # kubestrap.test.timeline=1: the kubelet's way from its start to Ready (its registration and
     # each reason it gave for NotReady), to see what the time after the tools' work goes to.
-    if grep -qw 'kubestrap.test.timeline=1' /proc/cmdline; then
+    if [ "$timeline" = 1 ]; then
         journalctl -b -o short-monotonic --no-pager -q -u kubelet.service 2>/dev/null \
             | grep -E 'Started kubelet|Starting kubelet main|Attempting to register|Successfully registered|Failed to initialize CSINode|Unable to register node' \
             | head -n 40 | cut -c1-260 | sed 's/^/KUBESTRAP-TEST kubelet-way /'
