@@ -11,7 +11,8 @@
 # stages). Then min/median/max per figure, and the last round's timelines side by side
 # (bench-timeline.py). The other tool's units are masked in each boot.
 #   test-vm/bench-cloud-init.sh [--no-build]     (as root; env BENCH_BOOTS=3, VM_TIMEOUT=900,
-#   BENCH_KINDS="control-plane worker": which rounds to run)
+#   BENCH_KINDS="control-plane worker": which rounds to run; BENCH_TOOLS="kubestrap kubeadm": which
+#   tools boot, one alone to try a change)
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=run.sh disable=SC1091  # followed only with shellcheck -x
@@ -19,6 +20,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # Not BOOTS: lib.sh counts every boot_vm in BOOTS (for the scenarios' table).
 ROUNDS=${BENCH_BOOTS:-3}
 KINDS=${BENCH_KINDS:-control-plane worker}
+TOOLS=${BENCH_TOOLS:-kubestrap kubeadm}
 CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/kubestrap/vm
 build=(--preloaded)
 [ "${1:-}" = --no-build ] && build+=(--no-cargo)
@@ -129,10 +131,10 @@ boot_worker() {   # boot_worker TOOL I: joins the LAN's control plane
 }
 
 run_kind() { [[ " $KINDS " == *" $1 "* ]]; }
+run_tool() { [[ " $TOOLS " == *" $1 "* ]]; }
 for ((i = 1; i <= ROUNDS; i++)); do
     run_kind control-plane || break
-    boot_cp kubestrap "$i"
-    boot_cp kubeadm "$i"
+    for t in kubestrap kubeadm; do run_tool "$t" && boot_cp "$t" "$i"; done
 done
 
 # The control plane the workers join: the host's real one on the LAN (host-cp.sh, as the
@@ -148,8 +150,7 @@ cp "$WORK/ca/etc/kubernetes/pki/ca.crt" "$WORK/ca/etc/kubernetes/pki/ca.key" "$W
 render "$SCN/workers/host-cp.yaml" >"$WORK/host-cp.yaml"
 host_cp_init "$NS" "$WORK/cp" "$WORK/host-cp.yaml" || { echo "bench: the host control plane did not start (host-init.log)" >&2; exit 1; }
 for ((i = 1; i <= ROUNDS; i++)); do
-    boot_worker kubestrap "$i"
-    boot_worker kubeadm "$i"
+    for t in kubestrap kubeadm; do run_tool "$t" && boot_worker "$t" "$i"; done
 done
 # Every worker's CSR and Node as the control plane saw them (a worker that did not get Ready
 # shows here whether its kubelet asked and what became of it).
@@ -170,7 +171,7 @@ printf '%-14s %-10s %2s  %-14s %10s %10s %8s\n' node tool '#' 'load (1/5/15)' 'A
 printf '%s\n' "${ROWS[@]}"
 echo "---- medians (min-max), seconds since power-on (QEMU start) ----"
 for kind in $KINDS; do
-    for tool in kubestrap kubeadm; do
+    for tool in $TOOLS; do
         printf '%-14s %-10s API serving %-18s Node Ready %-18s own units %s\n' "$kind" "$tool" \
             "$(stats "${VALS[$kind.$tool.api]:-}")" "$(stats "${VALS[$kind.$tool.ready]:-}")" "$(stats "${VALS[$kind.$tool.units]:-}")"
     done
@@ -184,12 +185,13 @@ for kind in $KINDS; do
         worker) ks="$WORK/w-ks-$ROUNDS.serial.log" ka="$WORK/w-ka-$ROUNDS.serial.log" ;;
     esac
     echo "---- $kind, round $ROUNDS: timelines (s since power-on) ----"
+    [ "$TOOLS" = "kubestrap kubeadm" ] || { echo "(one tool: no side-by-side timeline)"; continue; }
     python3 "$HERE/bench-timeline.py" "$ks" "$ka" || echo "bench: no timeline for $kind" >&2
 done
 echo "serial logs: $ARTIFACTS/bench/"
 missing=0
 for kind in $KINDS; do
-    for tool in kubestrap kubeadm; do
+    for tool in $TOOLS; do
         [ "$(wc -w <<<"${VALS[$kind.$tool.ready]:-}")" = "$ROUNDS" ] || { echo "bench: $kind/$tool: a boot has no Node Ready time" >&2; missing=1; }
     done
 done

@@ -916,7 +916,7 @@ scenario_no-images() {
 # deeper than the one before, then a boot that converges:
 #   boot1: cut as the certs phase starts (attempt 1);
 #   boot2: cut as kubeconfig starts (attempt 2 re-ran certs; certs is committed, one syncfs a phase);
-#   boot3: cut as upload-config starts (attempt 3 finished the pre-kubelet stage);
+#   boot3: cut as the post-kubelet stage starts (attempt 3 finished the pre-kubelet stage);
 #   boot4: pre-kubelet skipped, post-kubelet redone, done; every CA that survived a cut kept.
 # The CA is generated in the guest (the control-plane fixture gives none): a kept CA is kubestrap's doing.
 scenario_power-cuts() {
@@ -932,9 +932,10 @@ scenario_power-cuts() {
     has_line "$WORK/boot2.serial.log" "$(event_re phase "" certs)" && say "ok: attempt 2 ran the certs phase again" \
         || fail "attempt 2 did not run the certs phase"
     [ -n "$CUT_CA" ] && say "ok: the certs phase was committed before kubeconfig began" || fail "no ca.crt after a cut at kubeconfig"
-    # The third cut as post-kubelet begins (the kubelet starting the static Pods): the cut waits
-    # for no control plane, which costs ~4 min under TCG twice over.
-    cut_boot "$disk" boot3 wait-control-plane
+    # The third cut as post-kubelet begins (its control-plane phase, the kubelet starting etcd;
+    # at boot the control-plane manifests are written there, init::in_order): the cut waits for
+    # no control plane, which costs ~4 min under TCG twice over.
+    cut_boot "$disk" boot3 control-plane
     expect_event "$WORK/boot3.serial.log" "done" pre-kubelet
     rc=0
     boot_vm boot4 "$disk" --seed "$WORK/seed.iso" --append kubestrap.test.pods=0 || rc=$?

@@ -6,6 +6,7 @@ pub mod api;
 pub mod certs;
 pub mod control_plane;
 pub mod etcd;
+pub(crate) mod in_order;
 pub mod kubeconfig;
 pub mod kubelet_finalize;
 pub mod kubelet_start;

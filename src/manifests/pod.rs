@@ -211,6 +211,26 @@ pub fn to_yaml(v: &Value) -> Result<String, crate::objects::RenderError> {
     Ok(crate::objects::goyaml::go_quotes(&crate::objects::to_yaml(v)?))
 }
 
+/// The URL of a Pod's startup (else liveness) httpGet probe.
+pub(crate) fn probe_url(pod: &Value) -> Option<String> {
+    let c = &pod["spec"]["containers"][0];
+    let probe = ["startupProbe", "livenessProbe"].iter().map(|k| &c[*k]["httpGet"]).find(|p| p.is_object())?;
+    let host = probe["host"].as_str().filter(|h| !h.is_empty()).unwrap_or("127.0.0.1");
+    let port = match &probe["port"] {
+        Value::Number(n) => n.to_string(),
+        Value::String(name) => c["ports"]
+            .as_array()?
+            .iter()
+            .find(|p| p["name"] == name.as_str())
+            .and_then(|p| p["containerPort"].as_u64())?
+            .to_string(),
+        _ => return None,
+    };
+    let scheme = probe["scheme"].as_str().unwrap_or("HTTP").to_ascii_lowercase();
+    let host = if host.contains(':') { format!("[{host}]") } else { host.to_string() };
+    Some(format!("{scheme}://{host}:{port}{}", probe["path"].as_str().unwrap_or("/")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

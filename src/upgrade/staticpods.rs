@@ -223,7 +223,7 @@ impl Rollout<'_> {
     fn wait_serving(&self, c: &str, manifest: &str) -> Result<()> {
         let text = self.ctx.node.fs.read(manifest)?.unwrap_or_default();
         let pod: Value = serde_yaml::from_slice(&text).map_err(|e| Error::bad_file(format!("{manifest}: {e}")))?;
-        let Some(url) = probe_url(&pod) else { return Ok(()) };
+        let Some(url) = crate::manifests::pod::probe_url(&pod) else { return Ok(()) };
         info!("[upgrade/staticpods] Waiting for {c} to answer at {url}");
         let what = format!("waiting for {c} at {url}");
         Ok(self.retry(&what).run::<_, GaveUp>(|| {
@@ -430,26 +430,6 @@ fn random_suffix() -> Result<u32> {
     Ok(u32::from_le_bytes(b) % 1_000_000_000)
 }
 
-/// The URL of a Pod's startup (else liveness) httpGet probe.
-pub(super) fn probe_url(pod: &Value) -> Option<String> {
-    let c = &pod["spec"]["containers"][0];
-    let probe = ["startupProbe", "livenessProbe"].iter().map(|k| &c[*k]["httpGet"]).find(|p| p.is_object())?;
-    let host = probe["host"].as_str().filter(|h| !h.is_empty()).unwrap_or("127.0.0.1");
-    let port = match &probe["port"] {
-        Value::Number(n) => n.to_string(),
-        Value::String(name) => c["ports"]
-            .as_array()?
-            .iter()
-            .find(|p| p["name"] == name.as_str())
-            .and_then(|p| p["containerPort"].as_u64())?
-            .to_string(),
-        _ => return None,
-    };
-    let scheme = probe["scheme"].as_str().unwrap_or("HTTP").to_ascii_lowercase();
-    let host = if host.contains(':') { format!("[{host}]") } else { host.to_string() };
-    Some(format!("{scheme}://{host}:{port}{}", probe["path"].as_str().unwrap_or("/")))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -484,10 +464,10 @@ mod tests {
             "startupProbe": {"httpGet": {"host": "127.0.0.1", "path": "/healthz", "port": "probe-port", "scheme": "HTTPS"}},
             "livenessProbe": {"httpGet": {"host": "10.0.0.1", "path": "/livez", "port": 6443, "scheme": "HTTPS"}}
         }]}});
-        assert_eq!(probe_url(&pod).as_deref(), Some("https://127.0.0.1:10257/healthz"));
+        assert_eq!(crate::manifests::pod::probe_url(&pod).as_deref(), Some("https://127.0.0.1:10257/healthz"));
         let pod = serde_json::json!({"spec": {"containers": [{
             "livenessProbe": {"httpGet": {"host": "fd00::1", "path": "/livez", "port": 2381}}
         }]}});
-        assert_eq!(probe_url(&pod).as_deref(), Some("http://[fd00::1]:2381/livez"));
+        assert_eq!(crate::manifests::pod::probe_url(&pod).as_deref(), Some("http://[fd00::1]:2381/livez"));
     }
 }

@@ -2,8 +2,11 @@
 //! patch files in the bootstrap data's files (cloud-init `write_files`, Ignition
 //! `storage.files`), their directory in the kubeadm config's `patches.directory`. `kubestrap
 //! boot` writes the files, then runs kubeadm's phases, which read them: a control plane's
-//! pre-kubelet stage on a scratch root (no cluster needed; a worker's join, which reads the
-//! cluster's KubeletConfiguration, is tests/real/capi_patches.rs).
+//! pre-kubelet stage on a scratch root (no cluster needed), which checks the patches and holds
+//! the control-plane manifests for its post-kubelet stage (init::in_order), then the
+//! control-plane phase on the config the user-data wrote. The whole boot with a patch on the
+//! real components is tests/real/boot.rs; a worker's join, which reads the cluster's
+//! KubeletConfiguration, is tests/real/capi_patches.rs.
 
 use crate::common::*;
 use crate::userdata_kubeadm::{boot, capi_init, seed};
@@ -39,8 +42,14 @@ fn named<'v>(list: &'v Value, key: &str, name: &str) -> Option<&'v Value> {
 
 /// The API server's manifest carries the patch's volume and mount beside kubeadm's own, and
 /// only the API server's: the patch names that target alone.
-fn assert_apiserver_patched(root: &Path, r: &Run) {
+fn assert_apiserver_patched(root: &Path, r: &Run, config: &str) {
     let manifests = root.join("etc/kubernetes/manifests");
+    // The pre-kubelet stage writes etcd's manifest; the control-plane ones wait for etcd.
+    assert!(manifests.join("etcd.yaml").is_file() && !manifests.join("kube-apiserver.yaml").exists());
+    let root_arg = root.display().to_string();
+    let config = root.join(config.trim_start_matches('/')).display().to_string();
+    let phase = kubestrap(&["init", "phase", "control-plane", "--config", &config, "--root", &root_arg]);
+    assert_eq!(phase.code(), 0, "{}\n{}", phase.stdout(), phase.stderr());
     let pod = read_yaml(&manifests.join("kube-apiserver.yaml"));
     let volumes = &pod["spec"]["volumes"];
     assert_eq!(
@@ -64,7 +73,7 @@ fn assert_apiserver_patched(root: &Path, r: &Run) {
     }
     let patch = root.join(APISERVER_PATCH_NAME.trim_start_matches('/'));
     assert_eq!(std::fs::read_to_string(&patch).unwrap(), APISERVER_PATCH);
-    let log = format!("{}{}", r.stdout(), r.stderr());
+    let log = format!("{}{}{}{}", r.stdout(), r.stderr(), phase.stdout(), phase.stderr());
     for line in [
         "[patches] Reading patches from path \"/etc/kubernetes/patches\"",
         "[patches] Found the following patch files: [kube-apiserver0+strategic.yaml]",
@@ -96,7 +105,7 @@ fn capi_cloud_init_write_files_patch_the_api_server_manifest() {
     seed(r0.path(), &ud, "cp-1");
     let r = boot(r0.path(), "pre-kubelet");
     assert_eq!(r.code(), 0, "{}\n{}", r.stdout(), r.stderr());
-    assert_apiserver_patched(r0.path(), &r);
+    assert_apiserver_patched(r0.path(), &r, "/run/kubeadm/kubeadm.yaml");
 }
 
 /// RFC 2397 `data:,` with everything but unreserved characters percent-encoded, as Cluster
@@ -140,6 +149,6 @@ fn capi_ignition_storage_files_patch_the_api_server_manifest() {
     seed(r0.path(), &ign.to_string(), "cp-1");
     let r = boot(r0.path(), "pre-kubelet");
     assert_eq!(r.code(), 0, "{}\n{}", r.stdout(), r.stderr());
-    assert_apiserver_patched(r0.path(), &r);
+    assert_apiserver_patched(r0.path(), &r, "/etc/kubeadm.yml");
     assert_eq!(mode(&r0.path().join(APISERVER_PATCH_NAME.trim_start_matches('/'))), 0o644);
 }

@@ -40,6 +40,11 @@ fn check_timeline(c: &Cluster, st: &serde_json::Value) {
             "{sp} in {wait}"
         );
     }
+    // The control-plane manifests followed etcd's answer, then the API server's (init::in_order).
+    let etcd = find("etcd answered (before kube-apiserver)");
+    let api = find("kube-apiserver answered (before kube-controller-manager)");
+    assert!(field(etcd, "end_ms") <= field(api, "start_ms"), "{etcd} then {api}");
+    assert!(field(api, "end_ms") <= field(wait, "start_ms"), "{api} before {wait}");
     let pre = find("pre-kubelet");
     assert!(field(pre, "end_ms") <= field(find("post-kubelet"), "start_ms"), "the stages in turn: {st}");
     let r = run_in(&c.netns, &["status", "--timeline", "--root", &c.scratch.root_str()]);
@@ -76,6 +81,9 @@ fn control_plane_then_worker_from_user_data_alone() {
     let plan = std::fs::read_to_string(root.join("var/lib/kubestrap/plan.yaml")).unwrap();
     assert!(!plan.contains(TOKEN), "the token is scrubbed once the node is bootstrapped:\n{plan}");
     check_timeline(&c, &st);
+    // The user-data's patch is in the API server's manifest the post-kubelet stage wrote.
+    let apiserver = std::fs::read_to_string(root.join("etc/kubernetes/manifests/kube-apiserver.yaml")).unwrap();
+    assert!(apiserver.contains("kubestrap.test/patched: \"true\""), "{apiserver}");
     // A second boot is a no-op.
     let again = run_in(&c.netns, &boot_args("pre-kubelet", &c.scratch.root_str()));
     assert_eq!(again.events().last().unwrap()["event"], "skipped", "{}", again.stdout());

@@ -148,6 +148,28 @@ if [ "$verdict" = pass ] && [ -f /etc/kubernetes/kubelet.conf ] && ! grep -qw 'k
         journalctl -b -o short-monotonic --no-pager -q -u kubelet.service 2>/dev/null \
             | grep -E 'Started kubelet|Starting kubelet main|Attempting to register|Successfully registered|Failed to initialize CSINode|Unable to register node' \
             | head -n 40 | cut -c1-260 | sed 's/^/KUBESTRAP-TEST kubelet-way /'
+        # What held its first Pods back: the kubelet's first errors and warnings.
+        journalctl -b -o short-monotonic --no-pager -q -u kubelet.service 2>/dev/null \
+            | grep -E 'kubelet\[[0-9]+\]: [EW][0-9]{4}' | grep -v 'Unable to register node\|csi_plugin' \
+            | head -n 25 | cut -c1-300 | sed 's/^/KUBESTRAP-TEST kubelet-warn /'
+        # containerd's side of each static Pod's start (sandbox, container create and start).
+        journalctl -b -o short-monotonic --no-pager -q -u containerd.service 2>/dev/null \
+            | grep -E 'RunPodSandbox|CreateContainer|StartContainer|PullImage|level=(error|warning)' \
+            | head -n 60 | cut -c1-240 | sed 's/^/KUBESTRAP-TEST containerd-way /'
+        # Each static Pod container's attempts: its log's first and last line on this guest's
+        # boot clock, and how an attempt that was followed by another one ended.
+        now_wall=$(date +%s.%N) now_us=$(uptime_us)
+        for f in /var/log/pods/kube-system_*/*/*.log; do
+            [ -f "$f" ] || continue
+            c=$(basename "$(dirname "$f")") n=$(basename "$f" .log)
+            first=$(head -n1 "$f" | cut -d' ' -f1) last=$(tail -n1 "$f" | cut -d' ' -f1)
+            to_us() { [ -n "$1" ] && awk -v w="$(date -d "$1" +%s.%N 2>/dev/null)" -v nw="$now_wall" -v nu="$now_us" \
+                'BEGIN { if (w != "") printf "%d", nu - (nw - w) * 1000000 }'; }
+            echo "KUBESTRAP-TEST container-attempt $c/$n first_us=$(to_us "$first") last_us=$(to_us "$last")"
+            if [ -f "$(dirname "$f")/$((n + 1)).log" ]; then
+                tail -n 6 "$f" | cut -c1-300 | sed "s|^|KUBESTRAP-TEST container-end $c/$n |"
+            fi
+        done
     fi
     if [ -z "$ready" ]; then
         echo "KUBESTRAP-TEST node-not-ready name=$node"
