@@ -40,6 +40,7 @@ event_re() {
     local re='KUBESTRAP-EVENT .*"event":"'$1'"'
     [ -n "${2:-}" ] && re="$re"'.*"stage":"'$2'"'
     [ -n "${3:-}" ] && re='KUBESTRAP-EVENT .*"event":"'$1'".*"phase":"'$3'"'
+    [ -n "${3:-}" ] && [ -n "${2:-}" ] && re="$re"'.*"stage":"'$2'"'
     echo "$re"
 }
 # event_at LOG EVENT STAGE: seconds since QEMU start of that event (awk: order-agnostic).
@@ -932,10 +933,10 @@ scenario_power-cuts() {
     has_line "$WORK/boot2.serial.log" "$(event_re phase "" certs)" && say "ok: attempt 2 ran the certs phase again" \
         || fail "attempt 2 did not run the certs phase"
     [ -n "$CUT_CA" ] && say "ok: the certs phase was committed before kubeconfig began" || fail "no ca.crt after a cut at kubeconfig"
-    # The third cut as post-kubelet begins (its control-plane phase, the kubelet starting etcd;
-    # at boot the control-plane manifests are written there, init::in_order): the cut waits for
-    # no control plane, which costs ~4 min under TCG twice over.
-    cut_boot "$disk" boot3 control-plane
+    # The third cut as post-kubelet begins (its control-plane phase, which writes the
+    # controller-manager's and scheduler's manifests once the API server answers, init::in_order):
+    # the cut waits for no control plane, which costs ~4 min under TCG twice over.
+    cut_boot "$disk" boot3 control-plane post-kubelet
     expect_event "$WORK/boot3.serial.log" "done" pre-kubelet
     rc=0
     boot_vm boot4 "$disk" --seed "$WORK/seed.iso" --append kubestrap.test.pods=0 || rc=$?
@@ -950,12 +951,12 @@ scenario_power-cuts() {
     note_timing "$log4" after-power-cuts
 }
 
-# cut_boot DISK NAME PHASE: boot DISK, QMP quit as PHASE's event shows up, check what survived on
+# cut_boot DISK NAME PHASE [STAGE]: boot DISK, QMP quit as PHASE's event (of STAGE) shows up, check what survived on
 # a copy (journal replayed as the next mount would, e2fsck clean); sets CUT_CA (the hash of the
 # ca.crt left, or empty) and appends to CUT_CAS and CUT_NOTES.
 cut_boot() {
     local disk=$1 n=$2 log="$WORK/$2.serial.log" rc=0 last cut="$WORK/after-cut.ext4"
-    boot_vm "$n" "$disk" --seed "$WORK/seed.iso" --quit-on "$(event_re phase "" "$3")" || rc=$?
+    boot_vm "$n" "$disk" --seed "$WORK/seed.iso" --quit-on "$(event_re phase "${4:-}" "$3")" || rc=$?
     expect_line "$log" "HARNESS: QMP quit sent" "$n: power cut (QMP quit) as $3 began"
     expect_rc "$rc" 0 "$n: QEMU stopped by QMP quit"
     reject_line "$log" "$(event_re "done" post-kubelet)" "$n: the boot did not finish"

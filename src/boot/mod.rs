@@ -313,24 +313,20 @@ fn init_stage(stage: Stage, cfg: InitConfig, node: Node<'_>, upload_certs: bool)
     phases::check_skip(INIT_PHASES, "init", &ctx.cfg.init.skip_phases)?;
     let mut skip: Vec<String> = phases::outside(INIT_PHASES, stage).collect();
     skip.extend(ctx.cfg.init.skip_phases.iter().cloned());
-    // The control-plane manifests follow etcd's and the API server's answers (init::in_order).
+    // The controller-manager's and scheduler's manifests follow the API server's answer (init::in_order).
     if crate::init::in_order::applies(&ctx) {
         match stage {
-            Stage::PreKubelet => {
-                // Their patches are checked now all the same: a bad one fails before any write.
-                crate::init::control_plane::pods(&ctx, true)?;
-                skip.push("control-plane".into());
-            }
+            Stage::PreKubelet => ctx.apiserver_first = true,
             Stage::PostKubelet => phases::run_init_phase(&ctx, &IN_ORDER)?,
         }
     }
     phases::run_init(&ctx, &skip)
 }
 
-/// The control-plane phase as a boot's post-kubelet stage runs it.
+/// The rest of the control-plane phase, as a boot's post-kubelet stage runs it.
 const IN_ORDER: phases::Phase<phases::InitFn> = phases::Phase {
     name: "control-plane",
-    about: "Write the API server's manifest once etcd answers, the other two once the API server does",
+    about: "Write the controller-manager's and scheduler's manifests once the API server answers",
     stage: Stage::PostKubelet,
     commit: true,
     run: crate::init::in_order::run,

@@ -5,6 +5,10 @@ use crate::manifests;
 pub fn run(ctx: &InitContext) -> Result<()> {
     // All three patched in memory before the first is written: a bad patch writes nothing.
     for (name, pod) in pods(ctx, false)? {
+        // At boot the other two follow the API server's answer (init::in_order).
+        if ctx.apiserver_first && name != "kube-apiserver" {
+            continue;
+        }
         write_manifest(ctx, name, &pod)?;
     }
     Ok(())

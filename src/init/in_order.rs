@@ -1,14 +1,14 @@
-//! At boot, a first control plane's static Pods written in the order they need each other.
+//! At boot, a first control plane's controller-manager and scheduler started after its API server.
 //!
 //! kubeadm writes etcd's manifest and the three control-plane ones before it starts the kubelet,
-//! which then starts all four Pods at once. On a small or emulated VM the kubelet brings them up
-//! one after another, ~10 s apart, in no set order: an API server started before etcd exits after
-//! ~20 s ("etcd grpc connection not ready") and starts again, and the controller-manager and
-//! scheduler starting beside it slow the API server everything waits for. So a boot's
-//! pre-kubelet stage writes etcd's manifest (as kubeadm does) and holds the control-plane phase
-//! back; the post-kubelet stage runs it here: the API server's manifest once etcd answers its
-//! probe, the other two once the API server answers its own. Each wait is bounded ([`HOLD`]):
-//! past it the manifests are written anyway, kubeadm's order at worst. The files are kubeadm's.
+//! which starts the four Pods. On a small or emulated VM the kubelet brings them up one after
+//! another, ~10 s apart, in no set order: with etcd last, the API server started ~30 s before it
+//! and exited ("etcd grpc connection not ready") to start again; and the controller-manager and
+//! scheduler, which can do nothing before the API server answers, took its CPU. So a boot's
+//! pre-kubelet stage writes etcd's and the API server's manifests (the control-plane phase with
+//! `apiserver_first`), and its post-kubelet stage writes the other two once the API server answers
+//! its startup probe. The wait is bounded ([`HOLD`]): past it they are written anyway, kubeadm's
+//! order at worst. The files are kubeadm's.
 
 use std::time::Duration;
 
@@ -18,7 +18,7 @@ use super::{InitContext, control_plane, write_manifest};
 use crate::error::Result;
 use crate::retry::{Attempt, GaveUp};
 
-/// How long each wait holds the next manifests back.
+/// How long the wait holds the controller-manager and scheduler back.
 pub(crate) const HOLD: Duration = Duration::from_secs(120);
 
 /// Whether a boot's init writes the control-plane manifests after the kubelet starts: a local
@@ -54,29 +54,28 @@ pub(crate) fn run(ctx: &InitContext) -> Result<()> {
 }
 
 pub(crate) fn run_with(ctx: &InitContext, health: &dyn Health) -> Result<()> {
-    // All three patched before the first is written, as the phase does: a bad patch writes nothing.
+    // All three patched before any is written, as the phase does: a bad patch writes nothing.
     let pods = control_plane::pods(ctx, false)?;
-    let etcd = crate::manifests::etcd(&ctx.cfg, &ctx.env).map(|p| ctx.patched_pod("etcd", p, true)).transpose()?;
-    let mut before = etcd.as_ref().and_then(crate::manifests::pod::probe_url).map(|u| ("etcd", u));
-    for (name, pod) in &pods {
-        // The controller-manager and the scheduler wait for the same answer.
-        if let Some((what, url)) = before.take() {
-            // Writes are staged until a commit: the kubelet sees each manifest only from there.
-            ctx.node.fs.commit()?;
-            wait(ctx, what, &url, name, health);
-        }
+    let Some((_, api)) = pods.iter().find(|(name, _)| *name == "kube-apiserver") else {
+        return Err(crate::error::Error::internal("the control-plane phase has no kube-apiserver Pod"));
+    };
+    // Written before the kubelet started; again only if a changed config asks for it.
+    write_manifest(ctx, "kube-apiserver", api)?;
+    // Writes are staged until a commit: the kubelet sees a manifest only from there.
+    ctx.node.fs.commit()?;
+    if let Some(url) = crate::manifests::pod::probe_url(api) {
+        wait(ctx, "kube-apiserver", &url, health);
+    }
+    for (name, pod) in pods.iter().filter(|(name, _)| *name != "kube-apiserver") {
         write_manifest(ctx, name, pod)?;
-        if *name == "kube-apiserver" {
-            before = crate::manifests::pod::probe_url(pod).map(|u| ("kube-apiserver", u));
-        }
     }
     Ok(())
 }
 
-/// Waits up to [`HOLD`] for `what` to answer at `url` before `next`'s manifest; gives up quietly.
-fn wait(ctx: &InitContext, what: &str, url: &str, next: &str, health: &dyn Health) {
+/// Waits up to [`HOLD`] for `what` to answer at `url`; gives up with a warning.
+fn wait(ctx: &InitContext, what: &str, url: &str, health: &dyn Health) {
     info!(
-        "[control-plane] Waiting for {what} at {url} before writing the {next} manifest (up to {})",
+        "[control-plane] Waiting for {what} at {url} before writing the controller-manager and scheduler manifests (up to {})",
         crate::config::values::go_duration(HOLD)
     );
     let since = crate::clock::boot_ms();
@@ -88,10 +87,10 @@ fn wait(ctx: &InitContext, what: &str, url: &str, next: &str, health: &dyn Healt
     match waited {
         Ok(()) => {
             if let Some(r) = ctx.node.report {
-                r.span(&format!("{what} answered (before {next})"), since);
+                r.span(&format!("{what} answered"), since);
             }
         }
-        Err(e) => warn!("[control-plane] {e}; writing the {next} manifest anyway"),
+        Err(e) => warn!("[control-plane] {e}; writing the controller-manager and scheduler manifests anyway"),
     }
 }
 

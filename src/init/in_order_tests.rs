@@ -7,14 +7,13 @@ use crate::fsutil::NodeFs;
 use crate::node::Node;
 use crate::objects::test_support::cfg;
 
-/// A node whose etcd answers from `etcd_at` and whose API server from `api_at` (virtual seconds;
-/// `None`: never), recording which manifests were on disk at each question.
+/// An API server that answers from `api_at` (virtual seconds; `None`: never), recording which
+/// manifests were on disk at each question.
 struct Scripted<'a> {
     clock: &'a FakeClock,
     dir: std::path::PathBuf,
-    etcd_at: Option<u64>,
     api_at: Option<u64>,
-    asked: Mutex<Vec<(String, Vec<String>)>>,
+    asked: Mutex<Asked>,
 }
 
 impl Health for Scripted<'_> {
@@ -24,61 +23,73 @@ impl Health for Scripted<'_> {
             .unwrap_or_default();
         on_disk.sort();
         self.asked.lock().unwrap().push((url.to_string(), on_disk));
-        let now = self.clock.elapsed().as_secs();
-        let from = if url.contains(":2381/") { self.etcd_at } else { self.api_at };
-        match from {
-            Some(t) if now >= t => Ok(()),
+        match self.api_at {
+            Some(t) if self.clock.elapsed().as_secs() >= t => Ok(()),
             _ => Err("connection refused".into()),
         }
     }
 }
 
-fn run(etcd_at: Option<u64>, api_at: Option<u64>) -> (Vec<(String, Vec<String>)>, Vec<String>, Duration) {
+/// Each question: the URL asked and the manifests on disk then.
+type Asked = Vec<(String, Vec<String>)>;
+
+/// The pre-kubelet stage's control-plane phase (`apiserver_first`), then the post-kubelet
+/// stage's: the manifests after the first, each question, the manifests after the second, and
+/// the virtual time taken.
+fn boot(api_at: Option<u64>) -> (Vec<String>, Asked, Vec<String>, Duration) {
     let t = tempfile::tempdir().unwrap();
     let fs = NodeFs::new(t.path());
     let clock = FakeClock::new();
-    let ctx = InitContext::new(cfg(""), Node::new(&fs, &clock, None), Vec::new());
     let dir = t.path().join("etc/kubernetes/manifests");
-    let h = Scripted { clock: &clock, dir: dir.clone(), etcd_at, api_at, asked: Mutex::new(Vec::new()) };
-    run_with(&ctx, &h).unwrap();
+    let listing = || {
+        let mut v: Vec<String> =
+            std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        v.sort();
+        v
+    };
+    let mut pre = InitContext::new(cfg(""), Node::new(&fs, &clock, None), Vec::new());
+    assert!(applies(&pre));
+    pre.apiserver_first = true;
+    control_plane::run(&pre).unwrap();
     fs.commit().unwrap();
-    let mut written: Vec<String> =
-        std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
-    written.sort();
-    (h.asked.into_inner().unwrap(), written, clock.elapsed())
+    let before = listing();
+    let post = InitContext::new(cfg(""), Node::new(&fs, &clock, None), Vec::new());
+    let h = Scripted { clock: &clock, dir: dir.clone(), api_at, asked: Mutex::new(Vec::new()) };
+    run_with(&post, &h).unwrap();
+    fs.commit().unwrap();
+    (before, h.asked.into_inner().unwrap(), listing(), clock.elapsed())
 }
 
 const ALL: [&str; 3] = ["kube-apiserver.yaml", "kube-controller-manager.yaml", "kube-scheduler.yaml"];
 
 #[test]
-fn the_api_server_waits_for_etcd_and_the_other_two_for_the_api_server() {
-    let (asked, written, at) = run(Some(3), Some(8));
+fn the_controller_manager_and_scheduler_wait_for_the_api_server() {
+    let (before, asked, written, at) = boot(Some(8));
+    assert_eq!(before, ["kube-apiserver.yaml"], "the pre-kubelet stage writes the API server's alone");
     assert_eq!(written, ALL);
-    // etcd is asked at its probe (kubeadm's metrics port) while no control-plane manifest exists.
-    let etcd: Vec<_> = asked.iter().filter(|(u, _)| u == "http://127.0.0.1:2381/readyz").collect();
-    assert!(!etcd.is_empty() && etcd.iter().all(|(_, d)| d.is_empty()), "{asked:?}");
-    // The API server at its startup probe, once its manifest alone is there.
-    let api: Vec<_> = asked.iter().filter(|(u, _)| u == "https://10.0.0.10:6443/livez").collect();
-    assert!(!api.is_empty() && api.iter().all(|(_, d)| d == &["kube-apiserver.yaml"]), "{asked:?}");
-    assert_eq!(asked.len(), etcd.len() + api.len(), "{asked:?}");
+    // Asked at its startup probe, with its manifest alone there, until it answered.
+    assert!(!asked.is_empty(), "{asked:?}");
+    assert!(
+        asked.iter().all(|(u, d)| u == "https://10.0.0.10:6443/livez" && d == &["kube-apiserver.yaml"]),
+        "{asked:?}"
+    );
     assert!(at >= Duration::from_secs(8) && at < Duration::from_secs(9), "{at:?}");
 }
 
 #[test]
-fn components_that_never_answer_hold_each_step_back_at_most_hold() {
-    let (asked, written, at) = run(None, None);
+fn an_api_server_that_never_answers_holds_them_back_at_most_hold() {
+    let (_, asked, written, at) = boot(None);
     assert_eq!(written, ALL);
-    assert!(asked.iter().any(|(_, d)| d == &["kube-apiserver.yaml"]), "{asked:?}");
-    assert!(at >= 2 * HOLD && at < 2 * HOLD + Duration::from_secs(2), "{at:?}");
+    assert!(asked.len() > 2, "{asked:?}");
+    assert!(at >= HOLD && at < HOLD + Duration::from_secs(2), "{at:?}");
 }
 
 #[test]
-fn only_a_boot_with_a_local_etcd_and_both_phases_writes_in_order() {
+fn only_a_boot_with_a_local_etcd_and_both_phases_holds_them_back() {
     let t = tempfile::tempdir().unwrap();
     let fs = NodeFs::new(t.path());
     let clock = FakeClock::new();
     let node = || Node::new(&fs, &clock, None);
-    assert!(applies(&InitContext::new(cfg(""), node(), Vec::new())));
     let skipping = |phase: &str| {
         let mut c = cfg("");
         c.init.skip_phases = vec![phase.to_string()];

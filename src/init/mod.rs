@@ -45,6 +45,8 @@ pub struct InitContext<'a> {
     pub dry_run_api: Option<crate::kube::Recorder>,
     /// `--skip-token-print`: the join command shows `<value withheld>` instead of the token.
     pub skip_token_print: bool,
+    /// A boot's control-plane phase writes the API server's manifest only (init::in_order).
+    pub(crate) apiserver_first: bool,
     /// New private keys, made ahead on every core (RSA); the certs and kubeconfig phases take them.
     pub keys: KeyPool,
     /// admin.conf's client, made once per run: the API phases share its TLS connection.
@@ -113,6 +115,7 @@ impl<'a> InitContext<'a> {
             upload: UploadCerts::default(),
             dry_run_api: None,
             skip_token_print: false,
+            apiserver_first: false,
             admin_client: std::cell::OnceCell::new(),
             admin_bound: std::cell::Cell::new(false),
         }

@@ -2,10 +2,10 @@
 //! patch files in the bootstrap data's files (cloud-init `write_files`, Ignition
 //! `storage.files`), their directory in the kubeadm config's `patches.directory`. `kubestrap
 //! boot` writes the files, then runs kubeadm's phases, which read them: a control plane's
-//! pre-kubelet stage on a scratch root (no cluster needed), which checks the patches and holds
-//! the control-plane manifests for its post-kubelet stage (init::in_order), then the
-//! control-plane phase on the config the user-data wrote. The whole boot with a patch on the
-//! real components is tests/real/boot.rs; a worker's join, which reads the cluster's
+//! pre-kubelet stage on a scratch root (no cluster needed), which writes etcd's and the API
+//! server's manifests (the controller-manager's and scheduler's wait for the API server's
+//! answer in the post-kubelet stage: init::in_order; the whole boot with a patch on the real
+//! components is tests/real/boot.rs). A worker's join, which reads the cluster's
 //! KubeletConfiguration, is tests/real/capi_patches.rs.
 
 use crate::common::*;
@@ -42,14 +42,8 @@ fn named<'v>(list: &'v Value, key: &str, name: &str) -> Option<&'v Value> {
 
 /// The API server's manifest carries the patch's volume and mount beside kubeadm's own, and
 /// only the API server's: the patch names that target alone.
-fn assert_apiserver_patched(root: &Path, r: &Run, config: &str) {
+fn assert_apiserver_patched(root: &Path, r: &Run) {
     let manifests = root.join("etc/kubernetes/manifests");
-    // The pre-kubelet stage writes etcd's manifest; the control-plane ones wait for etcd.
-    assert!(manifests.join("etcd.yaml").is_file() && !manifests.join("kube-apiserver.yaml").exists());
-    let root_arg = root.display().to_string();
-    let config = root.join(config.trim_start_matches('/')).display().to_string();
-    let phase = kubestrap(&["init", "phase", "control-plane", "--config", &config, "--root", &root_arg]);
-    assert_eq!(phase.code(), 0, "{}\n{}", phase.stdout(), phase.stderr());
     let pod = read_yaml(&manifests.join("kube-apiserver.yaml"));
     let volumes = &pod["spec"]["volumes"];
     assert_eq!(
@@ -67,13 +61,14 @@ fn assert_apiserver_patched(root: &Path, r: &Run, config: &str) {
     );
     assert!(named(mounts, "name", "k8s-certs").is_some(), "mounts are merged by mountPath: {mounts:?}");
     assert!(container["command"][0] == "kube-apiserver", "the container is kubeadm's, patched: {container:?}");
-    for other in ["kube-controller-manager.yaml", "kube-scheduler.yaml", "etcd.yaml"] {
-        let text = std::fs::read_to_string(manifests.join(other)).unwrap();
-        assert!(!text.contains("kube-webhooks"), "{other}:\n{text}");
+    let text = std::fs::read_to_string(manifests.join("etcd.yaml")).unwrap();
+    assert!(!text.contains("kube-webhooks"), "etcd.yaml:\n{text}");
+    for later in ["kube-controller-manager.yaml", "kube-scheduler.yaml"] {
+        assert!(!manifests.join(later).exists(), "{later} waits for the API server's answer");
     }
     let patch = root.join(APISERVER_PATCH_NAME.trim_start_matches('/'));
     assert_eq!(std::fs::read_to_string(&patch).unwrap(), APISERVER_PATCH);
-    let log = format!("{}{}{}{}", r.stdout(), r.stderr(), phase.stdout(), phase.stderr());
+    let log = format!("{}{}", r.stdout(), r.stderr());
     for line in [
         "[patches] Reading patches from path \"/etc/kubernetes/patches\"",
         "[patches] Found the following patch files: [kube-apiserver0+strategic.yaml]",
@@ -105,7 +100,7 @@ fn capi_cloud_init_write_files_patch_the_api_server_manifest() {
     seed(r0.path(), &ud, "cp-1");
     let r = boot(r0.path(), "pre-kubelet");
     assert_eq!(r.code(), 0, "{}\n{}", r.stdout(), r.stderr());
-    assert_apiserver_patched(r0.path(), &r, "/run/kubeadm/kubeadm.yaml");
+    assert_apiserver_patched(r0.path(), &r);
 }
 
 /// RFC 2397 `data:,` with everything but unreserved characters percent-encoded, as Cluster
@@ -149,6 +144,6 @@ fn capi_ignition_storage_files_patch_the_api_server_manifest() {
     seed(r0.path(), &ign.to_string(), "cp-1");
     let r = boot(r0.path(), "pre-kubelet");
     assert_eq!(r.code(), 0, "{}\n{}", r.stdout(), r.stderr());
-    assert_apiserver_patched(r0.path(), &r, "/etc/kubeadm.yml");
+    assert_apiserver_patched(r0.path(), &r);
     assert_eq!(mode(&r0.path().join(APISERVER_PATCH_NAME.trim_start_matches('/'))), 0o644);
 }

@@ -40,10 +40,10 @@ fn check_timeline(c: &Cluster, st: &serde_json::Value) {
             "{sp} in {wait}"
         );
     }
-    // The control-plane manifests followed etcd's answer, then the API server's (init::in_order).
-    let etcd = find("etcd answered (before kube-apiserver)");
-    let api = find("kube-apiserver answered (before kube-controller-manager)");
-    assert!(field(etcd, "end_ms") <= field(api, "start_ms"), "{etcd} then {api}");
+    // The controller-manager's and scheduler's manifests followed the API server's answer
+    // (init::in_order), in the post-kubelet stage's control-plane phase.
+    let api = find("kube-apiserver answered");
+    assert!(field(find("post-kubelet"), "start_ms") <= field(api, "start_ms"), "{api} in post-kubelet");
     assert!(field(api, "end_ms") <= field(wait, "start_ms"), "{api} before {wait}");
     let pre = find("pre-kubelet");
     assert!(field(pre, "end_ms") <= field(find("post-kubelet"), "start_ms"), "the stages in turn: {st}");
