@@ -58,7 +58,15 @@ fn check_timeline(c: &Cluster, st: &serde_json::Value) {
 
 #[test]
 fn control_plane_then_worker_from_user_data_alone() {
-    let mut c = Cluster::boot(fixture!("real/boot-control-plane.user-data"));
+    let mut c = Cluster::boot_with(|lan, root, port| {
+        let cri = lan.cri_socket("cp-1", root);
+        let vars: [(&str, &dyn std::fmt::Display); 3] = [("cri", &cri), ("port", &port), ("addr", &CP_ADDR)];
+        seed(root, &fill(fixture!("real/boot-control-plane.user-data"), &vars), "cp-1");
+        // A patch baked into the image, in the directory the kubeadm documents name.
+        let patch = root.join("etc/kubernetes/patches/kube-apiserver+strategic.yaml");
+        std::fs::create_dir_all(patch.parent().unwrap()).unwrap();
+        std::fs::write(&patch, "metadata:\n  annotations:\n    kubestrap.test/patched: \"true\"\n").unwrap();
+    });
     let root = c.root();
     assert!(c.init.stdout().contains(&format!("kubestrap join {CP_ADDR}:{}", c.port)), "{}", c.init.stdout());
     assert_eq!(c.init.events().last().unwrap()["event"], "done");
