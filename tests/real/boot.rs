@@ -61,7 +61,12 @@ fn control_plane_then_worker_from_user_data_alone() {
     let mut c = Cluster::boot_with(|lan, root, port| {
         let cri = lan.cri_socket("cp-1", root);
         let vars: [(&str, &dyn std::fmt::Display); 3] = [("cri", &cri), ("port", &port), ("addr", &CP_ADDR)];
-        seed(root, &fill(fixture!("real/boot-control-plane.user-data"), &vars), "cp-1");
+        let ud = fixture!("real/boot-control-plane.user-data").replace(
+            "    localAPIEndpoint:\n",
+            "    patches:\n      directory: /etc/kubernetes/patches\n    localAPIEndpoint:\n",
+        );
+        assert!(ud.contains("directory: /etc/kubernetes/patches"));
+        seed(root, &fill(&ud, &vars), "cp-1");
         // A patch baked into the image, in the directory the kubeadm documents name.
         let patch = root.join("etc/kubernetes/patches/kube-apiserver+strategic.yaml");
         std::fs::create_dir_all(patch.parent().unwrap()).unwrap();
