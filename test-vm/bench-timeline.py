@@ -9,7 +9,7 @@ From each serial log (bench-cloud-init.sh's boots, with kubestrap.test.timeline=
 - the incumbent: cloud-init's four stages (their ExecMain start -> exit) and kubeadm's phases
   (the first console line of each `[phase]` tag it prints, to the next one's);
 - both: the kubelet unit's starts and stops, its Node's registration and failed CSINode tries
-  (the journal), each change of the Node's Ready condition as the report saw it, the API server's
+  (the journal), each static Pod container's attempts (first to last log line), each change of the Node's Ready condition as the report saw it, the API server's
   first healthy answer and the Node's Ready.
 Rows sorted by start: start, duration and what, like `systemd-analyze blame` in boot order.
 """
@@ -55,6 +55,14 @@ def rows(path):
             # (Its registration is in the `timeline journal` lines already.)
             if m and "Failed to initialize CSINode" in m.group(2):
                 out.append((off + float(m.group(1)), None, "kubelet: a CSINode try failed"))
+        elif "KUBESTRAP-TEST container-attempt " in text:
+            # A static Pod container's attempt: its log's first line to its last.
+            f = dict(FIELD.findall(text))
+            name = text.split("container-attempt ", 1)[1].split(" ", 1)[0]
+            first, last = f.get("first_us", ""), f.get("last_us", "")
+            if first.isdigit():
+                end = off + int(last) / 1e6 if last.isdigit() else None
+                out.append((off + int(first) / 1e6, end, f"container {name} (its log)"))
         elif "KUBESTRAP-TEST node-condition-seen" in text:
             f = dict(FIELD.findall(text))
             cond = text.split(f"at_us={f['at_us']} ", 1)[-1]

@@ -148,11 +148,11 @@ if [ "$verdict" = pass ] && [ -f /etc/kubernetes/kubelet.conf ] && ! grep -qw 'k
         journalctl -b -o short-monotonic --no-pager -q -u kubelet.service 2>/dev/null \
             | grep -E 'Started kubelet|Starting kubelet main|Attempting to register|Successfully registered|Failed to initialize CSINode|Unable to register node' \
             | head -n 40 | cut -c1-260 | sed 's/^/KUBESTRAP-TEST kubelet-way /'
-        # What held its first Pods back: the kubelet's first lines, its retry loops' left out.
+        # What held its first Pods back: the kubelet's lines, its retry loops' left out.
         journalctl -b -o short-monotonic --no-pager -q -u kubelet.service 2>/dev/null \
             | grep -E 'kubelet\[[0-9]+\]: [EWI][0-9]{4}' \
             | grep -v 'Unable to register node\|csi_plugin\|not registered yet\|current node from lister\|ensure lease exists\|Unable to write event\|Attempting to register\|flags.go\|server.go:.*Kubelet version\|Setting\|Adding\|reflector' \
-            | sed -n '30,150p' | cut -c1-260 | sed 's/^/KUBESTRAP-TEST kubelet-warn /'
+            | head -n 150 | cut -c1-260 | sed 's/^/KUBESTRAP-TEST kubelet-line /'
         # containerd's side of each static Pod's start (sandbox, container create and start).
         journalctl -b -o short-monotonic --no-pager -q -u containerd.service 2>/dev/null \
             | grep -E 'RunPodSandbox|CreateContainer|StartContainer|PullImage|level=(error|warning)' \
