@@ -314,7 +314,7 @@ fn init_stage(stage: Stage, cfg: InitConfig, node: Node<'_>, upload_certs: bool)
     let mut skip: Vec<String> = phases::outside(INIT_PHASES, stage).collect();
     skip.extend(ctx.cfg.init.skip_phases.iter().cloned());
     // The controller-manager's and scheduler's manifests follow the API server's answer (init::in_order).
-    if crate::init::in_order::applies(&ctx) {
+    if crate::init::in_order::applies(&ctx, |p| phases::is_skipped(&ctx.cfg.init.skip_phases, p)) {
         match stage {
             Stage::PreKubelet => ctx.apiserver_first = true,
             Stage::PostKubelet => phases::run_init_phase(&ctx, &IN_ORDER)?,

@@ -21,10 +21,10 @@ use crate::retry::{Attempt, GaveUp};
 /// How long the wait holds the controller-manager and scheduler back.
 pub(crate) const HOLD: Duration = Duration::from_secs(120);
 
-/// Whether a boot's init writes the control-plane manifests after the kubelet starts: a local
-/// etcd whose manifest this run writes, and neither phase skipped by the user.
-pub(crate) fn applies(ctx: &InitContext) -> bool {
-    let skipped = |p: &str| crate::phases::is_skipped(&ctx.cfg.init.skip_phases, p);
+/// Whether a boot's init holds the controller-manager and scheduler back: a local etcd whose
+/// manifest this run writes, and neither phase skipped (`skipped`: phases::is_skipped on the
+/// user's skipPhases; init does not import phases, which imports it).
+pub(crate) fn applies(ctx: &InitContext, skipped: impl Fn(&str) -> bool) -> bool {
     ctx.cfg.local_etcd().is_some() && !skipped("etcd") && !skipped("control-plane")
 }
 
