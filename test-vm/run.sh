@@ -35,7 +35,7 @@ cp_user_data() { render "$SCN/control-plane/user-data"; }
 cp_meta_data() { printf 'instance-id: iid-%s\nlocal-hostname: cp-1\n' "$SCENARIO"; }
 
 # KUBESTRAP-EVENT lines: the JSON keys may come in any order, so match key/value pairs.
-# event_re EVENT [STAGE [PHASE]]: an ERE for such a line.
+# event_re EVENT [STAGE [PHASE]]: an ERE for such a line (of that stage and phase when both are given).
 event_re() {
     local re='KUBESTRAP-EVENT .*"event":"'$1'"'
     [ -n "${2:-}" ] && re="$re"'.*"stage":"'$2'"'
