@@ -160,12 +160,13 @@ if [ "$verdict" = pass ] && [ -f /etc/kubernetes/kubelet.conf ] && ! grep -qw 'k
         # Each static Pod container's attempts: its log's first and last line on this guest's
         # boot clock, and how an attempt that was followed by another one ended.
         now_wall=$(date +%s.%N) now_us=$(uptime_us)
+        # An RFC 3339 time of this guest's clock on the boot clock (microseconds).
+        to_us() { [ -n "$1" ] && awk -v w="$(date -d "$1" +%s.%N 2>/dev/null)" -v nw="$now_wall" -v nu="$now_us" \
+            'BEGIN { if (w != "") printf "%d", nu - (nw - w) * 1000000 }'; }
         for f in /var/log/pods/kube-system_*/*/*.log; do
             [ -f "$f" ] || continue
             c=$(basename "$(dirname "$f")") n=$(basename "$f" .log)
             first=$(head -n1 "$f" | cut -d' ' -f1) last=$(tail -n1 "$f" | cut -d' ' -f1)
-            to_us() { [ -n "$1" ] && awk -v w="$(date -d "$1" +%s.%N 2>/dev/null)" -v nw="$now_wall" -v nu="$now_us" \
-                'BEGIN { if (w != "") printf "%d", nu - (nw - w) * 1000000 }'; }
             echo "KUBESTRAP-TEST container-attempt $c/$n first_us=$(to_us "$first") last_us=$(to_us "$last")"
             if [ -f "$(dirname "$f")/$((n + 1)).log" ]; then
                 tail -n 6 "$f" | cut -c1-300 | sed "s|^|KUBESTRAP-TEST container-end $c/$n |"
