@@ -44,6 +44,11 @@ trap 'for c in "${CLEANUPS[@]}"; do eval "$c" || true; done; mkdir -p "$ARTIFACT
 # Ready, so the report unit does not wait for Pods (an init that failed before its addons has none).
 WAIT="kubestrap.test.ready-timeout=420 kubestrap.test.pods=0 kubestrap.test.timeline=1"
 KS_MASK="$WAIT systemd.mask=cloud-init-local.service systemd.mask=cloud-init.service systemd.mask=cloud-config.service systemd.mask=cloud-final.service"
+# hosts IP NAME: the node's name resolves, for both tools, as a cloud's resolver answers it. The
+# test networks have none, and the kubelet looks its node name up for every node status it builds
+# (nodestatus.NodeAddress): a lookup that waits out an unreachable resolver (10 s) held each of
+# the control plane's first Pods ~10 s before its sandbox.
+hosts() { echo "kubestrap.test.hosts=$1:$2"; }
 KA_MASK="$WAIT systemd.mask=kubestrap.service systemd.mask=kubestrap-post.service kubestrap.test.incumbent=1"
 
 # kubeadm's documents for the control plane (run.sh's cp-init user-data); for cloud-init they are
@@ -81,6 +86,7 @@ record() {   # record KIND TOOL I LOG
     [ "$1" = worker ] && api=-
     local note=""
     grep -qE 'unit=(kubestrap|kubestrap-post|cloud-final)\.service .*result=exit-code' "$4" && note="  (the tool failed: see its log)"
+    grep -q 'KUBESTRAP-TEST hosts ' "$4" || note+="  (its name was not in /etc/hosts)"
     ROWS+=("$(printf '%-14s %-10s %2d  %-14s %10s %10s %8s%s' "$1" "$2" "$3" "$(load)" "$api" "$ready" "$u" "$note")")
     [ "$api" = - ] || VALS[$1.$2.api]+="$api "
     [ "$ready" = - ] || VALS[$1.$2.ready]+="$ready "
@@ -97,7 +103,7 @@ boot_cp() {   # boot_cp TOOL I
     if [ "$1" = kubestrap ]; then cp "$d/docs.yaml" "$d/user-data"; else cloud_init_user_data "$d/docs.yaml" init >"$d/user-data"; mask=$KA_MASK; fi
     printf 'instance-id: iid-bench-cp-%s-%s\nlocal-hostname: cp-1\n' "$1" "$2" >"$d/meta-data"
     make_seed "$d.iso" "$d"
-    boot_vm "cp-$1-$2" "$IMAGE_ROOTFS" --snapshot --seed "$d.iso" --append "$mask" || rc=$?
+    boot_vm "cp-$1-$2" "$IMAGE_ROOTFS" --snapshot --seed "$d.iso" --append "$mask $(hosts 10.0.2.15 cp-1)" || rc=$?
     [ "$rc" = 1 ] || say "cp $1 #$2: QEMU rc=$rc (1 = Node Ready and Pods running)"
     record control-plane "$1" "$2" "$WORK/cp-$1-$2.serial.log"
 }
@@ -124,7 +130,7 @@ boot_worker() {   # boot_worker TOOL I: joins the LAN's control plane
     ip -n "$NS" tuntap add dev "$tap" mode tap
     ip -n "$NS" link set "$tap" master br0 up
     boot_vm "$n" "$IMAGE_ROOTFS" --snapshot --seed "$d.iso" --netns "$NS" \
-        --tap "$tap" "$(printf '52:54:00:0a:0a:%02x' "$octet")" --append "$mask" || rc=$?
+        --tap "$tap" "$(printf '52:54:00:0a:0a:%02x' "$octet")" --append "$mask $(hosts "10.10.0.$octet" "$n")" || rc=$?
     ip -n "$NS" link del "$tap" 2>/dev/null || true
     [ "$rc" = 1 ] || say "worker $1 #$2: QEMU rc=$rc (1 = Node Ready)"
     record worker "$1" "$2" "$WORK/$n.serial.log"
