@@ -44,10 +44,7 @@ trap 'for c in "${CLEANUPS[@]}"; do eval "$c" || true; done; mkdir -p "$ARTIFACT
 # Ready, so the report unit does not wait for Pods (an init that failed before its addons has none).
 WAIT="kubestrap.test.ready-timeout=420 kubestrap.test.pods=0 kubestrap.test.timeline=1"
 KS_MASK="$WAIT systemd.mask=cloud-init-local.service systemd.mask=cloud-init.service systemd.mask=cloud-config.service systemd.mask=cloud-final.service"
-# hosts IP NAME: the node's name resolves, for both tools, as a cloud's resolver answers it. The
-# test networks have none, and the kubelet looks its node name up for every node status it builds
-# (nodestatus.NodeAddress): a lookup that waits out an unreachable resolver (10 s) held each of
-# the control plane's first Pods ~10 s before its sandbox.
+# hosts IP NAME: the node's name in its /etc/hosts, for both tools (why: units/test/kubestrap-test-hosts.sh).
 hosts() { echo "kubestrap.test.hosts=$1:$2"; }
 KA_MASK="$WAIT systemd.mask=kubestrap.service systemd.mask=kubestrap-post.service kubestrap.test.incumbent=1"
 
