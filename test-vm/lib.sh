@@ -10,6 +10,7 @@ VM_ACCEL=${VM_ACCEL:-tcg}            # tcg | kvm (KVM hangs on these machines)
 VM_TIMEOUT=${VM_TIMEOUT:-600}        # seconds per boot at most (scenarios pass less), then QEMU is killed
 VM_READY_TIMEOUT=${VM_READY_TIMEOUT:-600}   # the report unit's wait for Node Ready and the Pods
 VM_APPEND=${VM_APPEND:-}             # more kernel command line for every boot (e.g. an A/B of tsc=reliable)
+VM_HOSTS=${VM_HOSTS:-1}              # 0: no kubestrap.test.hosts= from the seed's local-hostname (see boot_vm)
 VM_CACHE=${VM_CACHE:-writeback}      # QEMU's disk cache mode (an A/B knob: unsafe drops host fsyncs)
 VM_MEM=${VM_MEM:-3G}                 # the real control plane: etcd, 3 components, kubelet, containerd
 VM_SMP=${VM_SMP:-2}
@@ -43,6 +44,7 @@ make_seed() {
     [ -f "$dir/network-config" ] && extra+=("$dir/network-config")
     [ -d "$dir/images" ] && extra+=(-graft-points "images/=$dir/images")
     xorriso -as mkisofs -quiet -o "$iso" -V cidata -J -r "$dir/user-data" "$dir/meta-data" "${extra[@]}" 2>/dev/null
+    cp "$dir/meta-data" "$iso.meta-data"   # boot_vm names the node in its /etc/hosts from it
 }
 
 # qmp SOCKET COMMAND: run one QMP command (after capabilities negotiation).
@@ -86,6 +88,15 @@ boot_vm() {
         shift
     done
     [ -n "$seed" ] && args+=(-drive "file=$seed,format=raw,if=virtio,readonly=on")
+    # The node's name (its seed's local-hostname) at its address in its /etc/hosts, as a cloud's
+    # resolver answers for its nodes (why: units/test/kubestrap-test-hosts.sh); VM_HOSTS=0 leaves
+    # it out, an --append that names one wins.
+    local node="" ip=10.0.2.15
+    [ "${nic[0]}" = -netdev ] && [[ "${nic[1]}" == tap,* ]] && ip=10.10.0.$((16#${nic[3]##*:}))
+    [ -n "$seed" ] && [ -f "$seed.meta-data" ] && node=$(sed -n 's/^local-hostname: *//p' "$seed.meta-data")
+    if [ "$VM_HOSTS" = 1 ] && [ -n "$node" ] && [[ "$append" != *kubestrap.test.hosts=* ]]; then
+        append="$append kubestrap.test.hosts=$ip:$node"
+    fi
     local log="$WORK/$name.serial.log" qmp_sock="$WORK/$name.qmp" t0 rc
     local prefix=()
     # Network discipline: with no namespace of its own, a guest runs in one that holds only lo,

@@ -129,9 +129,15 @@ if [ "$verdict" = pass ] && [ -f /etc/kubernetes/kubelet.conf ] && ! grep -qw 'k
             break
         fi
         if [ -n "$ready" ]; then
-            # Every CoreDNS and kube-proxy Pod Running (and at least one of each).
+            # Every CoreDNS and kube-proxy Pod Running (and at least one of each), and kube-proxy's
+            # DaemonSet rolled out: after an upgrade apply the old Pod runs on until the DaemonSet
+            # controller replaces it.
             p=$(kubectl --kubeconfig /etc/kubernetes/admin.conf -n kube-system get pods --request-timeout=10s \
                 -l 'k8s-app in (kube-dns,kube-proxy)' -o 'jsonpath={range .items[*]}{.metadata.labels.k8s-app}={.status.phase} {end}' 2>/dev/null)
+            ro=$(kubectl --kubeconfig /etc/kubernetes/admin.conf -n kube-system get daemonset kube-proxy --request-timeout=10s \
+                -o 'jsonpath={.metadata.generation}={.status.observedGeneration} {.status.desiredNumberScheduled}={.status.updatedNumberScheduled}={.status.numberAvailable}' 2>/dev/null)
+            printf '%s\n' "$ro" | awk -F'[ =]' 'NF == 5 && $1 == $2 && $3 == $4 && $4 == $5 && $3 > 0 { ok = 1 } END { exit !ok }' \
+                || p="kube-proxy-rollout=Pending $p"
             case " $p" in
                 *=Pending*|*=Failed*|*=Unknown*) ;;
                 *kube-dns=Running*kube-proxy=Running*|*kube-proxy=Running*kube-dns=Running*)
