@@ -10,6 +10,14 @@ use std::time::{Duration, Instant};
 
 use kubestrap::discovery::{CaPin, Token};
 
+// A global allocator and the raw reads it needs to save an input without allocating.
+#[allow(unsafe_code)]
+#[path = "fuzz/bounds.rs"]
+mod bounds;
+
+#[global_allocator]
+static ALLOC: bounds::Counting = bounds::Counting;
+
 struct Rng(u64);
 impl Rng {
     fn next(&mut self) -> u64 {
@@ -129,11 +137,16 @@ fn mutate(rng: &mut Rng, seeds: &[Vec<u8>], input: &mut Vec<u8>) {
     }
 }
 
-fn seeds(target: &str) -> Vec<Vec<u8>> {
+/// The committed corpus of `target`, by file name: seeds, and every input that once crashed,
+/// hung or blew up a parser (`crash-*`), each replayed on every run.
+fn seeds(target: &str) -> Vec<(String, Vec<u8>)> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz-corpus").join(target);
-    let mut v: Vec<Vec<u8>> = std::fs::read_dir(&dir)
+    let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("seed corpus {}: {e}", dir.display()))
-        .map(|e| std::fs::read(e.unwrap().path()).unwrap())
+        .map(|e| {
+            let p = e.unwrap().path();
+            (p.file_name().unwrap().to_string_lossy().into_owned(), std::fs::read(&p).unwrap())
+        })
         .collect();
     v.sort();
     assert!(!v.is_empty(), "empty seed corpus for {target}");
@@ -148,41 +161,61 @@ fn budget(target: &str) -> Duration {
     Duration::from_secs_f64(if twin.exists() { secs.min(3.0) } else { secs })
 }
 
-/// Runs `f` on mutated inputs until the budget is spent; fails on the first panic.
+/// Runs `f` on every committed input, then on mutated ones until the budget is spent; fails on
+/// the first panic, and on an input past the memory or time bounds (bounds.rs).
 fn fuzz(target: &str, f: impl Fn(&[u8])) {
-    let seeds = seeds(target);
+    let named = seeds(target);
+    let seeds: Vec<Vec<u8>> = named.iter().map(|(_, b)| b.clone()).collect();
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ target.len() as u64);
     let start = Instant::now();
     let mut execs = 0u64;
-    // The seeds themselves first.
     let quiet = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
-    let mut crash: Option<Vec<u8>> = None;
-    for s in &seeds {
-        if catch_unwind(AssertUnwindSafe(|| f(s))).is_err() {
-            crash = Some(s.clone());
-        }
+    let mut crash: Option<(String, Vec<u8>, String)> = None;
+    let run = |name: &str, input: &[u8], dump: &std::fs::File| match bounds::bounded(name, input, dump, || {
+        catch_unwind(AssertUnwindSafe(|| f(input)))
+    }) {
+        Ok(Ok(())) => None,
+        Ok(Err(_)) => Some((name.to_string(), input.to_vec(), "a panic".to_string())),
+        Err(why) => Some((name.to_string(), input.to_vec(), why)),
+    };
+    // The committed inputs first, each under its own name.
+    for (file, s) in &named {
+        let name = format!("{target}/{file}");
+        let dump = std::fs::File::create(bounds::crash_file(&name)).unwrap();
+        crash = crash.or_else(|| run(&name, s, &dump));
+        drop(dump);
+        let _ = std::fs::remove_file(bounds::crash_file(&name));
     }
+    let mutated = format!("{target}-mutated");
+    let dump = std::fs::File::create(bounds::crash_file(&mutated)).unwrap();
     let budget = budget(target);
     while crash.is_none() && start.elapsed() < budget {
         let mut input = seeds[rng.below(seeds.len())].clone();
         mutate(&mut rng, &seeds, &mut input);
         execs += 1;
-        if catch_unwind(AssertUnwindSafe(|| f(&input))).is_err() {
-            crash = Some(input);
-        }
+        crash = run(&mutated, &input, &dump);
     }
+    drop(dump);
+    let _ = std::fs::remove_file(bounds::crash_file(&mutated));
     std::panic::set_hook(quiet);
     let secs = start.elapsed().as_secs_f64();
-    println!("fuzz {target}: {execs} executions in {secs:.1} s ({:.0}/s)", execs as f64 / secs.max(1e-9));
-    if let Some(c) = crash {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/fuzz-crashes");
-        let _ = std::fs::create_dir_all(&dir);
-        let file = dir.join(format!("{target}-{}", std::process::id()));
+    println!(
+        "fuzz {target}: {} committed inputs, {execs} executions in {secs:.1} s ({:.0}/s)",
+        named.len(),
+        execs as f64 / secs.max(1e-9)
+    );
+    if let Some((name, c, why)) = crash {
+        let file = bounds::crash_file(&format!("{name}-{}", std::process::id()));
         let _ = std::fs::write(&file, &c);
-        // Re-run with the normal hook so the panic message is shown.
-        f(&c);
-        panic!("{target}: a panic on {} (input saved there)", file.display());
+        if why == "a panic" {
+            // Re-run with the normal hook so the panic message is shown.
+            f(&c);
+        }
+        panic!(
+            "{name}: {why} (input saved as {}; once fixed, commit it as tests/fuzz-corpus/{target}/crash-<what>)",
+            file.display()
+        );
     }
 }
 
@@ -287,6 +320,24 @@ fn the_harness_reports_a_panicking_parser() {
         })
     });
     assert!(caught.is_err(), "the fuzzer missed a planted panic");
+}
+
+#[test]
+fn the_harness_reports_a_parser_that_takes_too_much_memory() {
+    // A planted memory hog on one committed input (the first values seed), as the patch file
+    // bomb was: its test must fail naming it, not take the machine.
+    let first = seeds("values")[0].1.clone();
+    let caught = catch_unwind(AssertUnwindSafe(|| {
+        fuzz("values", |b| {
+            if b == first.as_slice() {
+                let hog = vec![1u8; bounds::SOFT_BYTES + (1 << 20)];
+                std::hint::black_box(&hog);
+            }
+        })
+    }));
+    let msg = caught.expect_err("the harness missed a planted memory hog");
+    let msg = msg.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(msg.contains("values/") && msg.contains("MiB at its peak"), "{msg}");
 }
 
 #[test]

@@ -182,7 +182,7 @@ impl Patches {
                     PatchType::Json => {
                         let p: json_patch::Patch =
                             serde_json::from_value(patch.clone()).map_err(|e| fail(e.to_string()))?;
-                        json_patch::patch(&mut doc, &p).map_err(|e| fail(e.to_string()))?;
+                        json_ops(&mut doc, &p).map_err(fail)?;
                         doc
                     }
                     PatchType::Merge => merge(doc, patch).map_err(fail)?,
@@ -251,6 +251,51 @@ pub fn log_instance_config() {
         PatchType::Strategic.mime(),
         Target::KubeletConfiguration.name()
     );
+}
+
+/// The largest document a JSON patch may grow its target to, counted as `value_bytes` does. Each
+/// `copy` of a document into itself doubles it: 30 such operations in 1.5 kB would ask for
+/// terabytes. kubeadm's json-patch sets no limit; a patched Pod is kilobytes.
+pub(crate) const MAX_PATCHED_BYTES: u64 = 16 << 20;
+
+/// RFC 6902 operations in order, each as json_patch applies it, the size checked after every
+/// `copy` (the one operation that can grow a document beyond the patch's own text).
+fn json_ops(doc: &mut Value, ops: &json_patch::Patch) -> Result<(), String> {
+    for (i, op) in ops.iter().enumerate() {
+        json_patch::patch(doc, std::slice::from_ref(op)).map_err(|mut e| {
+            e.operation = i;
+            e.to_string()
+        })?;
+        if matches!(op, json_patch::PatchOperation::Copy(_)) && value_bytes(doc, MAX_PATCHED_BYTES).is_none() {
+            return Err(format!("operation '/{i}' (copy) grows the document past {} MiB", MAX_PATCHED_BYTES >> 20));
+        }
+    }
+    Ok(())
+}
+
+/// `v`'s size as its text plus 32 bytes a node, or `None` once past `limit` (the walk stops there,
+/// so measuring an oversized document costs no more than the limit).
+pub(crate) fn value_bytes(v: &Value, limit: u64) -> Option<u64> {
+    let mut total = 0u64;
+    let mut todo = vec![v];
+    while let Some(v) = todo.pop() {
+        total += 32;
+        match v {
+            Value::String(s) => total += s.len() as u64,
+            Value::Array(a) => todo.extend(a.iter()),
+            Value::Object(m) => {
+                for (k, x) in m {
+                    total += k.len() as u64;
+                    todo.push(x);
+                }
+            }
+            _ => {}
+        }
+        if total > limit {
+            return None;
+        }
+    }
+    Some(total)
 }
 
 /// RFC 7386 merge, as evanphx/json-patch's MergePatch: a null patch is refused, a patch that

@@ -3,12 +3,17 @@
 //! warnings for files it ignores, an error for an unknown `+type`, each file split into YAML
 //! documents, one patch each.
 
+use std::io::Read;
 use std::path::Path;
 
 use log::info;
 use serde_json::Value;
 
 use super::{PatchError, PatchSet, PatchType, Target};
+
+/// The largest patch file read. kubeadm reads any size; a patch is kilobytes, and a file read
+/// whole at boot must not be able to take the node's memory.
+pub(crate) const MAX_FILE_BYTES: u64 = 1 << 20;
 
 /// What a file name says: ignored (with kubeadm's reason), or a target and type.
 #[derive(Debug, PartialEq)]
@@ -124,7 +129,14 @@ fn walk(dir: &Path, root: &Path, shown: &str, found: &mut Found) -> Result<(), P
             Name::Patch(t, p) => (t, p),
         };
         let data =
-            std::fs::read(&path).map_err(|err| list_err(format!("could not read the file {node_path:?}: {err}")))?;
+            read_bounded(&path).map_err(|err| list_err(format!("could not read the file {node_path:?}: {err}")))?;
+        if data.len() as u64 > MAX_FILE_BYTES {
+            let why = format!(
+                "it is larger than {} MiB; a patch is a few kilobytes: split or shorten it",
+                MAX_FILE_BYTES >> 20
+            );
+            return Err(PatchError::File { file: node_path, why });
+        }
         if data.is_empty() {
             info!("[patches] Ignoring empty file: {name:?}");
             found.ignored.push(name);
@@ -136,4 +148,19 @@ fn walk(dir: &Path, root: &Path, shown: &str, found: &mut Found) -> Result<(), P
         found.sets.push(PatchSet { target, ptype, file: node_path, docs });
     }
     Ok(())
+}
+
+/// At most `MAX_FILE_BYTES` and one more byte of the file (the one more says it is too large).
+/// Opened without blocking and refused unless a regular file (through a symlink too): a FIFO or
+/// a device named like a patch would hang or never end the boot.
+fn read_bounded(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f =
+        std::fs::OpenOptions::new().read(true).custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32).open(path)?;
+    if !f.metadata()?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    let mut data = Vec::new();
+    f.take(MAX_FILE_BYTES + 1).read_to_end(&mut data)?;
+    Ok(data)
 }

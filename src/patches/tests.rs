@@ -164,3 +164,54 @@ fn json_and_merge_patches_and_their_failures() {
     let e = p.object(Target::KubeApiserver, pod(), ("apps/v1", "Deployment"), true);
     assert!(matches!(e, Err(PatchError::Result { .. })));
 }
+
+#[test]
+fn oversized_and_special_files_and_copy_bombs_fail_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = NodeFs::new(dir.path());
+    let at = |name: &str, body: &[u8]| {
+        let d = dir.path().join(name.split('/').next().unwrap());
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(dir.path().join(name), body).unwrap();
+    };
+    // One byte over the cap, in a file that is otherwise a valid patch.
+    let mut big = b"metadata: {labels: {a: b}}\n#".to_vec();
+    big.resize(read::MAX_FILE_BYTES as usize + 1, b'x');
+    at("big/etcd.yaml", &big);
+    let e = load(&fs, "/big").unwrap_err().to_string();
+    assert!(e.contains("/big/etcd.yaml") && e.contains("larger than 1 MiB"), "{e}");
+    big.truncate(read::MAX_FILE_BYTES as usize);
+    at("fits/etcd.yaml", &big);
+    assert!(load(&fs, "/fits").is_ok());
+    // A FIFO named like a patch: refused at once, never waited on.
+    std::fs::create_dir_all(dir.path().join("fifo")).unwrap();
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        dir.path().join("fifo/etcd.yaml"),
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+    let e = load(&fs, "/fifo").unwrap_err().to_string();
+    assert!(e.contains("/fifo/etcd.yaml") && e.contains("not a regular file"), "{e}");
+    // 30 copies of the document into itself would double it 30 times.
+    let ops: Vec<String> =
+        (0..30).map(|i| format!(r#"{{"op": "copy", "from": "/spec", "path": "/spec/x{i}"}}"#)).collect();
+    at("bomb/etcd+json.json", format!("[{}]", ops.join(",")).as_bytes());
+    let p = load(&fs, "/bomb").unwrap();
+    let e = p.pod("etcd", pod(), true).unwrap_err().to_string();
+    assert!(e.contains("/bomb/etcd+json.json") && e.contains("grows the document past 16 MiB"), "{e}");
+    // A collection as a key, as kubeadm refuses it.
+    at("key/etcd+json.json", b"[{{{op: add}: 1}: 2}]");
+    let e = load(&fs, "/key").unwrap_err().to_string();
+    assert!(e.contains("/key/etcd+json.json") && e.contains("invalid map key: a mapping"), "{e}");
+}
+
+#[test]
+fn value_bytes_stops_at_its_limit() {
+    let v = json!({"ab": ["cd", 1, {"e": null}]});
+    // Nodes: the object, the list, "cd", 1, the inner object, null (6 × 32) and 2 + 2 + 1 bytes of text.
+    assert_eq!(value_bytes(&v, u64::MAX), Some(6 * 32 + 5));
+    assert_eq!(value_bytes(&v, 100), None);
+}

@@ -12,59 +12,72 @@ use serde_json::{Map, Number, Value};
 /// the value recurse, so kubestrap stops earlier (no real patch nests past a Pod's ~15 levels).
 const MAX_DEPTH: usize = 1000;
 
+/// How large the decoded value may grow, counted as its text plus `NODE_BYTES` a node: aliases
+/// copy their anchor's value, and go-yaml's node-count guard lets a long string through many
+/// times (a 1 MiB string aliased 100,000 times is 100 GB). Real patches decode to kilobytes.
+pub(crate) const MAX_VALUE_BYTES: u64 = 16 << 20;
+/// What one decoded node costs beyond its text (a serde_json Value and its slot).
+const NODE_BYTES: u64 = 32;
+
 /// The document's value; `null` for a document with no content (comments only).
 pub(crate) fn parse(text: &str) -> Result<Value, String> {
-    // (value, pending key, anchor id, the node count when it started)
-    let mut stack: Vec<(Value, Option<String>, usize, u64)> = Vec::new();
-    // An anchor's value and how many nodes it is, as go-yaml counts an alias's expansion.
-    let mut anchors: HashMap<usize, (Value, u64)> = HashMap::new();
+    // (value, pending key, anchor id, the node count and bytes when it started)
+    let mut stack: Vec<(Value, Option<String>, usize, u64, u64)> = Vec::new();
+    // An anchor's value, how many nodes it is (as go-yaml counts an alias's expansion) and its bytes.
+    let mut anchors: HashMap<usize, (Value, u64, u64)> = HashMap::new();
     let mut count = Aliasing::default();
     let mut root = Value::Null;
     for ev in Parser::new_from_str(text) {
         let (ev, _) = ev.map_err(|e| e.to_string())?;
-        let (value, anchor, nodes) = match ev {
+        let (value, anchor, nodes, bytes) = match ev {
             Event::MappingStart(a, _) | Event::SequenceStart(a, _) => {
                 if stack.len() >= MAX_DEPTH {
                     return Err(format!("collections nested deeper than {MAX_DEPTH} levels"));
                 }
                 count.node(0)?;
+                count.bytes(NODE_BYTES)?;
                 let empty = if matches!(ev, Event::MappingStart(..)) {
                     Value::Object(Map::new())
                 } else {
                     Value::Array(Vec::new())
                 };
-                stack.push((empty, None, a, count.decoded));
+                stack.push((empty, None, a, count.decoded, count.value_bytes - NODE_BYTES));
                 continue;
             }
             Event::MappingEnd | Event::SequenceEnd => {
-                let Some((v, _, a, start)) = stack.pop() else { return Err("unbalanced YAML events".into()) };
-                (v, a, count.decoded - start + 1)
+                let Some((v, _, a, start, bytes)) = stack.pop() else {
+                    return Err("unbalanced YAML events".into());
+                };
+                (v, a, count.decoded - start + 1, count.value_bytes - bytes)
             }
             Event::Scalar(s, style, a, tag) => {
                 count.node(0)?;
+                let bytes = NODE_BYTES + s.len() as u64;
+                count.bytes(bytes)?;
                 let as_string = style != ScalarStyle::Plain || tag.is_some_and(|t| t.suffix == "str");
-                (if as_string { Value::String(s.into_owned()) } else { resolve(&s) }, a, 1)
+                (if as_string { Value::String(s.into_owned()) } else { resolve(&s) }, a, 1, bytes)
             }
             Event::Alias(id) => {
-                let (v, nodes) = anchors.get(&id).ok_or("an alias to an unknown anchor")?;
+                let (v, nodes, bytes) = anchors.get(&id).ok_or("an alias to an unknown anchor")?;
                 // Counted before the copy: a refused expansion is never built.
                 count.node(*nodes)?;
-                (v.clone(), 0, *nodes)
+                count.bytes(*bytes)?;
+                (v.clone(), 0, *nodes, *bytes)
             }
             _ => continue,
         };
         if anchor != 0 {
-            anchors.insert(anchor, (value.clone(), nodes));
+            anchors.insert(anchor, (value.clone(), nodes, bytes));
         }
         match stack.last_mut() {
             None => root = value,
-            Some((Value::Array(a), _, _, _)) => a.push(value),
-            Some((Value::Object(m), key, _, _)) => match key.take() {
+            Some((Value::Array(a), ..)) => a.push(value),
+            Some((Value::Object(m), key, ..)) => match key.take() {
                 // A repeated key: the last wins, as go-yaml's map does.
                 Some(k) => {
                     m.insert(k, value);
                 }
-                None => *key = Some(json_key(&value)),
+                None => *key = Some(json_key(&value)?),
             },
             Some(_) => return Err("a value outside any collection".into()),
         }
@@ -79,9 +92,19 @@ pub(crate) fn parse(text: &str) -> Result<Value, String> {
 struct Aliasing {
     decoded: u64,
     aliased: u64,
+    /// The decoded value's size so far (`MAX_VALUE_BYTES`).
+    value_bytes: u64,
 }
 
 impl Aliasing {
+    fn bytes(&mut self, n: u64) -> Result<(), String> {
+        self.value_bytes += n;
+        if self.value_bytes > MAX_VALUE_BYTES {
+            return Err(format!("the document decodes to more than {} MiB", MAX_VALUE_BYTES >> 20));
+        }
+        Ok(())
+    }
+
     /// One node, or an alias to an anchor of `expanded` nodes (the alias node itself and them).
     fn node(&mut self, expanded: u64) -> Result<(), String> {
         self.decoded += 1 + expanded;
@@ -102,11 +125,16 @@ impl Aliasing {
     }
 }
 
-/// YAMLToJSON's key: strings as they are, other scalars as their text.
-fn json_key(v: &Value) -> String {
+/// YAMLToJSON's key: strings as they are, numbers and booleans as their text. go-yaml refuses a
+/// collection as a key and YAMLToJSON a null one. (Printing a collection key as JSON, as this once
+/// did, doubles its escapes at every level: 30 nested keys in 100 bytes decoded to gigabytes.)
+fn json_key(v: &Value) -> Result<String, String> {
     match v {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
+        Value::String(s) => Ok(s.clone()),
+        Value::Number(_) | Value::Bool(_) => Ok(v.to_string()),
+        Value::Null => Err("unsupported map key of type: <nil> (a key must be a string, number or boolean)".into()),
+        Value::Array(_) => Err("invalid map key: a sequence (a key must be a string, number or boolean)".into()),
+        Value::Object(_) => Err("invalid map key: a mapping (a key must be a string, number or boolean)".into()),
     }
 }
 
@@ -228,5 +256,37 @@ mod tests {
         assert!(parse(&deep).unwrap_err().contains("nested deeper than 1000"));
         let ok = format!("spec:\n{}v\n", "- ".repeat(MAX_DEPTH - 1));
         assert!(parse(&ok).is_ok());
+    }
+
+    #[test]
+    fn collection_and_null_keys_are_refused_as_kubeadm_refuses_them() {
+        // 30 mappings each the key of the next: 150 bytes that once decoded to 2^30 backslashes.
+        let mut nested = String::from("a");
+        for _ in 0..30 {
+            nested = format!("{{{nested}: x}}");
+        }
+        assert!(parse(&nested).unwrap_err().starts_with("invalid map key: a mapping"));
+        assert!(parse("[a]: 1").unwrap_err().starts_with("invalid map key: a sequence"));
+        assert!(parse("~: 1").unwrap_err().starts_with("unsupported map key of type: <nil>"));
+        assert_eq!(
+            parse(
+                "1: a
+true: b
+1.5: c
+"
+            )
+            .unwrap(),
+            json!({"1": "a", "true": "b", "1.5": "c"})
+        );
+    }
+
+    #[test]
+    fn a_long_string_aliased_many_times_is_refused_by_size() {
+        // 1 MiB aliased 100 times: too few nodes for go-yaml's aliasing guard, 100 MiB of value.
+        let long = "x".repeat(1 << 20);
+        let doc = format!("a: &s {long}\nb: [{}]\n", ["*s"; 100].join(", "));
+        assert_eq!(parse(&doc).unwrap_err(), "the document decodes to more than 16 MiB");
+        let ten = format!("a: &s {long}\nb: [{}]\n", ["*s"; 10].join(", "));
+        assert_eq!(parse(&ten).unwrap()["b"].as_array().unwrap().len(), 10);
     }
 }
