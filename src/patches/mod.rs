@@ -322,14 +322,21 @@ pub mod fuzzing {
 
     /// One fuzz input as a patch file: the first line its name, the rest its text, both decoded
     /// lossily as the directory reader decodes them; through the name parser, the document
-    /// splitter and the YAML 1.1 reader.
+    /// splitter and the YAML 1.1 reader, then applied to an etcd Pod as its name's type.
     pub fn patch_file(data: &[u8]) {
         let (name, text) = match data.iter().position(|&b| b == b'\n') {
             Some(i) => (&data[..i], &data[i + 1..]),
             None => (data, &[][..]),
         };
-        let _ = super::read::parse_name(&String::from_utf8_lossy(name));
-        let _ = super::read::documents(&String::from_utf8_lossy(text));
+        let named = super::read::parse_name(&String::from_utf8_lossy(name));
+        let Ok(docs) = super::read::documents(&String::from_utf8_lossy(text)) else { return };
+        // Each document applied to a small Pod as the file's name says, through the same
+        // bounds a patch directory has (the size of what a JSON patch's copies build).
+        let Ok(super::read::Name::Patch(_, ptype)) = named else { return };
+        let sets = vec![super::PatchSet { target: Target::Etcd, ptype, file: "fuzz".into(), docs }];
+        let pod = serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "etcd"},
+            "spec": {"containers": [{"name": "etcd", "command": ["etcd"]}]}});
+        let _ = super::Patches { sets }.pod("etcd", pod, true);
     }
 
     /// One fuzz input as two JSON values, an original and a strategic merge patch (one value
