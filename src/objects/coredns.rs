@@ -16,7 +16,7 @@ pub(crate) const COREDNS_VERSION: &str = "v1.14.6";
 /// kubeadm's coreDNSReplicas for a fresh cluster.
 pub(crate) const REPLICAS: u32 = 2;
 /// Label every CoreDNS object selects on (kept from the kube-dns days).
-const APP_LABEL: &str = "kube-dns";
+pub(crate) const APP_LABEL: &str = "kube-dns";
 
 /// kubeadm's GetDNSImage: dns.imageRepository, else the cluster's imageRepository; the image
 /// lives one level deeper (`coredns/coredns`) only in the default registry; dns.imageTag, else

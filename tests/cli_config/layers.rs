@@ -191,11 +191,19 @@ fn no_test_skips_or_is_ignored() {
     assert!(bad.is_empty(), "tests that skip or are ignored:\n{}", bad.join("\n"));
     let test_script = std::fs::read_to_string(root.join("scripts/test")).expect("scripts/test");
     assert!(test_script.contains("UPDATE_GOLDEN is set"), "scripts/test must refuse UPDATE_GOLDEN");
-    let (require, test) = ("\nexport KUBESTRAP_REQUIRE_ALL=1\n", "\nFUZZ_SECONDS=20 cargo test --workspace");
+    let (require, test) = ("\nexport KUBESTRAP_REQUIRE_ALL=1\n", "cargo test --workspace");
     let (r, t) = (test_script.find(require), test_script.find(test));
     assert!(
         r.is_some() && t.is_some() && r < t,
         "scripts/test must export KUBESTRAP_REQUIRE_ALL=1 before its cargo test"
+    );
+    for knob in ["KILL_TRIALS", "UPGRADE_BY"] {
+        assert!(test_script.contains(knob), "scripts/test must refuse {knob}, which narrows the tests");
+    }
+    let leftovers = (test_script.find("leftovers mark"), test_script.find("leftovers check"));
+    assert!(
+        matches!(leftovers, (Some(m), Some(c)) if m < t.unwrap_or(0) && c > t.unwrap_or(0)),
+        "scripts/test must check that no process its tests started outlives them"
     );
 }
 

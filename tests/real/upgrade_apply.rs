@@ -28,6 +28,36 @@ const CA_DIRS: [(&str, &str); 3] = [
     ("/usr/local/share/ca-certificates/.keep", ""),
 ];
 
+/// A user's CoreDNS, as fleets customise it: a stub domain beside the default server block, and
+/// three replicas. Returns the Corefile.
+fn customise_coredns(c: &Cluster) -> String {
+    let cm = c.get(&["-n", "kube-system", "configmap", "coredns"]);
+    let default = cm["data"]["Corefile"].as_str().expect("a Corefile");
+    let corefile = format!("{default}example.internal:53 {{\n    errors\n    cache 30\n    forward . 10.0.0.53\n}}\n");
+    let patch = serde_json::json!({"data": {"Corefile": corefile}}).to_string();
+    let (code, _, err) =
+        c.kubectl(&["-n", "kube-system", "patch", "configmap", "coredns", "--type", "merge", "-p", &patch]);
+    assert_eq!(code, 0, "patch the Corefile: {err}");
+    let (code, _, err) = c.kubectl(&["-n", "kube-system", "scale", "deployment", "coredns", "--replicas=3"]);
+    assert_eq!(code, 0, "scale CoreDNS: {err}");
+    corefile
+}
+
+/// What kubeadm 1.37.2's upgrade leaves of that CoreDNS (EnsureDNSAddon): the Corefile kept byte
+/// for byte with no `Corefile-backup` (no migration between CoreDNS 1.14.x), the three replicas
+/// kept, the Deployment otherwise kubeadm's (its image).
+fn coredns_kept(c: &Cluster, corefile: &str, by: &str) {
+    let cm = c.get(&["-n", "kube-system", "configmap", "coredns"]);
+    assert_eq!(cm["data"]["Corefile"].as_str(), Some(corefile), "{by} kept the user's Corefile");
+    assert_eq!(cm["data"].as_object().map(|d| d.len()), Some(1), "{by}: only the Corefile: {}", cm["data"]);
+    let d = c.get(&["-n", "kube-system", "deployment", "coredns"]);
+    assert_eq!(d["spec"]["replicas"], 3, "{by} kept CoreDNS's replicas");
+    assert_eq!(
+        d["spec"]["template"]["spec"]["containers"][0]["image"], "registry.k8s.io/coredns/coredns:v1.14.6",
+        "{by}: kubeadm 1.37's CoreDNS"
+    );
+}
+
 /// The init fixture at v1.36.3.
 fn old_template() -> String {
     fixture!("real/init.yaml").replace("kubernetesVersion: v1.37.2", &format!("kubernetesVersion: {OLD}"))
@@ -119,6 +149,7 @@ fn a_control_plane_upgraded_across_a_minor_by_upgrade_apply_as_kubeadm_would() {
     let join = c.join("cp-2", 1, &fixture!("real/join-control-plane.yaml").replace("{key}", &key), &[]);
     assert_eq!(join.code(), 0, "cp-2 join:\n{}\n{}", join.stderr(), c.status());
     c.wait_ready("cp-2");
+    let corefile = customise_coredns(&c);
     let proxy_image = |c: &Cluster| {
         let ds = c.get(&["-n", "kube-system", "daemonset", "kube-proxy"]);
         ds["spec"]["template"]["spec"]["containers"][0]["image"].as_str().unwrap_or_default().to_string()
@@ -214,6 +245,7 @@ fn a_control_plane_upgraded_across_a_minor_by_upgrade_apply_as_kubeadm_would() {
         format!("registry.k8s.io/kube-proxy:{NEW}"),
         "the last control plane upgraded the add-ons"
     );
+    coredns_kept(&c, &corefile, "kubestrap");
 
     // The node restarts with the v1.37.2 kubelet.
     let (netns, scratch) = c.hosts.remove(0).power_off();
@@ -335,6 +367,7 @@ fn control_planes_kubestrap_made_are_upgraded_by_the_real_kubeadm() {
     wait_static_pods_running(&c, 2);
     let (code, _, err) = c.kubectl(&["cordon", "cp-1", "cp-2"]);
     assert_eq!(code, 0, "cordon: {err}");
+    let corefile = customise_coredns(&c);
     let i = c.hosts.iter().position(|h| h.name == "cp-2").expect("cp-2");
     let (netns2, root2) = (c.hosts[i].netns.clone(), c.hosts[i].root.clone());
     let root2_arg = root2.display().to_string();
@@ -375,6 +408,8 @@ fn control_planes_kubestrap_made_are_upgraded_by_the_real_kubeadm() {
     wait_static_pods_running(&c, 2);
     let ds = c.get(&["-n", "kube-system", "daemonset", "kube-proxy"]);
     assert_eq!(ds["spec"]["template"]["spec"]["containers"][0]["image"], format!("registry.k8s.io/kube-proxy:{NEW}"));
+    // The same facts whichever tool upgraded: kubestrap's CoreDNS upgrade is kubeadm's.
+    coredns_kept(&c, &corefile, &by);
 
     let plan = run_in(&c.netns, &["upgrade", "plan", NEW, "--root", &root_arg]);
     assert_eq!(plan.code(), 0, "{}", plan.stderr());
