@@ -214,6 +214,7 @@ pub fn run_apply(
         if p.name != "preflight" {
             run.resolve()?;
         }
+        super::lease::fence(p.name)?;
         run.phase(p.name, p.run)?;
     }
     if args.dry_run {
@@ -244,6 +245,7 @@ pub fn run_node_control_plane(args: &ApplyArgs, fs: &NodeFs, host: &dyn Host, no
     ];
     for (name, f) in phases.into_iter().filter(|(n, _)| !crate::phases::is_skipped(&args.skip_phases, n)) {
         run.resolve()?;
+        super::lease::fence(name)?;
         run.phase(name, f)?;
     }
     if args.dry_run {

@@ -95,9 +95,12 @@ impl Rollout<'_> {
         }
         let mut recover: Vec<(&'static str, String)> = Vec::new();
         if local_etcd && self.etcd_upgrade {
+            super::lease::fence("etcd")?;
             self.etcd(&dirs, &mut recover)?;
         }
         for (c, hash) in &before {
+            // Stopped before the next roll if the Lease was lost: the rolled ones are healthy.
+            super::lease::fence(c)?;
             self.component(c, hash, &dirs, &mut recover)?;
         }
         if self.renew_certs {

@@ -43,6 +43,7 @@ mod join_parity;
 mod join_refusals;
 mod join_waits;
 mod kills;
+mod lease;
 mod local_api;
 mod net;
 mod node;

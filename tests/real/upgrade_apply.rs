@@ -8,7 +8,9 @@
 //! old manifests are in the backup dir, the upgraded components' certificates are renewed, the
 //! add-ons wait for cp-2, and the real `kubeadm upgrade diff v1.37.2` finds nothing to change:
 //! the new manifests are kubeadm's. `upgrade node` on cp-2 rolls its static Pods and, as the last
-//! control plane, the add-ons. cp-1 then restarts on the v1.37.2 kubelet and is Ready.
+//! control plane, the add-ons (a customised CoreDNS kept). cp-1 then restarts on the v1.37.2
+//! kubelet and is Ready. Before the upgrade, the upgrade Lease is raced for on this API server
+//! (tests/real/lease.rs).
 
 use std::path::Path;
 
@@ -149,6 +151,7 @@ fn a_control_plane_upgraded_across_a_minor_by_upgrade_apply_as_kubeadm_would() {
     let join = c.join("cp-2", 1, &fixture!("real/join-control-plane.yaml").replace("{key}", &key), &[]);
     assert_eq!(join.code(), 0, "cp-2 join:\n{}\n{}", join.stderr(), c.status());
     c.wait_ready("cp-2");
+    super::lease::holds_under_skew_and_loss(&c);
     let corefile = customise_coredns(&c);
     let proxy_image = |c: &Cluster| {
         let ds = c.get(&["-n", "kube-system", "daemonset", "kube-proxy"]);
