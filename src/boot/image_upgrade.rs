@@ -24,6 +24,11 @@ use crate::status::Reporter;
 pub const DEFAULT_WAIT: Duration = Duration::from_secs(20 * 60);
 /// How often it asks the API server's version while it waits.
 const POLL: Duration = Duration::from_secs(5);
+/// Answers of the new minor in a row, `AGREE_POLL` apart, before a worker believes its control
+/// plane: behind a load balancer one answer may come from the one API server already upgraded
+/// while the others are not (a kubelet newer than any API server breaks the skew policy).
+const AGREE: u32 = 6;
+const AGREE_POLL: Duration = Duration::from_secs(2);
 
 /// `image.json`: what the image was built for. Other fields (component versions, image tags)
 /// are the image builder's and ignored here.
@@ -251,8 +256,33 @@ fn worker_version(fs: &NodeFs) -> Result<Option<Version>> {
     })
 }
 
-/// Waits until the API server runs the image's minor or newer; the reason when it does not in
-/// time.
+/// Why the cluster is not yet ready for a worker of `image`'s minor, beyond its API server's
+/// version: the first control plane's `upgrade apply` must have stored the new configuration
+/// (kubeadm-config's kubernetesVersion; its kubelet-config follows in the same run).
+fn cluster_behind(client: &crate::kube::Client, image: &Version) -> Option<String> {
+    let path = "/api/v1/namespaces/kube-system/configmaps/kubeadm-config";
+    let text = match client.get(path) {
+        Ok(Some(cm)) => cm["data"]["ClusterConfiguration"].as_str().unwrap_or_default().to_string(),
+        Ok(None) => return Some("the ConfigMap kube-system/kubeadm-config is missing".into()),
+        Err(e) => return Some(format!("reading kube-system/kubeadm-config: {e}")),
+    };
+    let stored = crate::config::parse_stored("ConfigMap kube-system/kubeadm-config", &text)
+        .ok()
+        .and_then(|d| d.cluster)
+        .map(|c| c.kubernetes_version)
+        .unwrap_or_default();
+    match Version::parse(&stored) {
+        Ok(v) if (v.major, v.minor) >= (image.major, image.minor) => None,
+        Ok(v) => Some(format!(
+            "kubeadm-config still says kubernetesVersion {v}: the control plane's `upgrade apply` has not stored \
+             {image}'s configuration yet; waiting for it"
+        )),
+        Err(e) => Some(format!("kube-system/kubeadm-config: kubernetesVersion {stored:?}: {e}")),
+    }
+}
+
+/// Waits until the API server runs the image's minor or newer, `AGREE` answers in a row, and
+/// the cluster's configuration is that minor's; the reason when it does not in time.
 fn wait_for_control_plane(
     client: &crate::kube::Client,
     report: &Reporter,
@@ -262,6 +292,7 @@ fn wait_for_control_plane(
 ) -> std::result::Result<Version, String> {
     let deadline = env.clock.now() + env.wait;
     let mut said = String::new();
+    let mut agreed = 0u32;
     loop {
         let seen = match client.get("/version") {
             Ok(Some(v)) => v["gitVersion"].as_str().and_then(|s| Version::parse(s).ok()).ok_or_else(|| {
@@ -274,7 +305,15 @@ fn wait_for_control_plane(
             Err(e) => Err(format!("the API server does not answer: {e}")),
         };
         let why = match seen {
-            Ok(cp) if (cp.major, cp.minor) >= (image.major, image.minor) => return Ok(cp),
+            Ok(cp) if (cp.major, cp.minor) >= (image.major, image.minor) => match cluster_behind(client, image) {
+                None if agreed + 1 >= AGREE => return Ok(cp),
+                None => {
+                    agreed += 1;
+                    env.clock.sleep(AGREE_POLL, "the control plane's version, again");
+                    continue;
+                }
+                Some(why) => why,
+            },
             Ok(cp) => {
                 u.control_plane = cp.to_string();
                 format!(
@@ -284,6 +323,7 @@ fn wait_for_control_plane(
             }
             Err(e) => e,
         };
+        agreed = 0;
         if why != said {
             warn!("[upgrade] {why}");
             u.state = "waiting".into();

@@ -3,6 +3,8 @@
 //! boots and joins a v1.37.2 control plane made by `kubestrap boot`; the cluster's
 //! KubeletConfiguration changes (as `upgrade apply` rewrites it). The worker then reboots:
 //! - onto an image of v1.38.0, two minors on: refused at once (exit 5), the kubelet held;
+//! - onto the v1.37.2 image while kubeadm-config still names v1.36.3 (one API server's answer is
+//!   not enough): it waits, then refuses, nothing changed;
 //! - onto the v1.37.2 image: `upgrade node` runs before the kubelet (config.yaml from the
 //!   cluster, the old one backed up), the node's version is recorded, and the v1.37.2 kubelet
 //!   comes up Ready with the cluster's new config;
@@ -78,8 +80,41 @@ fn a_worker_booted_on_the_next_image_waits_for_its_control_plane_then_upgrades_i
     assert!(read(&root, HOLD).contains("may not skip"), "the kubelet is held");
     assert_eq!(read(&root, "var/lib/kubelet/config.yaml"), config, "a refused upgrade changed config.yaml");
 
-    // The v1.37.2 image: upgrade node before the kubelet.
+    // The v1.37.2 image while kubeadm-config still names v1.36.3 (its control plane's `upgrade
+    // apply` not done, though /version answers v1.37.2): it waits, then refuses; nothing changes.
     image(&root, NEW);
+    let set_stored = |from: &str, to: &str| {
+        let cm = c.get(&["-n", "kube-system", "configmap", "kubeadm-config"]);
+        let cc = cm["data"]["ClusterConfiguration"].as_str().expect("ClusterConfiguration");
+        let line = |v: &str| format!("kubernetesVersion: {v}\n");
+        assert!(cc.contains(&line(from)), "{cc}");
+        let patch = serde_json::json!({"data": {"ClusterConfiguration": cc.replace(&line(from), &line(to))}});
+        let (code, _, err) = c.kubectl(&[
+            "-n",
+            "kube-system",
+            "patch",
+            "configmap",
+            "kubeadm-config",
+            "--type",
+            "merge",
+            "-p",
+            &patch.to_string(),
+        ]);
+        assert_eq!(code, 0, "{err}");
+    };
+    set_stored(NEW, OLD);
+    let early = boot(&netns, &root_arg, "4s");
+    assert_eq!(early.code(), 5, "{}\n{}", early.stdout(), early.stderr());
+    assert!(
+        early.stderr().contains(&format!("kubeadm-config still says kubernetesVersion {OLD}")),
+        "{}",
+        early.stderr()
+    );
+    assert_eq!(read(&root, "var/lib/kubelet/config.yaml"), config, "an upgrade too early changed config.yaml");
+    assert_eq!(read(&root, RECORD), format!("{OLD}\n"));
+    set_stored(OLD, NEW);
+
+    // The v1.37.2 image: upgrade node before the kubelet.
     let ok = boot(&netns, &root_arg, "4s");
     assert_eq!(ok.code(), 0, "{}\n{}", ok.stdout(), ok.stderr());
     assert!(
