@@ -18,7 +18,8 @@ pub(crate) fn run(fs: &NodeFs, report: &Reporter, env: &Env) -> Result<()> {
     let Some(image) = image_version(fs)? else { return Ok(()) };
     let Some(node) = control_plane_version(fs)? else { return Ok(()) };
     let marked = fs.read(paths::UPGRADE_IN_PROGRESS.as_str())?;
-    let resuming = marked.is_some_and(|m| String::from_utf8_lossy(&m).trim() == image.to_string());
+    let resuming =
+        marked.is_some_and(|m| crate::upgrade::marker_target(&String::from_utf8_lossy(&m)) == image.to_string());
     if change(&node, &image) != Change::Upgrade && !resuming {
         return Ok(());
     }
@@ -28,8 +29,11 @@ pub(crate) fn run(fs: &NodeFs, report: &Reporter, env: &Env) -> Result<()> {
             paths::UPGRADE_IN_PROGRESS
         );
     }
-    fs.write(&paths::UPGRADE_IN_PROGRESS, format!("{image}\n").as_bytes())?;
-    fs.commit()?;
+    if !resuming {
+        // Resumed, the marker is kept as it is: it may say `apply` (crate::upgrade::by_image).
+        fs.write(&paths::UPGRADE_IN_PROGRESS, format!("{image}\n").as_bytes())?;
+        fs.commit()?;
+    }
     let start = crate::clock::boot_ms();
     let mut u = ImageUpgrade { image: image.to_string(), node: node.to_string(), ..Default::default() };
     info!("[upgrade] This control plane runs {node}; its image carries {image}");

@@ -85,12 +85,23 @@ fn run(
     let cluster = Version::parse(&cluster)
         .map_err(|e| Error::cluster(format!("{source}: kubernetesVersion {cluster:?}: {e}")))?;
     let behind = (cluster.major, cluster.minor, cluster.patch) < (image.major, image.minor, image.patch);
+    // An `apply` cut short after it stored the new kubeadm-config finds the cluster "current":
+    // the marker says it was an apply, so it is one again (kubelet-config, the bootstrap-token
+    // rules and the add-ons are apply's alone).
+    let marked = fs.read(crate::paths::UPGRADE_IN_PROGRESS.as_str())?;
+    let was_apply = marked.is_some_and(|m| String::from_utf8_lossy(&m).trim() == format!("apply {image}"));
     let now = clock.wall();
     // kubeadm's defaults, as `upgrade node` with no flags; apply at the image's version.
     let mut args = super::apply::ApplyArgs::for_node(&super::NodeArgs::for_boot(fs.root(), patches));
-    if behind {
+    if behind || was_apply {
         (args.version, args.node) = (image.to_string(), false);
-        info!("[upgrade] The cluster runs {cluster}: this control plane upgrades it to {image} (upgrade apply)");
+        if behind {
+            fs.write(&crate::paths::UPGRADE_IN_PROGRESS, format!("apply {image}\n").as_bytes())?;
+            fs.commit()?;
+            info!("[upgrade] The cluster runs {cluster}: this control plane upgrades it to {image} (upgrade apply)");
+        } else {
+            info!("[upgrade] This control plane's upgrade apply to {image} was cut short: running it again");
+        }
         super::apply::run_apply(&args, fs, host, now, &mut std::io::empty())?;
         Ok("apply")
     } else {

@@ -228,3 +228,19 @@ mod tests {
         assert!(m.contains("u.yaml") && m.contains("dryrun"), "{m}");
     }
 }
+
+/// The version an upgrade-in-progress marker names: its last word (`v1.37.2`, or `apply v1.37.2`
+/// once the upgrade by image chose `apply`).
+pub(crate) fn marker_target(text: &str) -> &str {
+    text.split_whitespace().last().unwrap_or_default()
+}
+
+#[cfg(test)]
+mod marker_tests {
+    #[test]
+    fn the_marker_names_its_target_with_or_without_the_verb() {
+        assert_eq!(super::marker_target("v1.37.2\n"), "v1.37.2");
+        assert_eq!(super::marker_target("apply v1.37.2\n"), "v1.37.2");
+        assert_eq!(super::marker_target(""), "");
+    }
+}
