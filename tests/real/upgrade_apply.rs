@@ -60,6 +60,57 @@ fn coredns_kept(c: &Cluster, corefile: &str, by: &str) {
     );
 }
 
+/// An apply made to fail after manifests have moved: a patch gives kube-scheduler an unknown
+/// flag (its process exits at once, so its probe never answers), `timeouts.upgradeManifests`
+/// 60s. The run fails with kubeadm's "tried to recover" words, every manifest is byte for byte
+/// what it was, and the API server is the old one again. What the failed run left in
+/// /etc/kubernetes/tmp (its new manifests, kept for a look, as kubeadm keeps them) is removed
+/// after, so the clean run's checks read only their own.
+fn rollback_restores_every_manifest(c: &Cluster, root: &Path) {
+    let root_arg = root.display().to_string();
+    let manifests = |root: &Path| -> Vec<(String, Vec<u8>)> {
+        etc_tree(root).into_iter().filter(|(p, _)| p.contains("/manifests/")).collect()
+    };
+    let before = manifests(root);
+    let tmp = root.join("etc/kubernetes/tmp");
+    let listed = |d: &Path| -> Vec<String> {
+        std::fs::read_dir(d)
+            .map(|r| r.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+            .unwrap_or_default()
+    };
+    let tmp_before = listed(&tmp);
+    let bad = "/etc/kubestrap-test/bad-patches";
+    write_file(
+        &at(root, &format!("{bad}/kube-scheduler+json.yaml")),
+        "- {op: add, path: /spec/containers/0/command/-, value: --no-such-flag=1}\n",
+    );
+    let config = root.join("tmp-upgrade-config.yaml");
+    let text = format!(
+        "apiVersion: kubeadm.k8s.io/v1beta4\nkind: UpgradeConfiguration\napply:\n  patches:\n    directory: {bad}\ntimeouts:\n  upgradeManifests: 60s\n"
+    );
+    std::fs::write(&config, text).unwrap();
+    let logs = c.logs.with_file_name("cp-1-upgrade-apply-rollback");
+    std::fs::create_dir_all(&logs).unwrap();
+    let config_arg = config.display().to_string();
+    let args = ["upgrade", "apply", NEW, "-y", "--config", config_arg.as_str(), "--root", root_arg.as_str()];
+    let r = run_watched(&c.netns, &args, &logs, &|| c.health());
+    let err = r.stderr();
+    assert_ne!(r.code(), 0, "an apply whose scheduler cannot start succeeded:\n{err}");
+    assert!(err.contains("has tried to recover everything into the earlier state"), "{err}");
+    assert!(err.contains("[upgrade/staticpods] Component \"kube-apiserver\" upgraded successfully!"), "{err}");
+    assert!(err.contains("kube-scheduler"), "the scheduler's wait failed:\n{err}");
+    assert!(manifests(root) == before, "a manifest differs from before the failed apply");
+    c.wait("the v1.36.3 API server again", || (api_version(c, &c.netns, CP_ADDR) == OLD).then_some(()));
+    let cm = c.get(&["-n", "kube-system", "configmap", "kubeadm-config"]);
+    assert!(cm["data"]["ClusterConfiguration"].as_str().unwrap().contains(&format!("kubernetesVersion: {OLD}\n")));
+    let left: Vec<String> = listed(&tmp).into_iter().filter(|n| !tmp_before.contains(n)).collect();
+    assert!(left.iter().any(|n| n.starts_with("kubeadm-upgraded-manifests")), "the new manifests kept: {left:?}");
+    for n in left {
+        let _ = std::fs::remove_dir_all(tmp.join(n));
+    }
+    std::fs::remove_file(&config).unwrap();
+}
+
 /// The init fixture at v1.36.3.
 fn old_template() -> String {
     fixture!("real/init.yaml").replace("kubernetesVersion: v1.37.2", &format!("kubernetesVersion: {OLD}"))
@@ -175,6 +226,8 @@ fn a_control_plane_upgraded_across_a_minor_by_upgrade_apply_as_kubeadm_would() {
     assert!(dry.stderr().contains(&format!("image: registry.k8s.io/kube-apiserver:{NEW}")), "{}", dry.stderr());
     assert!(dry.stderr().contains("[upgrade/successful] Finished dryrunning successfully!"));
     assert_eq!(etc_tree(&root), before, "a refused or dry-run apply changed /etc/kubernetes");
+
+    rollback_restores_every_manifest(&c, &root);
 
     let apiserver_before = not_before(&root, "etc/kubernetes/pki/apiserver.crt");
     std::thread::sleep(std::time::Duration::from_millis(1100));
