@@ -5,6 +5,7 @@
 //! backed up), `upgrade diff` and `upgrade plan`.
 
 mod apply;
+mod backups;
 mod by_image;
 mod cluster;
 mod context;

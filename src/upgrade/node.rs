@@ -177,6 +177,9 @@ pub(super) fn write_kubelet_config(
     info!("[kubelet-start] Writing kubelet configuration to file {:?}", KUBELET_CONFIG.as_str());
     fs.write(&KUBELET_CONFIG, config.as_bytes())?;
     info!("[upgrade/kubelet-config] The kubelet configuration for this node was successfully upgraded!");
+    if !fs.is_dry_run() {
+        super::backups::prune(fs.root());
+    }
     Ok(())
 }
 

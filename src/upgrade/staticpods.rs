@@ -118,6 +118,9 @@ impl Rollout<'_> {
             }
         }
         let _ = std::fs::remove_dir_all(fs.real(&dirs.temp));
+        if !fs.is_dry_run() {
+            super::backups::prune(fs.root());
+        }
         if !(local_etcd && self.etcd_upgrade) {
             let _ = std::fs::remove_dir_all(fs.real(&dirs.etcd_backup));
         }
