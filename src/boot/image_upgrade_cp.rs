@@ -34,6 +34,7 @@ pub(crate) fn run(fs: &NodeFs, report: &Reporter, env: &Env) -> Result<()> {
         fs.write(&paths::UPGRADE_IN_PROGRESS, format!("{image}\n").as_bytes())?;
         fs.commit()?;
     }
+    let kubelet_config = fs.read(paths::KUBELET_CONFIG.as_str())?;
     let start = crate::clock::boot_ms();
     let mut u = ImageUpgrade { image: image.to_string(), node: node.to_string(), ..Default::default() };
     info!("[upgrade] This control plane runs {node}; its image carries {image}");
@@ -58,6 +59,15 @@ pub(crate) fn run(fs: &NodeFs, report: &Reporter, env: &Env) -> Result<()> {
             fs.write(&paths::DEPLOYED_VERSION, format!("{image}\n").as_bytes())?;
             fs.commit()?;
             fs.remove(paths::UPGRADE_IN_PROGRESS.as_str())?;
+            // The kubelet already runs (the image's); it reads a rewritten config.yaml only when
+            // it restarts (its static Pods' containers keep running across that).
+            if fs.read(paths::KUBELET_CONFIG.as_str())? != kubelet_config {
+                if crate::node::is_live(fs.root()) {
+                    crate::systemd::queue_kubelet_restart("[upgrade]");
+                } else {
+                    info!("[upgrade] {} changed: restart the kubelet to load it", paths::KUBELET_CONFIG);
+                }
+            }
             u.state = "upgraded".into();
             u.reason = format!("upgrade {how}");
             u.control_plane = image.to_string();

@@ -31,15 +31,20 @@ pub fn control_plane_by_image(
     let admin = fs.real(ADMIN_CONF.as_str());
     let client = client_from(fs, &admin)?;
     let renewer = client_from(fs, &admin)?;
+    // One budget for the three waits (the API server, the lease, the control planes Ready), so
+    // that with the rollout they fit kubestrap-post.service's TimeoutStartSec: never a kill
+    // mid-rollout.
+    let deadline = clock.now() + wait;
+    let left = || deadline.saturating_duration_since(clock.now());
     // The kubelet has just started this node's static Pods: its API server may take minutes.
     waiting("waiting for the API server (this node's kubelet is starting it)");
-    let me = node_name_within(&client_from(fs, &fs.real(KUBELET_CONF.as_str()))?, wait.max(KUBERNETES_API_CALL))?;
-    super::lease::acquire(&client, &me, clock, wait, waiting)?;
+    let me = node_name_within(&client_from(fs, &fs.real(KUBELET_CONF.as_str()))?, left().max(KUBERNETES_API_CALL))?;
+    super::lease::acquire(&client, &me, clock, left(), waiting)?;
     info!("[upgrade] {me} holds kube-system/kubestrap-upgrade");
     let done = AtomicBool::new(false);
     let result = std::thread::scope(|s| {
         s.spawn(|| super::lease::keep(&renewer, &me, &done));
-        let r = run(fs, host, &client, image, patches, &Patience { wait, clock, waiting });
+        let r = run(fs, host, &client, image, patches, &Patience { wait: left(), clock, waiting });
         done.store(true, Ordering::SeqCst);
         r
     });
