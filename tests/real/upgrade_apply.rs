@@ -230,6 +230,17 @@ fn a_control_plane_upgraded_across_a_minor_by_upgrade_apply_as_kubeadm_would() {
     rollback_restores_every_manifest(&c, &root);
 
     let apiserver_before = not_before(&root, "etc/kubernetes/pki/apiserver.crt");
+    let hashes = |c: &Cluster| -> Vec<String> {
+        ["kube-apiserver", "kube-controller-manager", "kube-scheduler"]
+            .iter()
+            .map(|p| {
+                let pod = c.get(&["-n", "kube-system", "pod", &format!("{p}-cp-1")]);
+                pod["metadata"]["annotations"]["kubernetes.io/config.hash"].as_str().unwrap_or_default().to_string()
+            })
+            .collect()
+    };
+    let hashes_before = hashes(&c);
+    assert!(hashes_before.iter().all(|h| !h.is_empty()), "mirror Pods' config.hash: {hashes_before:?}");
     std::thread::sleep(std::time::Duration::from_millis(1100));
     let t = std::time::Instant::now();
     let logs = c.logs.with_file_name("cp-1-upgrade-apply");
@@ -237,6 +248,11 @@ fn a_control_plane_upgraded_across_a_minor_by_upgrade_apply_as_kubeadm_would() {
     let r = run_watched(&c.netns, &["upgrade", "apply", NEW, "-y", "--root", &root_arg], &logs, &|| c.health());
     let secs = t.elapsed().as_secs_f64();
     assert_eq!(r.code(), 0, "upgrade apply:\n{}\n{}", r.stderr(), c.status());
+    // Read at once, no wait: apply returned only after the kubelet ran each new manifest.
+    let hashes_after = hashes(&c);
+    for (i, (b, a)) in hashes_before.iter().zip(&hashes_after).enumerate() {
+        assert_ne!(b, a, "component {i}'s mirror Pod config.hash unchanged when apply returned");
+    }
     println!("upgrade-apply: kubestrap {secs:.3} s");
     let err = r.stderr();
     for line in [
