@@ -17,11 +17,6 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "kubeadm serializes Go's empty ResourceRequirements ({}); absent decodes to the same",
     ),
     (
-        "*",
-        "api DaemonSet kube-system/kube-proxy spec.template.spec.containers[kube-proxy].volumeMounts[*].readOnly",
-        "readOnly: false is the default kubeadm leaves out; the same mount",
-    ),
-    (
         "join-*",
         "var/lib/kubelet/pki/kubelet-client-DATE.pem pem[1]",
         "the client key is PKCS#8 PEM too (README); the real kubelet loads and rotates it (tests/real/rotation.rs)",
@@ -38,9 +33,32 @@ const ALLOWED: &[(&str, &str, &str)] = &[
     ),
 ];
 
-/// Why `key` may differ for `config`, if it may.
-pub fn reason(config: &str, key: &str) -> Option<&'static str> {
-    ALLOWED.iter().find(|(c, k, _)| glob(c, config) && glob(k, key)).map(|(_, _, why)| *why)
+/// Differences allowed only between these two values: (config pattern, key, kubeadm's value,
+/// kubestrap's value, why). A change to either side is a difference again.
+const PINNED: &[(&str, &str, Option<&str>, Option<&str>, &str)] = &[(
+    "*",
+    "api DaemonSet kube-system/kube-proxy spec.template.spec.containers[kube-proxy].volumeMounts[xtables-lock].readOnly",
+    None,
+    Some("false"),
+    "readOnly: false is the default kubeadm leaves out; the same mount (lib-modules' readOnly: true is compared)",
+)];
+
+/// Why `key` may differ for `config` between these values, if it may.
+pub fn reason(config: &str, key: &str, kubeadm: Option<&str>, kubestrap: Option<&str>) -> Option<&'static str> {
+    let pinned = PINNED.iter().find(|(c, k, a, b, _)| glob(c, config) && *k == key && (*a, *b) == (kubeadm, kubestrap));
+    ALLOWED
+        .iter()
+        .find(|(c, k, _)| glob(c, config) && glob(k, key))
+        .map(|(_, _, why)| *why)
+        .or(pinned.map(|(_, _, _, _, why)| *why))
+}
+
+#[test]
+fn a_pinned_difference_is_allowed_only_between_its_values() {
+    let key = PINNED[0].1;
+    assert!(reason("init-default", key, None, Some("false")).is_some());
+    assert!(reason("init-default", key, Some("true"), None).is_none(), "lib-modules losing readOnly: true");
+    assert!(reason("init-default", &key.replace("xtables-lock", "lib-modules"), None, Some("false")).is_none());
 }
 
 /// `*`-only glob matching.

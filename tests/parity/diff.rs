@@ -49,7 +49,7 @@ pub fn compare(config: &str, kubeadm: &Facts, kubestrap: &Facts) -> (usize, Stri
     let mut n = 0;
     for d in diffs(kubeadm, kubestrap) {
         let body = format!("  kubeadm:   {}\n  kubestrap: {}\n", show(d.kubeadm), show(d.kubestrap));
-        match allow::reason(config, d.key) {
+        match allow::reason(config, d.key, d.kubeadm, d.kubestrap) {
             Some(why) => _ = write!(allowed, "{}  (allowed: {why})\n{body}", d.key),
             None => {
                 n += 1;
