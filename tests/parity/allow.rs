@@ -35,7 +35,8 @@ const ALLOWED: &[(&str, &str, &str)] = &[
 
 /// Differences allowed only between these two values: (config pattern, key, kubeadm's value,
 /// kubestrap's value, why). A change to either side is a difference again.
-const PINNED: &[(&str, &str, Option<&str>, Option<&str>, &str)] = &[(
+type Pinned = (&'static str, &'static str, Option<&'static str>, Option<&'static str>, &'static str);
+const PINNED: &[Pinned] = &[(
     "*",
     "api DaemonSet kube-system/kube-proxy spec.template.spec.containers[kube-proxy].volumeMounts[xtables-lock].readOnly",
     None,
