@@ -175,7 +175,12 @@ impl Rollout<'_> {
         let backup = format!("{}/{c}.yaml", dirs.backup);
         recover.push((c, backup.clone()));
         let equal = same_pod(fs, &current, &new)?;
+        let rolling = rolling_marker(c);
         if equal && !api_changed {
+            // A run cut between this manifest's move and its wait left it unverified.
+            if let Some(old) = fs.read(&rolling)? {
+                return self.verify_cut_roll(c, &current, &String::from_utf8_lossy(&old), recover);
+            }
             info!("[upgrade/staticpods] Current and new manifests of {c} are equal, skipping upgrade");
             return Ok(());
         }
@@ -190,6 +195,9 @@ impl Rollout<'_> {
         } else {
             info!("[upgrade/staticpods] Moving new manifest to {current:?} and backing up old manifest to {backup:?}");
         }
+        // Durable before the move: a cut after it makes the next run verify this roll.
+        fs.write(&paths::File::at(rolling.clone(), 0o600), backup.as_bytes())?;
+        fs.commit()?;
         let moved = swap_in(fs.real(&new).as_path(), fs.real(&current).as_path(), fs.real(&backup).as_path());
         if let Err(e) = moved {
             return Err(self.rollback(recover, e, c == "etcd"));
@@ -200,8 +208,38 @@ impl Rollout<'_> {
         if let Err(e) = waited.and_then(|()| self.wait_serving(c, &current)) {
             return Err(self.rollback(recover, e, c == "etcd"));
         }
+        fs.remove(&rolling)?;
         info!("[upgrade/staticpods] Component {c:?} upgraded successfully!");
         Ok(())
+    }
+
+    /// A manifest a cut run moved in but never saw serve: its probe now, and on failure the
+    /// manifest the cut run backed up moved back (then this run's rollback of the others).
+    fn verify_cut_roll(
+        &self,
+        c: &'static str,
+        current: &str,
+        backup: &str,
+        recover: &mut Vec<(&'static str, String)>,
+    ) -> Result<()> {
+        let fs = self.ctx.node.fs;
+        info!(
+            "[upgrade/staticpods] The manifest of {c} was moved in by a run cut short and not yet verified: waiting for it"
+        );
+        match self.wait_serving(c, current) {
+            Ok(()) => {
+                fs.remove(&rolling_marker(c))?;
+                info!("[upgrade/staticpods] Component {c:?} upgraded successfully!");
+                Ok(())
+            }
+            Err(e) => {
+                recover.retain(|(name, _)| *name != c);
+                recover.push((c, backup.trim().to_string()));
+                let e = self.rollback(recover, e.context(format!("{c}, moved in by a run cut short")), c == "etcd");
+                fs.remove(&rolling_marker(c))?;
+                Err(e)
+            }
+        }
     }
 
     fn wait_hash_change(&self, c: &str, before: &str) -> Result<()> {
@@ -476,4 +514,10 @@ mod tests {
         }]}});
         assert_eq!(crate::manifests::pod::probe_url(&pod).as_deref(), Some("http://[fd00::1]:2381/livez"));
     }
+}
+
+/// Written (holding the backup's path) before a component's manifest is moved in, removed once
+/// it serves: a run cut in between leaves it, and the next run verifies that roll.
+fn rolling_marker(c: &str) -> String {
+    format!("{KUBERNETES_TMP_DIR}/kubestrap-rolling-{c}")
 }
