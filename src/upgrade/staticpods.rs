@@ -228,7 +228,7 @@ impl Rollout<'_> {
         );
         match self.wait_serving(c, current) {
             Ok(()) => {
-                fs.remove(&rolling_marker(c))?;
+                fs.remove(rolling_marker(c))?;
                 info!("[upgrade/staticpods] Component {c:?} upgraded successfully!");
                 Ok(())
             }
@@ -236,7 +236,7 @@ impl Rollout<'_> {
                 recover.retain(|(name, _)| *name != c);
                 recover.push((c, backup.trim().to_string()));
                 let e = self.rollback(recover, e.context(format!("{c}, moved in by a run cut short")), c == "etcd");
-                fs.remove(&rolling_marker(c))?;
+                fs.remove(rolling_marker(c))?;
                 Err(e)
             }
         }
