@@ -474,6 +474,12 @@ fn random_suffix() -> Result<u32> {
     Ok(u32::from_le_bytes(b) % 1_000_000_000)
 }
 
+/// Written (holding the backup's path) before a component's manifest is moved in, removed once
+/// it serves: a run cut in between leaves it, and the next run verifies that roll.
+fn rolling_marker(c: &str) -> String {
+    format!("{KUBERNETES_TMP_DIR}/kubestrap-rolling-{c}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -514,10 +520,4 @@ mod tests {
         }]}});
         assert_eq!(crate::manifests::pod::probe_url(&pod).as_deref(), Some("http://[fd00::1]:2381/livez"));
     }
-}
-
-/// Written (holding the backup's path) before a component's manifest is moved in, removed once
-/// it serves: a run cut in between leaves it, and the next run verifies that roll.
-fn rolling_marker(c: &str) -> String {
-    format!("{KUBERNETES_TMP_DIR}/kubestrap-rolling-{c}")
 }
