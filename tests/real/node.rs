@@ -87,6 +87,61 @@ fn make_cgroup_root(name: &str) {
 
 pub struct Node {
     pub proc: Proc,
+    name: String,
+    state: PathBuf,
+}
+
+impl Drop for Node {
+    /// Powered off: the kubelet and containerd (their process group), then what leaves that
+    /// group: containerd's shims (each its own session) and the containers they started (in
+    /// the kubelet's cgroup root), so that nothing a test started outlives it.
+    fn drop(&mut self) {
+        self.proc.kill();
+        let state = self.state.display().to_string();
+        for pid in pids() {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+            let ours = args.windows(2).any(|w| w[0] == b"-address" && w[1].starts_with(state.as_bytes()));
+            if ours {
+                kill(pid);
+            }
+        }
+        for procs in cgroup_procs(&format!("kubestrap-{}", self.name)) {
+            for pid in std::fs::read_to_string(procs).unwrap_or_default().lines().filter_map(|l| l.parse().ok()) {
+                kill(pid);
+            }
+        }
+    }
+}
+
+fn pids() -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
+    dir.flatten().filter_map(|e| e.file_name().to_str().and_then(|n| n.parse().ok())).collect()
+}
+
+fn kill(pid: i32) {
+    if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+    }
+}
+
+/// Every cgroup.procs under the cgroup `name` in each hierarchy (v1) or the unified one (v2).
+fn cgroup_procs(name: &str) -> Vec<PathBuf> {
+    let base = Path::new("/sys/fs/cgroup");
+    let roots: Vec<PathBuf> = if base.join("cgroup.controllers").exists() {
+        vec![base.join(name)]
+    } else {
+        std::fs::read_dir(base).map(|d| d.flatten().map(|e| e.path().join(name)).collect()).unwrap_or_default()
+    };
+    let mut out = Vec::new();
+    let mut todo: Vec<PathBuf> = roots.into_iter().filter(|r| r.is_dir()).collect();
+    while let Some(d) = todo.pop() {
+        out.push(d.join("cgroup.procs"));
+        if let Ok(entries) = std::fs::read_dir(&d) {
+            todo.extend(entries.flatten().map(|e| e.path()).filter(|p| p.is_dir()));
+        }
+    }
+    out
 }
 
 impl Node {
@@ -137,6 +192,6 @@ impl Node {
             ],
             &logs.join(format!("kubelet-{name}.log")),
         );
-        Node { proc }
+        Node { proc, name: name.to_string(), state: state.to_path_buf() }
     }
 }

@@ -37,6 +37,16 @@ pub(super) fn api_version(c: &Cluster, netns: &Netns, ip: &str) -> String {
     v["gitVersion"].as_str().expect("gitVersion").to_string()
 }
 
+/// [`api_version`] for a wait: `None` while the API server at `ip` does not answer a version
+/// (restarting: refused, or a status that is not `/version`'s).
+pub(super) fn api_version_now(c: &Cluster, netns: &Netns, ip: &str) -> Option<String> {
+    let url = format!("https://{ip}:{}/version", c.port);
+    let ca = c.scratch.pki("ca.crt");
+    let (code, out, _) = capture(netns.command("curl").args(["-s", "--max-time", "5", "--cacert"]).arg(ca).arg(&url));
+    let v: Value = serde_json::from_str(&out).ok()?;
+    (code == 0).then(|| v["gitVersion"].as_str().map(str::to_string)).flatten()
+}
+
 /// The kubelet version a Node reports (its kubelet's own, in `status.nodeInfo`).
 fn kubelet_version(c: &Cluster, node: &str) -> String {
     c.get(&["node", node])["status"]["nodeInfo"]["kubeletVersion"].as_str().expect("kubeletVersion").to_string()

@@ -100,7 +100,9 @@ fn rollback_restores_every_manifest(c: &Cluster, root: &Path) {
     assert!(err.contains("[upgrade/staticpods] Component \"kube-apiserver\" upgraded successfully!"), "{err}");
     assert!(err.contains("kube-scheduler"), "the scheduler's wait failed:\n{err}");
     assert!(manifests(root) == before, "a manifest differs from before the failed apply");
-    c.wait("the v1.36.3 API server again", || (api_version(c, &c.netns, CP_ADDR) == OLD).then_some(()));
+    c.wait("the v1.36.3 API server again", || {
+        (super::upgrade::api_version_now(c, &c.netns, CP_ADDR).as_deref() == Some(OLD)).then_some(())
+    });
     let cm = c.get(&["-n", "kube-system", "configmap", "kubeadm-config"]);
     assert!(cm["data"]["ClusterConfiguration"].as_str().unwrap().contains(&format!("kubernetesVersion: {OLD}\n")));
     let left: Vec<String> = listed(&tmp).into_iter().filter(|n| !tmp_before.contains(n)).collect();
