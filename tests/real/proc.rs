@@ -18,6 +18,7 @@ shift; exec "$@""#;
 pub struct Proc {
     pub log: PathBuf,
     child: Child,
+    reaped: bool,
 }
 
 impl Proc {
@@ -43,7 +44,7 @@ impl Proc {
         cmd.stdin(Stdio::null()).stdout(out.try_clone().expect("dup log")).stderr(out);
         cmd.process_group(0);
         let child = cmd.spawn().unwrap_or_else(|e| panic!("start {name}: {e}"));
-        Proc { log: log.to_path_buf(), child }
+        Proc { log: log.to_path_buf(), child, reaped: false }
     }
 
     /// Has it exited? Then its status.
@@ -51,10 +52,17 @@ impl Proc {
         self.child.try_wait().ok().flatten()
     }
 
-    /// Kills the whole process group (containerd's shims and the like go with it).
+    /// Kills the whole process group, once (a second call finds it gone and says nothing).
     pub fn kill(&mut self) {
-        let _ = Command::new("kill").args(["-s", "KILL", "--", &format!("-{}", self.child.id())]).status();
+        if self.reaped {
+            return;
+        }
+        let _ = Command::new("kill")
+            .args(["-s", "KILL", "--", &format!("-{}", self.child.id())])
+            .stderr(Stdio::null())
+            .status();
         let _ = self.child.wait();
+        self.reaped = true;
     }
 }
 

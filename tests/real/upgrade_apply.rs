@@ -66,7 +66,7 @@ fn coredns_kept(c: &Cluster, corefile: &str, by: &str) {
 /// what it was, and the API server is the old one again. What the failed run left in
 /// /etc/kubernetes/tmp (its new manifests, kept for a look, as kubeadm keeps them) is removed
 /// after, so the clean run's checks read only their own.
-fn rollback_restores_every_manifest(c: &Cluster, root: &Path) {
+fn rollback_restores_every_manifest(c: &mut Cluster, root: &Path) {
     let root_arg = root.display().to_string();
     let manifests = |root: &Path| -> Vec<(String, Vec<u8>)> {
         etc_tree(root).into_iter().filter(|(p, _)| p.contains("/manifests/")).collect()
@@ -111,6 +111,14 @@ fn rollback_restores_every_manifest(c: &Cluster, root: &Path) {
         let _ = std::fs::remove_dir_all(tmp.join(n));
     }
     std::fs::remove_file(&config).unwrap();
+    // This harness runs the components as processes; the kubelet's own containers of them never
+    // start here (runc may not set their oom_score_adj), so its pod workers back off for
+    // minutes and a manifest moved in again waits behind that backoff. A reboot of the node,
+    // as an operator's retry after a failed upgrade would often follow, clears it.
+    let (netns, scratch) = c.hosts.remove(0).power_off();
+    let logs = c.logs.clone();
+    c.hosts.insert(0, Host::start_at(c.version("cp-1"), "cp-1", netns, root, &logs, scratch, false));
+    c.wait_probes(0);
 }
 
 /// The init fixture at v1.36.3.
@@ -229,7 +237,7 @@ fn a_control_plane_upgraded_across_a_minor_by_upgrade_apply_as_kubeadm_would() {
     assert!(dry.stderr().contains("[upgrade/successful] Finished dryrunning successfully!"));
     assert_eq!(etc_tree(&root), before, "a refused or dry-run apply changed /etc/kubernetes");
 
-    rollback_restores_every_manifest(&c, &root);
+    rollback_restores_every_manifest(&mut c, &root);
 
     let apiserver_before = not_before(&root, "etc/kubernetes/pki/apiserver.crt");
     let hashes = |c: &Cluster| -> Vec<String> {
