@@ -6,7 +6,7 @@
 #   test-vm/run-all.sh --lane [--no-build]     the landing lane (CI): the smoke set, this commit's
 #       rotation slot and the scenarios the change touches, within LANE_BUDGET_S expected seconds
 #       (default 1800; test-vm/lane.tsv, test-vm/lane/); prints what ran, what waited, and when
-#       each last ran; a green lane is recorded in ~/.cache/kubestrap/vm-lane/history.tsv
+#       each last ran; CI's green lane (LANE_RECORD=1) is recorded in ~/.cache/kubestrap/vm-lane/history.tsv
 # As root; env as for run.sh (VM_ACCEL, VM_TIMEOUT, VM_DEADLINE, ...).
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -31,8 +31,9 @@ if [ "$mode" = lane ]; then
     # set and the touched ones may not.
     deferrable=$(lane select --budget "$budget" --history "$history" 2>&1 >/dev/null | awk '/rotation slot/ { print $2 }' | tr '\n' ' ')
     VM_RESULTS_OUT=$results VM_DEFERRABLE=$deferrable "$HERE/run.sh" "${args[@]}" "${list[@]}" || rc=$?
+    # Only a landing (CI's run, LANE_RECORD=1) moves the base the next landing's change is measured from.
     record=()
-    [ "$rc" -eq 0 ] && record=(--record)
+    [ "$rc" -eq 0 ] && [ "${LANE_RECORD:-0}" = 1 ] && record=(--record)
     lane report "$results" --budget "$budget" --history "$history" "${record[@]}" || rc=1
     rm -f "$results"
 else
