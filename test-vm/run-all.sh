@@ -5,7 +5,7 @@
 #   test-vm/run-all.sh [--all] [--no-build]    every scenario of `run.sh all` (the full suite)
 #   test-vm/run-all.sh --lane [--no-build]     the landing lane (CI): the smoke set, this commit's
 #       rotation slot and the scenarios the change touches, within LANE_BUDGET_S expected seconds
-#       (default 1800; test-vm/lane.tsv, test-vm/lane/); prints what ran, what waited, and when
+#       (default 2400; test-vm/lane.tsv, test-vm/lane/); prints what ran, what waited, and when
 #       each last ran; CI's green lane (LANE_RECORD=1) is recorded in ~/.cache/kubestrap/vm-lane/history.tsv
 # As root; env as for run.sh (VM_ACCEL, VM_TIMEOUT, VM_DEADLINE, ...).
 set -euo pipefail
@@ -22,7 +22,7 @@ done
 rc=0
 if [ "$mode" = lane ]; then
     history=${XDG_CACHE_HOME:-$HOME/.cache}/kubestrap/vm-lane/history.tsv
-    budget=${LANE_BUDGET_S:-1800}
+    budget=${LANE_BUDGET_S:-2400}
     lane() { (cd "$HERE/.." && cargo run -q -p vm-lane -- "$@"); }
     sel=$(lane select --budget "$budget" --history "$history") || { echo "run-all: the lane's choice failed" >&2; exit 2; }
     read -r -a list <<<"$sel"

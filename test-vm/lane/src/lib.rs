@@ -36,6 +36,19 @@ pub enum Why {
     RotatedOut(u64),
 }
 
+impl Why {
+    /// In words, for the lane's table.
+    pub fn describe(&self) -> String {
+        match self {
+            Why::Smoke => "smoke (every landing)".into(),
+            Why::Rotation(s) => format!("rotation slot {s} (this commit's)"),
+            Why::Touched(p) => format!("the change touches {p}"),
+            Why::Deferred(m) => format!("DEFERRED: {m}"),
+            Why::RotatedOut(s) => format!("rotated out (slot {s})"),
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 pub struct Plan {
     /// In the order to run: cheapest first, so a long one cannot crowd out the others' verdicts.
@@ -114,7 +127,11 @@ pub fn select(all: &[Scenario], count: u64, changed: &[String], budget_s: u64) -
             plan.run.push((s.name.clone(), why));
         } else {
             let left = budget_s - plan.expected_s;
-            let msg = format!("{why:?}, but it expects {} s and {left} s of the lane budget are left", s.expected_s);
+            let msg = format!(
+                "{}, but it expects {} s and {left} s of the lane budget are left",
+                why.describe(),
+                s.expected_s
+            );
             plan.out.push((s.name.clone(), Why::Deferred(msg)));
         }
     }
@@ -138,7 +155,7 @@ mod tests {
         parse(&lane, &budget).unwrap()
     }
 
-    const BUDGET: u64 = 1800;
+    const BUDGET: u64 = 2400;
 
     #[test]
     fn any_three_consecutive_commits_run_every_scenario() {

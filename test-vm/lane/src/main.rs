@@ -28,7 +28,7 @@ enum Cmd {
 #[argh(subcommand, name = "select")]
 struct SelectArgs {
     /// the lane's budget in expected seconds (budget.tsv)
-    #[argh(option, default = "1800")]
+    #[argh(option, default = "2400")]
     budget: u64,
     /// the commit the change is measured from (default: the last green lane run in --history
     /// if HEAD descends from it, else HEAD~1)
@@ -47,7 +47,7 @@ struct ReportArgs {
     #[argh(positional)]
     results: PathBuf,
     /// the lane's budget in expected seconds, as given to select
-    #[argh(option, default = "1800")]
+    #[argh(option, default = "2400")]
     budget: u64,
     /// the base commit, as given to select
     #[argh(option)]
@@ -133,13 +133,7 @@ fn plan(budget: u64, base: Option<&str>) -> Result<(Vec<Scenario>, Plan, Vec<Str
 }
 
 fn why(w: &Why) -> String {
-    match w {
-        Why::Smoke => "smoke (every landing)".into(),
-        Why::Rotation(s) => format!("rotation slot {s} (this commit's)"),
-        Why::Touched(p) => format!("the change touches {p}"),
-        Why::Deferred(m) => format!("DEFERRED: {m}"),
-        Why::RotatedOut(s) => format!("rotated out (slot {s})"),
-    }
+    w.describe()
 }
 
 fn cmd_select(a: SelectArgs) -> Result<(), String> {
