@@ -24,17 +24,19 @@ if [ "$mode" = lane ]; then
     history=${XDG_CACHE_HOME:-$HOME/.cache}/kubestrap/vm-lane/history.tsv
     budget=${LANE_BUDGET_S:-2400}
     lane() { (cd "$HERE/.." && cargo run -q -p vm-lane -- "$@"); }
-    sel=$(lane select --budget "$budget" --history "$history") || { echo "run-all: the lane's choice failed" >&2; exit 2; }
+    # The commit that lands, fixed now: the report recomputes this very plan.
+    head=$(git -C "$HERE/.." rev-parse HEAD)
+    sel=$(lane select --budget "$budget" --history "$history" --head "$head") || { echo "run-all: the lane's choice failed" >&2; exit 2; }
     read -r -a list <<<"$sel"
     results=$(mktemp)
     # The rotation's scenarios may wait for a later landing if CI's deadline comes first; the smoke
     # set and the touched ones may not.
-    deferrable=$(lane select --budget "$budget" --history "$history" 2>&1 >/dev/null | awk '/rotation slot/ { print $2 }' | tr '\n' ' ')
+    deferrable=$(lane select --budget "$budget" --history "$history" --head "$head" 2>&1 >/dev/null | awk '/rotation slot/ { print $2 }' | tr '\n' ' ')
     VM_RESULTS_OUT=$results VM_DEFERRABLE=$deferrable "$HERE/run.sh" "${args[@]}" "${list[@]}" || rc=$?
     # Only a landing (CI's run, LANE_RECORD=1) moves the base the next landing's change is measured from.
     record=()
     [ "$rc" -eq 0 ] && [ "${LANE_RECORD:-0}" = 1 ] && record=(--record)
-    lane report "$results" --budget "$budget" --history "$history" "${record[@]}" || rc=1
+    lane report "$results" --budget "$budget" --history "$history" --head "$head" "${record[@]}" || rc=1
     rm -f "$results"
 else
     "$HERE/run.sh" "${args[@]}" all || rc=$?

@@ -37,6 +37,9 @@ struct SelectArgs {
     /// the lane's record of green runs on this machine
     #[argh(option)]
     history: Option<PathBuf>,
+    /// the commit that lands (default HEAD; give the same one to report)
+    #[argh(option, default = "String::from(\"HEAD\")")]
+    head: String,
 }
 
 /// Print what ran, what was rotated out or deferred, and when each last ran; record the results.
@@ -58,6 +61,9 @@ struct ReportArgs {
     /// append this run's results to --history (a green lane: the next landing's base)
     #[argh(switch)]
     record: bool,
+    /// the commit that lands, as given to select
+    #[argh(option, default = "String::from(\"HEAD\")")]
+    head: String,
 }
 
 fn main() -> ExitCode {
@@ -110,25 +116,25 @@ fn history(path: Option<&Path>) -> Vec<(String, String, String, String)> {
         .collect()
 }
 
-fn base_of(explicit: Option<String>, hist: Option<&Path>) -> Option<String> {
+fn base_of(explicit: Option<String>, hist: Option<&Path>, head: &str) -> Option<String> {
     if explicit.is_some() {
         return explicit;
     }
     // The last commit whose lane ran green here, if HEAD descends from it.
     let last = history(hist).into_iter().rev().find(|h| h.3 == "PASS").map(|h| h.0);
     if let Some(c) = last
-        && git(&["merge-base", "--is-ancestor", &c, "HEAD"]).is_ok()
-        && git(&["rev-parse", "HEAD"]).is_ok_and(|h| h != c)
+        && git(&["merge-base", "--is-ancestor", &c, head]).is_ok()
+        && git(&["rev-parse", head]).is_ok_and(|h| h != c)
     {
         return Some(c);
     }
-    git(&["rev-parse", "--verify", "--quiet", "HEAD~1"]).ok()
+    git(&["rev-parse", "--verify", "--quiet", &format!("{head}~1")]).ok()
 }
 
-fn plan(budget: u64, base: Option<&str>) -> Result<(Vec<Scenario>, Plan, Vec<String>), String> {
+fn plan(budget: u64, base: Option<&str>, head: &str) -> Result<(Vec<Scenario>, Plan, Vec<String>), String> {
     let all = scenarios()?;
-    let changed = changed(base, "HEAD")?;
-    let plan = select(&all, count("HEAD")?, &changed, budget)?;
+    let changed = changed(base, head)?;
+    let plan = select(&all, count(head)?, &changed, budget)?;
     Ok((all, plan, changed))
 }
 
@@ -137,9 +143,9 @@ fn why(w: &Why) -> String {
 }
 
 fn cmd_select(a: SelectArgs) -> Result<(), String> {
-    let base = base_of(a.base, a.history.as_deref());
-    let (_, plan, changed) = plan(a.budget, base.as_deref())?;
-    let head = count("HEAD")?;
+    let base = base_of(a.base, a.history.as_deref(), &a.head);
+    let (_, plan, changed) = plan(a.budget, base.as_deref(), &a.head)?;
+    let head = count(&a.head)?;
     eprintln!(
         "vm-lane: commit {head} (slot {}), {} files changed since {}, {} s expected of {} s",
         head % PERIOD,
@@ -157,8 +163,8 @@ fn cmd_select(a: SelectArgs) -> Result<(), String> {
 }
 
 fn cmd_report(a: ReportArgs) -> Result<(), String> {
-    let base = base_of(a.base, a.history.as_deref());
-    let (all, plan, _) = plan(a.budget, base.as_deref())?;
+    let base = base_of(a.base, a.history.as_deref(), &a.head);
+    let (all, plan, _) = plan(a.budget, base.as_deref(), &a.head)?;
     let results = std::fs::read_to_string(&a.results).map_err(|e| format!("{}: {e}", a.results.display()))?;
     let verdict = |n: &str| {
         results.lines().find_map(|l| {
@@ -168,9 +174,9 @@ fn cmd_report(a: ReportArgs) -> Result<(), String> {
         })
     };
     let hist = history(a.history.as_deref());
-    let head = git(&["rev-parse", "HEAD"])?;
-    let date = git(&["show", "-s", "--format=%cs", "HEAD"])?;
-    println!("---- VM landing lane: commit {} (slot {}) ----", &head[..12], count("HEAD")? % PERIOD);
+    let head = git(&["rev-parse", &a.head])?;
+    let date = git(&["show", "-s", "--format=%cs", &a.head])?;
+    println!("---- VM landing lane: commit {} (slot {}) ----", &head[..12], count(&head)? % PERIOD);
     println!("{:<18} {:<8} {:<24} {:<24} why", "scenario", "now", "last in the lane (git)", "last green here");
     for s in &all {
         let (now, w) = match plan.run.iter().find(|(n, _)| n == &s.name) {
@@ -184,7 +190,7 @@ fn cmd_report(a: ReportArgs) -> Result<(), String> {
         let green = hist.iter().rev().find(|h| h.2 == s.name && h.3 == "PASS");
         let green =
             green.map(|h| format!("{} {}", &h.0[..12.min(h.0.len())], h.1)).unwrap_or_else(|| "never here".into());
-        println!("{:<18} {:<8} {:<24} {green:<24} {w}", s.name, now, last_run(&all, &s.name, a.budget)?);
+        println!("{:<18} {:<8} {:<24} {green:<24} {w}", s.name, now, last_run(&all, &s.name, a.budget, &head)?);
     }
     if let Some(path) = a.history.filter(|_| a.record) {
         let mut add = String::new();
@@ -206,8 +212,8 @@ fn cmd_report(a: ReportArgs) -> Result<(), String> {
 
 /// The newest earlier commit whose lane, recomputed from git, ran `name` (each commit's change
 /// measured against its parent), within the rotation's period.
-fn last_run(all: &[Scenario], name: &str, budget: u64) -> Result<String, String> {
-    let revs = git(&["rev-list", "--first-parent", "--max-count", &(PERIOD + 1).to_string(), "HEAD"])?;
+fn last_run(all: &[Scenario], name: &str, budget: u64, head: &str) -> Result<String, String> {
+    let revs = git(&["rev-list", "--first-parent", "--max-count", &(PERIOD + 1).to_string(), head])?;
     for rev in revs.lines().skip(1) {
         let parent = git(&["rev-parse", "--verify", "--quiet", &format!("{rev}~1")]).ok();
         let changed = changed(parent.as_deref(), rev)?;
