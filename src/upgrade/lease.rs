@@ -21,13 +21,16 @@ use crate::kube::Client;
 
 const PATH: &str = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kubestrap-upgrade";
 const COLLECTION: &str = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases";
-/// How long a holder that stopped renewing keeps the lease.
-pub const DURATION: Duration = Duration::from_secs(60);
+/// How long a holder that stopped renewing keeps the lease. Longer than any wait of a roll
+/// (timeouts.upgradeManifests, 5m): the holder's own API server, where the lease lives, is down
+/// while it restarts on its new manifest, and its renewals fail meanwhile.
+pub const DURATION: Duration = Duration::from_secs(360);
 /// How often the holder renews it.
 pub const RENEW: Duration = Duration::from_secs(15);
 /// How long the holder goes on without a renewal before it counts the lease lost (client-go's
-/// renew deadline: well inside `DURATION`, so it stops before another node may take it).
-pub const RENEW_DEADLINE: Duration = Duration::from_secs(40);
+/// renew deadline: inside `DURATION`, so it stops before another node may take it; as long as a
+/// component's own wait, which fails the roll first).
+pub const RENEW_DEADLINE: Duration = Duration::from_secs(300);
 const POLL: Duration = Duration::from_secs(2);
 
 /// The lease this process holds, for the fence: who, when it was last renewed, whether lost.
@@ -253,19 +256,18 @@ mod tests {
         let skewed = lease("cp-2", &micro_time(wall), wall - time::Duration::seconds(90), Some("7"));
         assert_eq!(other_holder(&skewed, "cp-1", &mut seen, t0).as_deref(), Some("cp-2"));
         assert_eq!(other_holder(&skewed, "cp-2", &mut Observed::default(), t0), None, "mine");
-        // The same record 59 s later: live; 60 s: expired.
-        assert_eq!(other_holder(&skewed, "cp-1", &mut seen, t0 + Duration::from_secs(59)).as_deref(), Some("cp-2"));
-        assert_eq!(other_holder(&skewed, "cp-1", &mut seen, t0 + Duration::from_secs(60)), None, "expired");
+        // The same record a second before its duration: live; at it: expired.
+        let d = DURATION.as_secs();
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        assert_eq!(other_holder(&skewed, "cp-1", &mut seen, at(d - 1)).as_deref(), Some("cp-2"));
+        assert_eq!(other_holder(&skewed, "cp-1", &mut seen, at(d)), None, "expired");
         // A renewal (a new resourceVersion), even stamped 90 s in the future, starts the count again.
         let mut seen = Observed::default();
         assert!(other_holder(&skewed, "cp-1", &mut seen, t0).is_some());
         let renewed = lease("cp-2", &micro_time(wall), wall + time::Duration::seconds(90), Some("8"));
-        assert!(other_holder(&renewed, "cp-1", &mut seen, t0 + Duration::from_secs(50)).is_some());
-        assert!(
-            other_holder(&renewed, "cp-1", &mut seen, t0 + Duration::from_secs(100)).is_some(),
-            "50 s of the new one"
-        );
-        assert!(other_holder(&renewed, "cp-1", &mut seen, t0 + Duration::from_secs(111)).is_none());
+        assert!(other_holder(&renewed, "cp-1", &mut seen, at(50)).is_some());
+        assert!(other_holder(&renewed, "cp-1", &mut seen, at(50 + d - 1)).is_some(), "counted from the new record");
+        assert!(other_holder(&renewed, "cp-1", &mut seen, at(50 + d)).is_none());
         assert!(micro_time(wall).ends_with('Z') && micro_time(wall).len() == 27, "{}", micro_time(wall));
     }
 
