@@ -57,9 +57,9 @@ for case in nested-keys copy-doubling long-list; do
     "$bin" init phase --config "$work/ks-$case.yaml" --root "$root" etcd >"$work/ks-$case.out" 2>&1
   rc=$?
   set -e
-  read -r wall rss <"$work/t" || { wall=?; rss=0; }
+  read -r wall rss < <(tail -n1 "$work/t") || { wall=?; rss=0; }
   printf '%-14s %-10s %5s %9s %11s  %s\n' "$case" kubestrap "$rc" "$wall" "$((rss / 1024))" \
-    "$(grep -o 'patch[^;]*' "$work/ks-$case.out" | tail -n1 | cut -c1-90) (${size} bytes)"
+    "$(grep -o 'patch[^;]*' "$work/ks-$case.out" | tail -n1 | cut -c1-90 || true) (${size} bytes)"
   # kubeadm: /etc/kubernetes on a tmpfs, its address space and time bounded.
   config "$work/$case" >"$work/ka-$case.yaml"
   set +e
@@ -68,8 +68,8 @@ for case in nested-keys copy-doubling long-list; do
     >"$work/ka-$case.out" 2>&1
   rc=$?
   set -e
-  read -r wall rss <"$work/t" 2>/dev/null || { wall=?; rss=0; }
-  note=$(grep -E 'error|invalid|panic|out of memory|cannot allocate' "$work/ka-$case.out" | tail -n1 | cut -c1-90)
+  read -r wall rss < <(tail -n1 "$work/t" 2>/dev/null) || { wall=?; rss=0; }
+  note=$(grep -E 'error|invalid|out of memory|cannot allocate' "$work/ka-$case.out" | grep -v 'stack trace' | head -n1 | cut -c1-90 || true)
   [[ $rc == 137 ]] && note="killed at ${secs} s"
   printf '%-14s %-10s %5s %9s %11s  %s\n' "$case" kubeadm "$rc" "$wall" "$((rss / 1024))" "$note"
 done
