@@ -260,24 +260,13 @@ fn worker_version(fs: &NodeFs) -> Result<Option<Version>> {
 /// version: the first control plane's `upgrade apply` must have stored the new configuration
 /// (kubeadm-config's kubernetesVersion; its kubelet-config follows in the same run).
 fn cluster_behind(client: &crate::kube::Client, image: &Version) -> Option<String> {
-    let path = "/api/v1/namespaces/kube-system/configmaps/kubeadm-config";
-    let text = match client.get(path) {
-        Ok(Some(cm)) => cm["data"]["ClusterConfiguration"].as_str().unwrap_or_default().to_string(),
-        Ok(None) => return Some("the ConfigMap kube-system/kubeadm-config is missing".into()),
-        Err(e) => return Some(format!("reading kube-system/kubeadm-config: {e}")),
-    };
-    let stored = crate::config::parse_stored("ConfigMap kube-system/kubeadm-config", &text)
-        .ok()
-        .and_then(|d| d.cluster)
-        .map(|c| c.kubernetes_version)
-        .unwrap_or_default();
-    match Version::parse(&stored) {
+    match crate::upgrade::stored_version(client) {
         Ok(v) if (v.major, v.minor) >= (image.major, image.minor) => None,
         Ok(v) => Some(format!(
             "kubeadm-config still says kubernetesVersion {v}: the control plane's `upgrade apply` has not stored \
              {image}'s configuration yet; waiting for it"
         )),
-        Err(e) => Some(format!("kube-system/kubeadm-config: kubernetesVersion {stored:?}: {e}")),
+        Err(e) => Some(e.to_string()),
     }
 }
 

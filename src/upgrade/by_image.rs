@@ -84,11 +84,7 @@ fn run(
         waiting(&format!("waiting for the control planes {not_ready:?} to be Ready before upgrading"));
         clock.sleep(Duration::from_secs(5), "the control planes to be Ready");
     }
-    let text = super::context::cluster_configuration(client)?;
-    let source = "ConfigMap kube-system/kubeadm-config";
-    let cluster = crate::config::parse_stored(source, &text)?.cluster.map(|c| c.kubernetes_version).unwrap_or_default();
-    let cluster = Version::parse(&cluster)
-        .map_err(|e| Error::cluster(format!("{source}: kubernetesVersion {cluster:?}: {e}")))?;
+    let cluster = super::stored_version(client)?;
     let behind = (cluster.major, cluster.minor, cluster.patch) < (image.major, image.minor, image.patch);
     // An `apply` cut short after it stored the new kubeadm-config finds the cluster "current":
     // the marker says it was an apply, so it is one again (kubelet-config, the bootstrap-token

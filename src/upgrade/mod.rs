@@ -230,6 +230,16 @@ mod tests {
     }
 }
 
+/// The cluster's stored version: kubeadm-config's ClusterConfiguration.kubernetesVersion (read
+/// with kubeadm's patience for API calls).
+pub(crate) fn stored_version(client: &crate::kube::Client) -> Result<crate::config::values::Version> {
+    let text = context::cluster_configuration(client)?;
+    let source = "ConfigMap kube-system/kubeadm-config";
+    let v = crate::config::parse_stored(source, &text)?.cluster.map(|c| c.kubernetes_version).unwrap_or_default();
+    crate::config::values::Version::parse(&v)
+        .map_err(|e| Error::cluster(format!("{source}: kubernetesVersion {v:?}: {e}")))
+}
+
 /// The version an upgrade-in-progress marker names: its last word (`v1.37.2`, or `apply v1.37.2`
 /// once the upgrade by image chose `apply`).
 pub(crate) fn marker_target(text: &str) -> &str {
