@@ -54,6 +54,7 @@ tool (
 )
 
 require (
+	github.com/coredns/corefile-migration v1.0.34
 	k8s.io/api v0.37.2
 	k8s.io/kubelet v0.37.2
 )
@@ -83,7 +84,6 @@ require (
 	github.com/containerd/log v0.1.0 // indirect
 	github.com/containerd/ttrpc v1.2.9 // indirect
 	github.com/coredns/caddy v1.1.1 // indirect
-	github.com/coredns/corefile-migration v1.0.34 // indirect
 	github.com/coreos/go-oidc v2.5.0+incompatible // indirect
 	github.com/coreos/go-semver v0.3.1 // indirect
 	github.com/coreos/go-systemd/v22 v22.7.0 // indirect

@@ -341,6 +341,7 @@ fn host_checks(r: &ApplyRun) -> Result<()> {
 fn preflight(r: &mut ApplyRun) -> Result<()> {
     info!("[upgrade/preflight] Running preflight checks");
     host_checks(r)?;
+    super::dns_preflight::check(r.client()?, &r.args.ignore_preflight)?;
     check_health(r.fs, r.client()?, &r.args.ignore_preflight)?;
     let target = r.target.clone();
     info!("[upgrade/preflight] You have chosen to upgrade the cluster version to \"{target}\"");

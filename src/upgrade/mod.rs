@@ -9,7 +9,10 @@ mod backups;
 mod by_image;
 mod cluster;
 mod context;
+pub mod corefile;
 mod diff;
+mod dns_preflight;
+mod etcd;
 /// One control plane at a time: the upgrade Lease (public for the real API server's tests of it).
 pub mod lease;
 mod node;

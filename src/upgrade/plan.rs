@@ -319,6 +319,7 @@ pub fn run_plan(a: &PlanArgs, fs: &NodeFs, host: &dyn crate::host::Host, out: &m
     }
     let admin = fs.real(ADMIN_CONF.as_str());
     let client = client_from(fs, a.kubeconfig.as_deref().unwrap_or(&admin))?;
+    super::dns_preflight::check(&client, &ignore)?;
     info!(
         "[upgrade/config] Reading configuration from the \"kubeadm-config\" ConfigMap in namespace \"kube-system\"..."
     );

@@ -14,7 +14,6 @@ use std::time::Duration;
 use log::info;
 use serde_json::Value;
 
-use crate::clock::Clock;
 use crate::error::{Error, Result};
 use crate::init::InitContext;
 use crate::kube::Client;
@@ -37,11 +36,14 @@ pub(super) struct Rollout<'a> {
     pub stamp: String,
 }
 
-struct Dirs {
-    temp: String,
-    backup: String,
-    etcd_backup: String,
+pub(super) struct Dirs {
+    pub temp: String,
+    pub backup: String,
+    pub etcd_backup: String,
 }
+
+/// The components rolled so far, each with its manifest's backup.
+pub(super) type Recover = Vec<(&'static str, String)>;
 
 impl Rollout<'_> {
     fn node(&self) -> &str {
@@ -59,7 +61,7 @@ impl Rollout<'_> {
     }
 
     /// The mirror Pod's config hash (waited for: the kubelet may not have posted it yet).
-    fn hash(&self, component: &str) -> Result<String> {
+    pub(super) fn hash(&self, component: &str) -> Result<String> {
         let path = format!("/api/v1/namespaces/kube-system/pods/{component}-{}", self.node());
         let what = format!("reading the config hash of the mirror Pod {component}-{}", self.node());
         Ok(self.retry(&what).run::<_, GaveUp>(|| match self.client.get(&path) {
@@ -93,7 +95,7 @@ impl Rollout<'_> {
         for (name, pod) in crate::init::control_plane::pods(self.ctx, false)? {
             write_pod(self.ctx, &format!("{}/{name}.yaml", dirs.temp), &pod)?;
         }
-        let mut recover: Vec<(&'static str, String)> = Vec::new();
+        let mut recover: Recover = Vec::new();
         if local_etcd && self.etcd_upgrade {
             super::lease::fence("etcd")?;
             self.etcd(&dirs, &mut recover)?;
@@ -155,12 +157,12 @@ impl Rollout<'_> {
         Ok(())
     }
 
-    fn component(
+    pub(super) fn component(
         &self,
         c: &'static str,
         before_hash: &str,
         dirs: &Dirs,
-        recover: &mut Vec<(&'static str, String)>,
+        recover: &mut Recover,
     ) -> Result<()> {
         let fs = self.ctx.node.fs;
         let current = paths::manifest(c).as_str().to_string();
@@ -215,13 +217,7 @@ impl Rollout<'_> {
 
     /// A manifest a cut run moved in but never saw serve: its probe now, and on failure the
     /// manifest the cut run backed up moved back (then this run's rollback of the others).
-    fn verify_cut_roll(
-        &self,
-        c: &'static str,
-        current: &str,
-        backup: &str,
-        recover: &mut Vec<(&'static str, String)>,
-    ) -> Result<()> {
+    fn verify_cut_roll(&self, c: &'static str, current: &str, backup: &str, recover: &mut Recover) -> Result<()> {
         let fs = self.ctx.node.fs;
         info!(
             "[upgrade/staticpods] The manifest of {c} was moved in by a run cut short and not yet verified: waiting for it"
@@ -279,7 +275,7 @@ impl Rollout<'_> {
     }
 
     /// Moves every recorded backup back (etcd's only when asked); always an error.
-    fn rollback(&self, recover: &[(&'static str, String)], cause: Error, etcd: bool) -> Error {
+    pub(super) fn rollback(&self, recover: &[(&'static str, String)], cause: Error, etcd: bool) -> Error {
         let fs = self.ctx.node.fs;
         let mut errs = vec![cause.message];
         for (c, backup) in recover {
@@ -299,122 +295,6 @@ impl Rollout<'_> {
             errs.join(", ")
         ))
     }
-
-    /// etcd first: its cluster healthy, its data dir copied, then its manifest at the target's
-    /// etcd version (never a downgrade).
-    fn etcd(&self, dirs: &Dirs, recover: &mut Vec<(&'static str, String)>) -> Result<()> {
-        let fs = self.ctx.node.fs;
-        let cfg = &self.ctx.cfg;
-        let etcd = EtcdHealth::new(self)?;
-        etcd.check(self.ctx.node.clock, cfg.etcd_api_call_timeout)
-            .map_err(|e| e.context("etcd cluster is not healthy"))?;
-        let data_dir = cfg.local_etcd().map(|l| l.data_dir.clone()).unwrap_or_else(|| paths::ETCD_DATA_DIR.into());
-        copy_dir(fs.real(&data_dir).as_path(), fs.real(&dirs.etcd_backup).as_path())
-            .map_err(|e| Error::failed(format!("failed to back up etcd data: {e}")))?;
-        let desired = cfg.etcd_image_tag.clone();
-        let manifest = fs.read(paths::manifest("etcd"))?.unwrap_or_default();
-        let pod: Value = serde_yaml::from_slice(&manifest)
-            .map_err(|e| Error::bad_file(format!("{}: {e}", paths::manifest("etcd"))))?;
-        let current = pod["spec"]["containers"][0]["image"]
-            .as_str()
-            .and_then(|i| i.rsplit_once(':'))
-            .map(|(_, t)| t.to_string())
-            .ok_or_else(|| Error::failed("failed to retrieve the current etcd version"))?;
-        if etcd_older(&desired, &current) {
-            info!(
-                "[upgrade/etcd] Non fatal issue encountered during upgrade: the desired etcd version {:?} is older than the currently installed {:?}. Skipping etcd upgrade",
-                desired.replace('_', "+"),
-                current.replace('_', "+")
-            );
-            return Ok(());
-        }
-        let before = self.hash("etcd")?;
-        let Some(new) = crate::manifests::etcd(cfg, &self.ctx.env) else { return Ok(()) };
-        let new = self.ctx.patched_pod("etcd", new, false)?;
-        write_pod(self.ctx, &format!("{}/etcd.yaml", dirs.temp), &new)?;
-        if let Err(e) = self.component("etcd", &before, dirs, recover) {
-            info!("[upgrade/etcd] Failed to upgrade etcd: {e}");
-            return Err(e.context(
-                "fatal error when trying to upgrade the etcd cluster, rolled the state back to pre-upgrade state",
-            ));
-        }
-        info!("[upgrade/etcd] Waiting for etcd to become available");
-        etcd.wait(self).map_err(|e| {
-            e.context(format!(
-                "etcd did not come back after its upgrade; the backup of its data is {}",
-                dirs.etcd_backup
-            ))
-        })
-    }
-}
-
-/// The etcd cluster through its members' endpoints (from the etcd Pods), as kubeadm's client.
-struct EtcdHealth {
-    client: crate::etcd::client::Client,
-}
-
-impl EtcdHealth {
-    fn new(r: &Rollout) -> Result<EtcdHealth> {
-        let ctx = r.ctx;
-        let creds = crate::etcd::client::Credentials::load(
-            ctx.node.fs,
-            ctx.cfg.certs_dir(),
-            crate::etcd::client::HEALTHCHECK_CLIENT,
-        )?;
-        let endpoints =
-            crate::etcd::endpoints::endpoints_from_cluster(r.client, ctx.cfg.api_call_timeout, ctx.node.clock)?;
-        Ok(EtcdHealth { client: crate::etcd::client::Client::new(&endpoints, &creds)? })
-    }
-
-    /// More than half the members answer Status (kubeadm's CheckClusterHealth), each asked every
-    /// 500 ms for up to `patience` (kubeadm's `etcdAPICall`): at boot, an etcd its kubelet has just
-    /// started answers late.
-    fn check(&self, clock: &dyn Clock, patience: Duration) -> Result<()> {
-        let eps = self.client.endpoints();
-        let status = |e: &String| {
-            let deadline = clock.now() + patience;
-            loop {
-                match self.client.status(e) {
-                    Ok(_) => return None,
-                    Err(err) if !err.is_transient() || clock.now() >= deadline => return Some(format!("{e}: {err}")),
-                    Err(_) => clock.sleep(Duration::from_millis(500), "etcd to answer"),
-                }
-            }
-        };
-        let bad: Vec<String> = eps.iter().filter_map(status).collect();
-        if (eps.len() - bad.len()) * 2 > eps.len() {
-            Ok(())
-        } else {
-            Err(Error::cluster(format!("{} of {} members unhealthy: {}", bad.len(), eps.len(), bad.join("; "))))
-        }
-    }
-
-    /// kubeadm's WaitForClusterAvailable waits up to 135 s (10 tries, 15 s apart); the same
-    /// budget polled every second, so a restarted etcd is seen as soon as it answers.
-    fn wait(&self, r: &Rollout) -> Result<()> {
-        let clock = r.ctx.node.clock;
-        let deadline = clock.now() + Duration::from_secs(135);
-        loop {
-            let e = match self.check(clock, Duration::ZERO) {
-                Ok(()) => return Ok(()),
-                Err(e) => e,
-            };
-            if clock.now() >= deadline {
-                return Err(e);
-            }
-            clock.sleep(Duration::from_secs(1), "etcd to become available");
-        }
-    }
-}
-
-/// `desired` is an older etcd than `current` (tags such as `3.6.5-0`; `_` is `+`).
-fn etcd_older(desired: &str, current: &str) -> bool {
-    let key = |t: &str| -> Option<(u32, u32, u32, u32)> {
-        let (v, build) = t.split_once('-').unwrap_or((t, "0"));
-        let mut p = v.split('.').map(|n| n.parse::<u32>().ok());
-        Some((p.next()??, p.next()??, p.next()??, build.split(['_', '+']).next()?.parse().unwrap_or(0)))
-    };
-    matches!((key(desired), key(current)), (Some(d), Some(c)) if d < c)
 }
 
 /// Two manifests decode to the same Pod (kubeadm compares the decoded objects).
@@ -426,7 +306,7 @@ fn same_pod(fs: &crate::fsutil::NodeFs, a: &str, b: &str) -> Result<bool> {
     Ok(read(a)? == read(b)?)
 }
 
-fn write_pod(ctx: &InitContext, host_path: &str, pod: &Value) -> Result<()> {
+pub(super) fn write_pod(ctx: &InitContext, host_path: &str, pod: &Value) -> Result<()> {
     let yaml = crate::manifests::pod::to_yaml(pod)?;
     ctx.node.fs.write(&paths::File::at(host_path.to_string(), 0o600), yaml.as_bytes())?;
     Ok(ctx.node.fs.commit()?)
@@ -462,7 +342,7 @@ fn swap_in(new: &Path, current: &Path, backup: &Path) -> Result<()> {
 }
 
 /// kubeadm's CopyDir (`cp -r -p`): the tree with modes and times.
-fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
+pub(super) fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
     let status = std::process::Command::new("cp").arg("-r").arg("-p").arg(from).arg(to).status()?;
     if status.success() { Ok(()) } else { Err(std::io::Error::other(format!("cp exited with {status}"))) }
 }
@@ -504,11 +384,7 @@ mod tests {
     }
 
     #[test]
-    fn etcd_is_never_downgraded_and_probes_are_read_as_the_kubelet_does() {
-        assert!(etcd_older("3.6.5-0", "3.7.0-0"));
-        assert!(!etcd_older("3.7.0-0", "3.7.0-0"));
-        assert!(!etcd_older("3.7.1-0", "3.7.0-0"));
-        assert!(etcd_older("3.7.0-0", "3.7.0-1"));
+    fn probes_are_read_as_the_kubelet_does() {
         let pod = serde_json::json!({"spec": {"containers": [{
             "ports": [{"name": "probe-port", "containerPort": 10257}],
             "startupProbe": {"httpGet": {"host": "127.0.0.1", "path": "/healthz", "port": "probe-port", "scheme": "HTTPS"}},

@@ -9,6 +9,7 @@ mod common;
 mod allow;
 mod api;
 mod certs;
+mod corefile;
 use common::real_bins as bins;
 mod diff;
 mod facts;

@@ -31,7 +31,8 @@ const CA_DIRS: [(&str, &str); 3] = [
 ];
 
 /// A user's CoreDNS, as fleets customise it: a stub domain beside the default server block, and
-/// three replicas. Returns the Corefile.
+/// three replicas; its image kubeadm 1.36's CoreDNS v1.14.2, as on a cluster kubeadm 1.36 made,
+/// so the upgrade's CoreDNS preflight judges a real version step. Returns the Corefile.
 fn customise_coredns(c: &Cluster) -> String {
     let cm = c.get(&["-n", "kube-system", "configmap", "coredns"]);
     let default = cm["data"]["Corefile"].as_str().expect("a Corefile");
@@ -42,7 +43,43 @@ fn customise_coredns(c: &Cluster) -> String {
     assert_eq!(code, 0, "patch the Corefile: {err}");
     let (code, _, err) = c.kubectl(&["-n", "kube-system", "scale", "deployment", "coredns", "--replicas=3"]);
     assert_eq!(code, 0, "scale CoreDNS: {err}");
+    let old = "coredns=registry.k8s.io/coredns/coredns:v1.14.2";
+    let (code, _, err) = c.kubectl(&["-n", "kube-system", "set", "image", "deployment/coredns", old]);
+    assert_eq!(code, 0, "CoreDNS v1.14.2: {err}");
     corefile
+}
+
+/// A Corefile with a plugin corefile-migration does not know (`whoami`) on CoreDNS v1.14.2:
+/// `upgrade apply` by kubestrap and by the real kubeadm both stop in preflight with the same
+/// report (`[ERROR CoreDNSUnsupportedPlugins]`, a notice for each of 1.14.3, 1.14.4 and 1.14.6),
+/// and nothing is written; then the user's Corefile is put back.
+fn unmigratable_corefile_refused_by_both(c: &Cluster, root: &Path, corefile: &str, ignore: &str) {
+    let bad = corefile.replacen("    errors\n", "    errors\n    whoami\n", 1);
+    assert_ne!(bad, corefile, "the Corefile has an errors line: {corefile}");
+    let set = |text: &str| {
+        let patch = serde_json::json!({"data": {"Corefile": text}}).to_string();
+        let (code, _, err) =
+            c.kubectl(&["-n", "kube-system", "patch", "configmap", "coredns", "--type", "merge", "-p", &patch]);
+        assert_eq!(code, 0, "patch the Corefile: {err}");
+    };
+    set(&bad);
+    let report = |text: &str| -> String {
+        let start = text.find("\t[ERROR ").unwrap_or_else(|| panic!("no preflight errors:\n{text}"));
+        let end = text[start..].find("[preflight] If you know").map_or(text.len(), |e| start + e);
+        text[start..end].trim_end().to_string()
+    };
+    let before = etc_tree(root);
+    let logs = c.logs.with_file_name("coredns-preflight");
+    std::fs::create_dir_all(&logs).unwrap();
+    let k = run_kubeadm(&c.netns, root, &logs, &["upgrade", "apply", NEW, "-y", ignore], &|| c.health());
+    assert_ne!(k.code(), 0, "kubeadm upgraded past an unknown CoreDNS plugin:\n{}", k.stderr());
+    let ours = run_in(&c.netns, &["upgrade", "apply", NEW, "-y", "--root", &root.display().to_string()]);
+    assert_ne!(ours.code(), 0, "kubestrap upgraded past an unknown CoreDNS plugin:\n{}", ours.stderr());
+    let theirs = report(&k.stderr());
+    assert!(theirs.contains("Plugin \"whoami\" is unsupported by this migration tool in 1.14.6."), "{theirs}");
+    assert_eq!(report(&ours.stderr()), theirs, "kubestrap's CoreDNS preflight report is kubeadm's");
+    assert_eq!(etc_tree(root), before, "a refused apply changed /etc/kubernetes");
+    set(corefile);
 }
 
 /// What kubeadm 1.37.2's upgrade leaves of that CoreDNS (EnsureDNSAddon): the Corefile kept byte
@@ -60,13 +97,52 @@ fn coredns_kept(c: &Cluster, corefile: &str, by: &str) {
     );
 }
 
-/// An apply made to fail after manifests have moved: a patch gives kube-scheduler an unknown
-/// flag (its process exits at once, so its probe never answers), `timeouts.upgradeManifests`
-/// 60s. The run fails with kubeadm's "tried to recover" words, every manifest is byte for byte
-/// what it was, and the API server is the old one again. What the failed run left in
-/// /etc/kubernetes/tmp (its new manifests, kept for a look, as kubeadm keeps them) is removed
-/// after, so the clean run's checks read only their own.
+/// Applies made to fail after a manifest has moved, each with `timeouts.upgradeManifests` 60s:
+/// first a patch gives etcd an unknown flag (its process exits at once, the API server loses
+/// its store, so the mirror Pod's hash cannot change): kubeadm's etcd failure path, the manifest
+/// moved back and the old etcd waited for; then kube-scheduler gets the unknown flag, after the
+/// API server and controller-manager have rolled. Each run fails with kubeadm's "tried to
+/// recover" words, every manifest is byte for byte what it was, and the API server is the old
+/// one again. What a failed run left in /etc/kubernetes/tmp (its new manifests and backups,
+/// kept for a look, as kubeadm keeps them) is removed after, so later checks read their own.
 fn rollback_restores_every_manifest(c: &mut Cluster, root: &Path) {
+    failed_apply(
+        c,
+        root,
+        "etcd",
+        &[
+            "[upgrade/etcd] Failed to upgrade etcd:",
+            "[upgrade/etcd] Waiting for previous etcd to become available",
+            "[upgrade/etcd] Etcd was rolled back and is now available",
+            "fatal error when trying to upgrade the etcd cluster, rolled the state back to pre-upgrade state",
+        ],
+    );
+    let etcd_dir = root.join("var/lib/etcd");
+    assert!(etcd_dir.join("member").is_dir(), "etcd's data dir in place");
+    let beside: Vec<_> = std::fs::read_dir(root.join("var/lib")).unwrap().flatten().map(|e| e.file_name()).collect();
+    assert!(
+        !beside.iter().any(|n| n.to_string_lossy().starts_with("etcd.failed-")),
+        "the old etcd came back: its data was not rolled back: {beside:?}"
+    );
+    failed_apply(
+        c,
+        root,
+        "kube-scheduler",
+        &["[upgrade/staticpods] Component \"kube-apiserver\" upgraded successfully!"],
+    );
+    // This harness runs the components as processes; the kubelet's own containers of them never
+    // start here (runc may not set their oom_score_adj), so its pod workers back off for
+    // minutes and a manifest moved in again waits behind that backoff. A reboot of the node,
+    // as an operator's retry after a failed upgrade would often follow, clears it.
+    let (netns, scratch) = c.hosts.remove(0).power_off();
+    let logs = c.logs.clone();
+    c.hosts.insert(0, Host::start_at(c.version("cp-1"), "cp-1", netns, root, &logs, scratch, false));
+    c.wait_probes(0);
+}
+
+/// `upgrade apply` with a patch giving `component` an unknown flag: it fails with `want` and
+/// kubeadm's "tried to recover" words, and leaves the manifests and the API server as they were.
+fn failed_apply(c: &mut Cluster, root: &Path, component: &str, want: &[&str]) {
     let root_arg = root.display().to_string();
     let manifests = |root: &Path| -> Vec<(String, Vec<u8>)> {
         etc_tree(root).into_iter().filter(|(p, _)| p.contains("/manifests/")).collect()
@@ -79,9 +155,9 @@ fn rollback_restores_every_manifest(c: &mut Cluster, root: &Path) {
             .unwrap_or_default()
     };
     let tmp_before = listed(&tmp);
-    let bad = "/etc/kubestrap-test/bad-patches";
+    let bad = format!("/etc/kubestrap-test/bad-patches-{component}");
     write_file(
-        &at(root, &format!("{bad}/kube-scheduler+json.yaml")),
+        &at(root, &format!("{bad}/{component}+json.yaml")),
         "- {op: add, path: /spec/containers/0/command/-, value: --no-such-flag=1}\n",
     );
     let config = root.join("tmp-upgrade-config.yaml");
@@ -89,16 +165,19 @@ fn rollback_restores_every_manifest(c: &mut Cluster, root: &Path) {
         "apiVersion: kubeadm.k8s.io/v1beta4\nkind: UpgradeConfiguration\napply:\n  patches:\n    directory: {bad}\ntimeouts:\n  upgradeManifests: 60s\n"
     );
     std::fs::write(&config, text).unwrap();
-    let logs = c.logs.with_file_name("cp-1-upgrade-apply-rollback");
+    let logs = c.logs.with_file_name(format!("cp-1-upgrade-apply-rollback-{component}"));
     std::fs::create_dir_all(&logs).unwrap();
     let config_arg = config.display().to_string();
     let args = ["upgrade", "apply", NEW, "-y", "--config", config_arg.as_str(), "--root", root_arg.as_str()];
     let r = run_watched(&c.netns, &args, &logs, &|| c.health());
     let err = r.stderr();
-    assert_ne!(r.code(), 0, "an apply whose scheduler cannot start succeeded:\n{err}");
+    assert_ne!(r.code(), 0, "an apply whose {component} cannot start succeeded:\n{err}");
     assert!(err.contains("has tried to recover everything into the earlier state"), "{err}");
-    assert!(err.contains("[upgrade/staticpods] Component \"kube-apiserver\" upgraded successfully!"), "{err}");
-    assert!(err.contains("kube-scheduler"), "the scheduler's wait failed:\n{err}");
+    for w in want {
+        assert!(err.contains(w), "missing {w:?}:\n{err}");
+    }
+    let faced = err.rsplit("Errors faced: [").next().unwrap_or_default();
+    assert!(faced.contains(component), "the error names {component}'s wait:\n{err}");
     assert!(manifests(root) == before, "a manifest differs from before the failed apply");
     c.wait("the v1.36.3 API server again", || {
         (super::upgrade::api_version_now(c, &c.netns, CP_ADDR).as_deref() == Some(OLD)).then_some(())
@@ -111,14 +190,6 @@ fn rollback_restores_every_manifest(c: &mut Cluster, root: &Path) {
         let _ = std::fs::remove_dir_all(tmp.join(n));
     }
     std::fs::remove_file(&config).unwrap();
-    // This harness runs the components as processes; the kubelet's own containers of them never
-    // start here (runc may not set their oom_score_adj), so its pod workers back off for
-    // minutes and a manifest moved in again waits behind that backoff. A reboot of the node,
-    // as an operator's retry after a failed upgrade would often follow, clears it.
-    let (netns, scratch) = c.hosts.remove(0).power_off();
-    let logs = c.logs.clone();
-    c.hosts.insert(0, Host::start_at(c.version("cp-1"), "cp-1", netns, root, &logs, scratch, false));
-    c.wait_probes(0);
 }
 
 /// The init fixture at v1.36.3.
@@ -476,6 +547,7 @@ fn control_planes_kubestrap_made_are_upgraded_by_the_real_kubeadm() {
         println!("{} (beside kubeadm): {by} {secs:.3} s", args[..2].join("-"));
         format!("{}{}", r.stdout(), r.stderr())
     };
+    unmigratable_corefile_refused_by_both(&c, &root, &corefile, ignore);
     let out = upgrade(&c.netns, &root, &["upgrade", "apply", NEW, "-y"], "cp-1-upgrade-apply");
     let success = format!("[upgrade] SUCCESS! A control plane node of your cluster was upgraded to \"{NEW}\".");
     assert!(out.contains(&success), "{out}");
