@@ -199,7 +199,7 @@ wait_line() {
     return 1
 }
 
-# disk_cat DISK PATH: a file from an ext4 image (debugfs); disk_exists DISK PATH; disk_rdump
+# disk_cat DISK PATH: a file from an ext4 image (debugfs); disk_exists DISK PATH; disk_ls; disk_rdump
 # DISK DIR DEST: a directory copied out. A guest that reports its verdict exits QEMU at once:
 # its last writes may sit in the ext4 journal only, so each first replays the journal (as the
 # next mount would; disk_replay DISK).
@@ -221,6 +221,8 @@ swap_usr() {
 disk_replay() { e2fsck -y -E journal_only "$1" >/dev/null 2>&1 || true; }
 disk_cat() { disk_replay "$1"; debugfs -R "cat $2" "$1" 2>/dev/null || true; }
 disk_exists() { disk_replay "$1"; debugfs -R "stat $2" "$1" 2>&1 | grep -q '^Inode:'; }
+# disk_ls DISK DIR: the names in a directory, one a line ("." and ".." left out).
+disk_ls() { disk_replay "$1"; debugfs -R "ls -p $2" "$1" 2>/dev/null | awk -F/ 'NF > 5 && $6 != "." && $6 != ".." { print $6 }'; }
 disk_rdump() { disk_replay "$1"; debugfs -R "rdump $2 $3" "$1" >/dev/null 2>&1 || true; }
 
 # scenario_begin NAME / scenario_end: a work dir per scenario; artifacts kept on failure.

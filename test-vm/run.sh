@@ -189,8 +189,6 @@ scenario_token-credential() {
     check_worker "$WORK/boot1.serial.log" "$rc" "$disk"
     expect_line "$WORK/boot1.serial.log" 'status\.json .*"name": "node registered"' \
         "the post-kubelet stage saw the real kubelet register its Node (status.json's timeline)"
-    disk_cat "$disk" /var/lib/kubestrap/plan.yaml | grep -q "$TOKEN_SECRET" \
-        && say "note: plan.yaml (0600) holds the token" || true
     note_timing "$WORK/boot1.serial.log" token-credential
 }
 
@@ -489,6 +487,8 @@ print(json.dumps({"data": {"ClusterConfiguration": c.replace("kubernetesVersion:
     # (Its status.json line is longer than the console keeps whole: read the leading fields.)
     expect_line "$log" 'KUBESTRAP-TEST status.json \{ *"stage": "pre-kubelet", *"state": "failed", *"phase": "discovery"' \
         "worker-3: status.json says it failed in discovery"
+    # A readable disk first: an unreadable one would pass every "not written" below.
+    disk_exists "$disk" /usr/bin/kubestrap || fail "worker-3: its disk cannot be read (debugfs)"
     for f in /etc/kubernetes/bootstrap-kubelet.conf /etc/kubernetes/kubelet.conf /var/lib/kubelet/config.yaml /etc/kubernetes/pki/ca.crt; do
         disk_exists "$disk" "$f" && fail "worker-3: $f written before the refusal"
     done
@@ -559,7 +559,9 @@ scenario_cp-lifecycle() {
     # A year and a month later (the machine was off): the every-boot pass renews every leaf before
     # the kubelet starts, and the node comes back Ready on the same CA and service-account keys,
     # upgraded to the image's v1.37.2.
-    local log3="$WORK/boot3.serial.log" kc3
+    local log3="$WORK/boot3.serial.log" kc3 api1 kept="" d
+    api1=$(disk_cat "$cpdisk" /etc/kubernetes/pki/apiserver.crt | sha256sum)
+    [ "$api1" != "$(sha256sum </dev/null)" ] || fail "test bug: cp-1 has no apiserver.crt before the year passes"
     rc=0
     lan_reboot boot3 "$cpdisk" --timeout "$CP_LIFE_TIMEOUT" --rtc "$(date -u -d '+400 days' +%Y-%m-%dT%H:%M:%S)" --append "kubestrap.test.upgrade-refused=v1.37.3" "${cred[@]}" || rc=$?
     expect_rc "$rc" 1 "a year later: both units succeed, the Node is Ready and its Pods run"
@@ -600,8 +602,11 @@ scenario_cp-lifecycle() {
     sa2=$(disk_cat "$cpdisk" /etc/kubernetes/pki/sa.key | sha256sum)
     [ "$ca1" = "$ca2" ] && say "ok: a year later the CA is unchanged" || fail "the CA changed a year later"
     [ "$sa1" = "$sa2" ] && say "ok: a year later sa.key is unchanged" || fail "sa.key changed a year later"
-    disk_exists "$cpdisk" /etc/kubernetes/tmp && say "ok: the previous certificates are kept under /etc/kubernetes/tmp" \
-        || fail "no backup under /etc/kubernetes/tmp"
+    for d in $(disk_ls "$cpdisk" /etc/kubernetes/tmp | grep '^kubeadm-backup-certs-'); do
+        [ "$(disk_cat "$cpdisk" "/etc/kubernetes/tmp/$d/pki/apiserver.crt" | sha256sum)" = "$api1" ] && kept=$d
+    done
+    [ -n "$kept" ] && say "ok: the expired apiserver.crt is kept in /etc/kubernetes/tmp/$kept" \
+        || fail "no kubeadm-backup-certs-* under /etc/kubernetes/tmp holds the expired apiserver.crt"
     # Then `upgrade apply v1.37.3 -y` on it: no image of v1.37.3 here and no registry, so the
     # prepull refuses it (exit 3) and no manifest or kubelet config changed.
     expect_line "$log3" 'KUBESTRAP-TEST upgrade-refused rc=3 files=same' \
@@ -874,6 +879,7 @@ scenario_broken-user-data() {
     expect_rc "$rc" 3 "the report unit saw kubestrap.service fail"
     check_console "$log" "$SCN/broken-user-data/console.tsv"
     expect_status "$log" state failed "the node says it failed"
+    disk_exists "$disk" /usr/bin/kubestrap || fail "the disk cannot be read (debugfs): the checks below would pass"
     for p in /etc/kubernetes/pki /etc/kubernetes/manifests /etc/kubernetes/admin.conf \
         /var/lib/kubelet/config.yaml /var/lib/kubestrap/done-pre-kubelet; do
         if disk_exists "$disk" "$p"; then fail "$p was written despite bad user-data"; else say "ok: no $p on the disk"; fi

@@ -438,6 +438,36 @@ fn check_secrets(args: &[&str], run: &Run) {
     assert!(!run.stderr().contains(SECRET), "kubestrap {args:?} logged the token secret:\n{}", run.stderr());
 }
 
+/// [`run_in`], each stderr line with the moment it arrived (a roll's span, seen from outside).
+pub fn run_timed(netns: &Netns, args: &[&str]) -> (Run, Vec<(Instant, String)>) {
+    use std::io::{BufRead, Read};
+    let mut child = netns
+        .command(BIN)
+        .args(args)
+        .env_remove("JOURNAL_STREAM")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn kubestrap");
+    let mut out = child.stdout.take().expect("stdout pipe");
+    let stdout = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = out.read_to_end(&mut v);
+        v
+    });
+    let (mut timed, mut stderr) = (Vec::new(), Vec::new());
+    for line in std::io::BufReader::new(child.stderr.take().expect("stderr pipe")).split(b'\n').map_while(Result::ok) {
+        timed.push((Instant::now(), String::from_utf8_lossy(&line).into_owned()));
+        stderr.extend(line);
+        stderr.push(b'\n');
+    }
+    let status = child.wait().expect("wait kubestrap");
+    let out = std::process::Output { status, stdout: stdout.join().expect("stdout reader"), stderr };
+    let run = Run { out };
+    check_secrets(args, &run);
+    (run, timed)
+}
+
 /// [`run_in`], failing at once with the logs when `health` fails meanwhile (a kubelet that
 /// refuses its flags would otherwise show only as init's timeout).
 pub fn run_watched(netns: &Netns, args: &[&str], logs: &Path, health: &dyn Fn() -> Result<(), String>) -> Run {

@@ -58,6 +58,8 @@ pub(super) struct Shot {
     delay_us: u64,
     /// The last line the run printed.
     last: String,
+    /// Every line it printed, with the moment it arrived.
+    pub lines: Vec<(Instant, String)>,
 }
 
 /// Runs kubestrap `args` in `netns`, reads its stderr through a pipe until a line holds
@@ -85,17 +87,20 @@ pub(super) fn kill_after(
     let (tx, rx) = channel();
     std::thread::spawn(move || {
         for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
+            if tx.send((Instant::now(), line)).is_err() {
                 break;
             }
         }
     });
     let mut lines: Vec<String> = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(300);
+    let mut timed: Vec<(Instant, String)> = Vec::new();
+    // Bounded, and long: an upgrade by image may wait for other control planes' rolls first.
+    let deadline = Instant::now() + Duration::from_secs(900);
     loop {
         match rx.recv_timeout(Duration::from_millis(200)) {
-            Ok(line) => {
+            Ok((at, line)) => {
                 let hit = line.contains(marker);
+                timed.push((at, line.clone()));
                 lines.push(line);
                 if hit {
                     break;
@@ -111,7 +116,7 @@ pub(super) fn kill_after(
                 }
                 assert!(
                     Instant::now() < deadline,
-                    "no {marker:?} from kubestrap {args:?} in 300 s:\n{}",
+                    "no {marker:?} from kubestrap {args:?} in 900 s:\n{}",
                     lines.join("\n")
                 );
             }
@@ -124,14 +129,42 @@ pub(super) fn kill_after(
     let status = child.0.wait().expect("wait kubestrap");
     let landed = running && status.signal() == Some(9);
     // What it printed before it died (the pipe closes with it).
-    while let Ok(line) = rx.recv_timeout(Duration::from_secs(10)) {
+    while let Ok((at, line)) = rx.recv_timeout(Duration::from_secs(10)) {
+        timed.push((at, line.clone()));
         lines.push(line);
     }
     let text = lines.join("\n");
     std::fs::write(log, &text).expect("write the killed run's log");
     assert!(!text.contains(SECRET), "kubestrap {args:?} logged the token secret:\n{text}");
     assert!(!text.contains("PRIVATE KEY-----"), "kubestrap {args:?} printed a private key");
-    Shot { landed, delay_us, last: lines.last().cloned().unwrap_or_default() }
+    Shot { landed, delay_us, last: lines.last().cloned().unwrap_or_default(), lines: timed }
+}
+
+/// [`kill_after`] until a kill lands mid-run: each try that found the run ended is followed by
+/// `reset` (the state put back as before the try) and another with half the jitter, at most
+/// `tries` in all; a kill that never lands fails the test.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn kill_landing(
+    netns: &Netns,
+    args: &[&str],
+    (marker, jitter_us): (&str, u64),
+    rng: &mut Lcg,
+    health: &dyn Fn() -> Result<(), String>,
+    log: &Path,
+    tries: usize,
+    reset: &dyn Fn(),
+) -> Shot {
+    let mut jitter = jitter_us;
+    for t in 1..=tries {
+        let shot = kill_after(netns, args, (marker, jitter), rng, health, log);
+        if shot.landed {
+            return shot;
+        }
+        println!("kill {t} of {tries} at {marker:?} came late ({}); again", shot.describe());
+        reset();
+        jitter = (jitter / 2).max(1);
+    }
+    panic!("no kill of kubestrap {args:?} at {marker:?} landed mid-run in {tries} tries");
 }
 
 /// `n` distinct aims out of `aims` (all of them, in a random order, first), at random.

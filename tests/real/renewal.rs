@@ -83,6 +83,9 @@ fn a_control_plane_off_for_a_year_renews_before_the_kubelet_and_serves_again() {
     age_by_400_days(&root);
     let now = OffsetDateTime::now_utc();
     assert!(not_after(&read("etc/kubernetes/pki/apiserver.crt")) < now, "the test's premise: expired");
+    let aged = read("etc/kubernetes/pki/apiserver.crt");
+    let tmp = root.join("etc/kubernetes/tmp");
+    let backups_before: Vec<_> = tmp.read_dir().map(|d| d.flatten().map(|e| e.file_name()).collect()).unwrap_or_default();
 
     // The next boot: the pre-kubelet stage renews, then the node starts.
     let boot = run_in(&c.netns, &boot_args("pre-kubelet", &c.scratch.root_str()));
@@ -105,7 +108,14 @@ fn a_control_plane_off_for_a_year_renews_before_the_kubelet_and_serves_again() {
     let status: serde_json::Value = serde_json::from_slice(&read("run/kubestrap/status.json")).unwrap();
     let rows = status["certificates"].as_array().expect("the certificate table");
     assert!(rows.iter().any(|r| r["name"] == "apiserver" && r["residual_days"].as_i64() > Some(360)), "{status}");
-    assert!(root.join("etc/kubernetes/tmp").read_dir().unwrap().next().is_some(), "the old pairs are kept");
+    // The old pairs are kept: a backup this boot made holds the expired apiserver.crt.
+    let made: Vec<_> = tmp.read_dir().unwrap().flatten().filter(|e| !backups_before.contains(&e.file_name())).collect();
+    assert!(
+        made.iter().any(|e| e.file_name().to_string_lossy().starts_with("kubeadm-backup-certs-")
+            && std::fs::read(e.path().join("pki/apiserver.crt")).ok().as_ref() == Some(&aged)),
+        "no kubeadm-backup-certs-* of this boot holds the expired apiserver.crt: {:?}",
+        made.iter().map(|e| e.file_name()).collect::<Vec<_>>()
+    );
 
     // Power on: the real kubelet and control plane on the renewed certificates.
     let restarted = kubestrap::pki::check::rfc3339(OffsetDateTime::now_utc());

@@ -442,21 +442,27 @@ fn a_control_plane_the_real_kubeadm_made_is_upgraded_by_kubestrap_through_power_
     let logs = c.logs.with_file_name("cp-1-upgrade-apply");
     std::fs::create_dir_all(&logs).unwrap();
     let args = ["upgrade", "apply", NEW, "-y", "--root", root_arg.as_str()];
+    let hashes_before = mirror_hashes(&c);
     let mut rng = Lcg(0x5eed_0004);
-    let mut landed = Vec::new();
     for (i, (what, marker, jitter_us)) in APPLY_AIMS.iter().enumerate() {
         let log = logs.join(format!("killed-{i}"));
-        let shot = super::kills::kill_after(&c.netns, &args, (*marker, *jitter_us), &mut rng, &|| c.health(), &log);
+        // Every kill lands mid-run: a rerun prints each aimed line again (what is done is
+        // skipped, the config and add-on phases run again), so a late one is tried again.
+        let shot = super::kills::kill_landing(
+            &c.netns,
+            &args,
+            (*marker, *jitter_us),
+            &mut rng,
+            &|| c.health(),
+            &log,
+            5,
+            &|| {},
+        );
         println!("upgrade apply killed in {what}: {}", shot.describe());
-        landed.push(shot.landed);
         let text = std::fs::read_to_string(&log).expect("the killed run's log");
         match i {
-            // Killed in the controller manager's roll: the API server had rolled, and this run
-            // found it done.
-            1 => {
-                assert!(shot.landed, "the kill came after apply had ended:\n{text}");
-                assert_eq!(tags(&root)[1], ("kube-apiserver", NEW.to_string()), "killed after the API server rolled");
-            }
+            // Killed in the controller manager's roll: the API server had rolled.
+            1 => assert_eq!(tags(&root)[1], ("kube-apiserver", NEW.to_string()), "killed after the API server rolled"),
             2 => assert!(
                 text.contains(
                     "[upgrade/staticpods] Current and new manifests of kube-apiserver are equal, skipping upgrade"
@@ -466,13 +472,63 @@ fn a_control_plane_the_real_kubeadm_made_is_upgraded_by_kubestrap_through_power_
             _ => {}
         }
     }
-    assert!(landed[..2].iter().all(|l| *l), "kills in the rolls landed mid-run: {landed:?}");
     let again = run_watched(&c.netns, &args, &logs, &|| c.health());
     assert_eq!(again.code(), 0, "upgrade apply after the kills:\n{}\n{}", again.stderr(), c.status());
     assert_eq!(tags(&root), want_tags(NEW));
     c.wait("the v1.37.2 API server", || (api_version(&c, &c.netns, CP_ADDR) == NEW).then_some(()));
+    converged(&c, &hashes_before);
     kubeadm_finds_nothing_to_change(&c, &root, &logs);
     c.wait_ready("cp-1");
+}
+
+/// cp-1's mirror Pods: (name, config.hash, first container's image).
+fn mirror_hashes(c: &Cluster) -> Vec<(String, String, String)> {
+    ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"]
+        .iter()
+        .map(|p| {
+            let pod = c.get(&["-n", "kube-system", "pod", &format!("{p}-cp-1")]);
+            let hash = pod["metadata"]["annotations"]["kubernetes.io/config.hash"].as_str().unwrap_or_default();
+            let image = pod["spec"]["containers"][0]["image"].as_str().unwrap_or_default();
+            (p.to_string(), hash.to_string(), image.to_string())
+        })
+        .collect()
+}
+
+/// What a finished `upgrade apply` leaves, read from the cluster, not the exit code:
+/// kubeadm-config at v1.37.2; kubelet-config and kube-proxy's ConfigMap signed as kubeadm signs
+/// them (their component-config hash over their data); kube-proxy's and CoreDNS's images the new
+/// ones; each control-plane mirror Pod running its v1.37.2 image under a new config.hash.
+fn converged(c: &Cluster, hashes_before: &[(String, String, String)]) {
+    let cm = c.get(&["-n", "kube-system", "configmap", "kubeadm-config"]);
+    let cc = cm["data"]["ClusterConfiguration"].as_str().unwrap_or_default();
+    assert!(cc.contains(&format!("kubernetesVersion: {NEW}\n")), "kubeadm-config:\n{cc}");
+    for name in ["kubelet-config", "kube-proxy"] {
+        let cm = c.get(&["-n", "kube-system", "configmap", name]);
+        let mut h = <sha2::Sha256 as sha2::Digest>::new();
+        for v in cm["data"].as_object().expect("data").values() {
+            sha2::Digest::update(&mut h, v.as_str().unwrap_or_default().as_bytes());
+        }
+        let sum: String = sha2::Digest::finalize(h).iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(
+            cm["metadata"]["annotations"]["kubeadm.kubernetes.io/component-config.hash"],
+            format!("sha256:{sum}"),
+            "{name}'s component-config hash is over its data"
+        );
+    }
+    let image = |kind: &str, name: &str| {
+        let o = c.get(&["-n", "kube-system", kind, name]);
+        o["spec"]["template"]["spec"]["containers"][0]["image"].as_str().unwrap_or_default().to_string()
+    };
+    assert_eq!(image("daemonset", "kube-proxy"), format!("registry.k8s.io/kube-proxy:{NEW}"));
+    assert_eq!(image("deployment", "coredns"), "registry.k8s.io/coredns/coredns:v1.14.6");
+    for ((name, before, _), (_, after, image)) in hashes_before.iter().zip(mirror_hashes(c)) {
+        if name == "etcd" {
+            assert!(image.ends_with(":3.7.0-0"), "{name}: {image}");
+            continue;
+        }
+        assert_ne!(*before, after, "{name}-cp-1's config.hash unchanged: the kubelet never ran its new manifest");
+        assert!(image.ends_with(&format!(":{NEW}")), "{name}-cp-1 runs {image}");
+    }
 }
 
 /// Every static Pod (mirror Pod) of `nodes` control planes Running, as kubeadm's upgrade waits for.

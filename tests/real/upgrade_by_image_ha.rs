@@ -6,7 +6,10 @@
 //! apply`, the others wait for it and run `upgrade node`, one at a time; the worker's pre-kubelet
 //! stage meanwhile waits for the control plane to reach v1.37 and then runs `upgrade node`. All
 //! Nodes end Ready on v1.37.2; a client polling the API through a load balancer over the three
-//! reports its longest gap during the upgrade. A control plane whose upgrade was cut short after
+//! reports its longest gap during the upgrade. cp-2's stage is SIGKILLed (a power cut) as it moves
+//! a manifest in, holding the Lease, and runs again at once: it takes the Lease back and
+//! finishes. The three rolls, timed from their lines, never overlap; each API server answers
+//! v1.37.2; the worker reports that it waited. A control plane whose upgrade was cut short after
 //! its manifests rolled finishes it at its next boot. The control planes were made with kubeadm
 //! patches (`patches.directory`): the upgraded manifests carry them again.
 
@@ -145,15 +148,30 @@ fn three_control_planes_and_a_worker_reboot_onto_the_next_image_at_once() {
 
     let upgrading = Instant::now();
     let (wnetns, wscratch, wroot) = worker.expect("worker-1");
+    let cut_log = c.logs.with_file_name("cp-2-post-kubelet-killed");
     let (cps, wrun) = std::thread::scope(|s| {
         let cps: Vec<_> = c
             .hosts
             .iter()
             .map(|h| {
                 let (netns, root) = (h.netns.clone(), h.root.display().to_string());
+                let cut_log = &cut_log;
                 s.spawn(move || {
-                    let r = run_in(&netns, &boot_args("post-kubelet", &root));
-                    (h.name.clone(), r)
+                    let args = boot_args("post-kubelet", &root);
+                    // cp-2 loses power as it moves a manifest in, holding the Lease, and boots
+                    // again at once: its next post-kubelet stage takes the Lease back and
+                    // finishes; the others wait for it.
+                    let mut lines = Vec::new();
+                    let mut shot = None;
+                    if h.name == "cp-2" {
+                        let aim = ("[upgrade/staticpods] Moving new manifest to", 30_000);
+                        let k = super::kills::kill_after(&netns, &args, aim, &mut Lcg(0x5eed_0006), &|| Ok(()), cut_log);
+                        lines.extend(k.lines.iter().cloned());
+                        shot = Some(k);
+                    }
+                    let (r, more) = run_timed(&netns, &args);
+                    lines.extend(more);
+                    (h.name.clone(), r, lines, shot)
                 })
             })
             .collect();
@@ -164,12 +182,41 @@ fn three_control_planes_and_a_worker_reboot_onto_the_next_image_at_once() {
             args.extend(["--upgrade-wait", "10m"]);
             run_in(wnetns, &args)
         });
-        let cps: Vec<(String, Run)> = cps.into_iter().map(|t| t.join().expect("a post-kubelet run")).collect();
+        let cps: Vec<_> = cps.into_iter().map(|t| t.join().expect("a post-kubelet run")).collect();
         (cps, w.join().expect("the worker's run"))
     });
     let upgraded = upgrading.elapsed();
+    // The cut landed mid-roll, and the next boot resumed without waiting for a Lease of its own.
+    let (_, cut_rerun, _, shot) = cps.iter().find(|(n, ..)| n == "cp-2").expect("cp-2");
+    let shot = shot.as_ref().expect("cp-2's cut");
+    println!("cp-2's post-kubelet stage cut as it moved a manifest in: {}", shot.describe());
+    assert!(shot.landed, "the cut came after cp-2's stage had ended");
+    assert!(!cut_rerun.stderr().contains("cp-2 holds kube-system/kubestrap-upgrade"), "{}", cut_rerun.stderr());
+    // One control plane at a time: each one's roll (its first `Preparing for` to its last
+    // component upgraded, across cp-2's cut) overlaps no other's.
+    let mut spans: Vec<(Instant, Instant, &str)> = cps
+        .iter()
+        .map(|(n, _, lines, _)| {
+            let rolls: Vec<Instant> = lines
+                .iter()
+                .filter(|(_, l)| l.contains("[upgrade/staticpods] Preparing for") || l.contains("upgraded successfully!"))
+                .map(|(t, _)| *t)
+                .collect();
+            assert!(rolls.len() >= 2, "{n} rolled nothing:\n{lines:?}");
+            (rolls[0], rolls[rolls.len() - 1], n.as_str())
+        })
+        .collect();
+    spans.sort();
+    for w in spans.windows(2) {
+        assert!(w[0].1 < w[1].0, "{} and {} rolled at once: {spans:?}", w[0].2, w[1].2);
+    }
+    let rolls: Vec<String> = spans
+        .iter()
+        .map(|(a, b, n)| format!("{n} +{:.0?}..+{:.0?}", a.duration_since(upgrading), b.duration_since(upgrading)))
+        .collect();
+    println!("the control planes' rolls, one at a time: {}", rolls.join(", "));
     let mut applied = Vec::new();
-    for (n, r) in &cps {
+    for (n, r, ..) in &cps {
         assert_eq!(r.code(), 0, "{n} post-kubelet:\n{}\n{}", r.stderr(), c.status());
         if r.stderr().contains("[upgrade] SUCCESS! A control plane node of your cluster was upgraded to") {
             applied.push(n.clone());
@@ -181,11 +228,21 @@ fn three_control_planes_and_a_worker_reboot_onto_the_next_image_at_once() {
         let apiserver = apiserver_manifest(root);
         assert!(apiserver.contains(PATCHED_FLAG), "{n}: the node's patches applied again:\n{apiserver}");
         assert_eq!(status(root)["upgrade"]["state"], "upgraded", "{n}");
+        assert!(!at(root, "/var/lib/kubestrap/upgrade-in-progress").exists(), "{n}: the marker is gone once done");
         let recorded = std::fs::read_to_string(root.join("var/lib/kubestrap/kubernetes-version")).unwrap_or_default();
         assert_eq!(recorded.trim(), NEW, "{n}: the version file follows the upgrade");
     }
     assert_eq!(applied.len(), 1, "exactly one upgrade apply: {applied:?}");
+    for (i, n) in ["cp-1", "cp-2", "cp-3"].iter().enumerate() {
+        let netns = &c.hosts.iter().find(|h| &h.name == n).expect("host").netns;
+        assert_eq!(super::upgrade::api_version(&c, netns, &addr(i)), NEW, "{n}'s API server");
+    }
     assert_eq!(wrun.code(), 0, "worker-1 pre-kubelet:\n{}", wrun.stderr());
+    assert!(
+        wrun.events().iter().any(|e| e["event"] == "waiting"),
+        "the worker waited for the control plane:\n{}",
+        wrun.stdout()
+    );
     assert_eq!(status(&wroot)["upgrade"]["state"], "upgraded");
     let report = monitor.stop();
 

@@ -47,10 +47,16 @@ pub fn upgrade_in_place(c: &mut Cluster, name: &str) {
     let old = std::fs::read_to_string(&config).expect("the worker's config.yaml");
     let log = c.logs.with_file_name(format!("{name}-upgrade-node-killed"));
     let aim = ("[upgrade] Backing up kubelet config file to", 3_000);
-    let shot = super::kills::kill_after(&c.hosts[i].netns, &args, aim, &mut Lcg(0x5eed_0005), &|| c.health(), &log);
+    // Less than a millisecond of work follows the line: a late kill finds the run ended, so the
+    // old file is put back and the kill tried again, sooner.
+    let reset = || std::fs::write(&config, &old).expect("put the old config.yaml back");
+    let rng = &mut Lcg(0x5eed_0005);
+    let shot = super::kills::kill_landing(&c.hosts[i].netns, &args, aim, rng, &|| c.health(), &log, 12, &reset);
     println!("upgrade node killed as it rewrote config.yaml: {}", shot.describe());
     let cut = std::fs::read_to_string(&config).expect("config.yaml after the kill");
+    let whole = if cut == old { "the old one" } else { "the new one" };
     assert!(cut == old || cut.contains("maxPods: 150\n"), "config.yaml after the kill is neither whole file:\n{cut}");
+    println!("config.yaml after the kill: {whole}, whole");
     let r = run_in(&c.hosts[i].netns, &args);
     assert_eq!(r.code(), 0, "upgrade node on the {OLD} worker:\n{}", r.stderr());
     let new = std::fs::read_to_string(&config).expect("config.yaml");
