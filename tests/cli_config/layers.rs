@@ -172,14 +172,17 @@ fn every_import_points_down_the_layers_of_lib_rs() {
 fn no_test_skips_or_is_ignored() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
-    rust_files(&root.join("tests"), &mut files);
-    rust_files(&root.join("src"), &mut files);
+    for tree in ["tests", "src", "kube-double", "fuzz/fuzz_targets", "test-vm/lane", "primes"] {
+        rust_files(&root.join(tree), &mut files);
+    }
+    assert!(files.iter().any(|f| f.starts_with(root.join("kube-double"))), "the scan reads kube-double");
     // Spelled in two halves so this file does not match itself.
     let (skip, ignore) = (["skipp", "ed"].concat(), ["#[", "ignore"].concat());
     let mut bad = Vec::new();
     let helper = root.join("tests/common/needs.rs");
     for f in files.into_iter().filter(|f| *f != helper) {
         let text = std::fs::read_to_string(&f).expect("read");
+        bad.extend(silent_returns(&text).into_iter().map(|(i, l)| format!("{}:{}: {l}", f.display(), i + 1)));
         for (i, line) in text.lines().enumerate() {
             let prints =
                 ["eprintln!(", "println!(", "writeln!(", "eprint!(", "print!("].iter().any(|p| line.contains(p));
@@ -205,6 +208,50 @@ fn no_test_skips_or_is_ignored() {
         matches!(leftovers, (Some(m), Some(c)) if m < t.unwrap_or(0) && c > t.unwrap_or(0)),
         "scripts/test must check that no process its tests started outlives them"
     );
+}
+
+/// The lines of a `#[test]` function's body that end it early with a bare `return;` (a silent
+/// pass: what follows is never asserted), as (index, line).
+fn silent_returns(text: &str) -> Vec<(usize, String)> {
+    let (mut found, mut armed, mut depth, mut nested) = (Vec::new(), false, None::<i64>, None::<i64>);
+    let bare = ["return", ";"].concat();
+    for (i, line) in text.lines().enumerate() {
+        let t = line.trim();
+        if t == "#[test]" {
+            armed = true;
+            continue;
+        }
+        if armed && depth.is_none() && t.contains("fn ") {
+            depth = Some(0);
+            armed = false;
+        }
+        if let Some(d) = depth.as_mut() {
+            // A function nested in the test returns from itself: its body is skipped.
+            if nested.is_none() && *d > 0 && t.starts_with("fn ") {
+                nested = Some(*d);
+            }
+            if nested.is_none() && (t == bare || t.ends_with(&format!("{{ {bare} }}"))) {
+                found.push((i, t.to_string()));
+            }
+            *d += line.matches('{').count() as i64 - line.matches('}').count() as i64;
+            if nested.is_some_and(|n| *d <= n && line.contains('}')) {
+                nested = None;
+            }
+            if *d <= 0 && line.contains('}') {
+                depth = None;
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn a_silent_return_in_a_test_is_found() {
+    let bare = ["return", ";"].concat();
+    let text = format!(
+        "#[test]\nfn t() {{\n    fn inner() {{\n        {bare}\n    }}\n    if x {{\n        {bare}\n    }}\n    assert!(y);\n}}\nfn helper() {{\n    {bare}\n}}\n"
+    );
+    assert_eq!(silent_returns(&text), [(6, bare)]);
 }
 
 /// A skip is one line saying what is missing and what to run; under KUBESTRAP_REQUIRE_ALL=1

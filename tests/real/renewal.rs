@@ -85,7 +85,8 @@ fn a_control_plane_off_for_a_year_renews_before_the_kubelet_and_serves_again() {
     assert!(not_after(&read("etc/kubernetes/pki/apiserver.crt")) < now, "the test's premise: expired");
     let aged = read("etc/kubernetes/pki/apiserver.crt");
     let tmp = root.join("etc/kubernetes/tmp");
-    let backups_before: Vec<_> = tmp.read_dir().map(|d| d.flatten().map(|e| e.file_name()).collect()).unwrap_or_default();
+    let backups_before: Vec<_> =
+        tmp.read_dir().map(|d| d.flatten().map(|e| e.file_name()).collect()).unwrap_or_default();
 
     // The next boot: the pre-kubelet stage renews, then the node starts.
     let boot = run_in(&c.netns, &boot_args("pre-kubelet", &c.scratch.root_str()));

@@ -165,7 +165,8 @@ fn three_control_planes_and_a_worker_reboot_onto_the_next_image_at_once() {
                     let mut shot = None;
                     if h.name == "cp-2" {
                         let aim = ("[upgrade/staticpods] Moving new manifest to", 30_000);
-                        let k = super::kills::kill_after(&netns, &args, aim, &mut Lcg(0x5eed_0006), &|| Ok(()), cut_log);
+                        let k =
+                            super::kills::kill_after(&netns, &args, aim, &mut Lcg(0x5eed_0006), &|| Ok(()), cut_log);
                         lines.extend(k.lines.iter().cloned());
                         shot = Some(k);
                     }
@@ -199,7 +200,9 @@ fn three_control_planes_and_a_worker_reboot_onto_the_next_image_at_once() {
         .map(|(n, _, lines, _)| {
             let rolls: Vec<Instant> = lines
                 .iter()
-                .filter(|(_, l)| l.contains("[upgrade/staticpods] Preparing for") || l.contains("upgraded successfully!"))
+                .filter(|(_, l)| {
+                    l.contains("[upgrade/staticpods] Preparing for") || l.contains("upgraded successfully!")
+                })
                 .map(|(t, _)| *t)
                 .collect();
             assert!(rolls.len() >= 2, "{n} rolled nothing:\n{lines:?}");
