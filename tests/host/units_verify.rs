@@ -108,4 +108,7 @@ fn units_wait_only_for_what_the_first_boot_needs() {
     let post = read("kubestrap-post.service");
     assert!(values(&post, "After").iter().any(|u| u == "kubelet.service"), "{post}");
     assert!(values(&post, "Wants").iter().any(|u| u == "kubelet.service"), "{post}");
+    // A failed post-kubelet stage (a control plane's upgrade by image rolled back) counts too.
+    assert_eq!(values(&post, "Before"), ["boot-complete.target"]);
+    assert_eq!(values(&post, "RequiredBy"), ["boot-complete.target"]);
 }

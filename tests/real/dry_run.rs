@@ -1,6 +1,6 @@
-//! `init --dry-run` against the real API server: the objects a dry run plans are, in order, the
-//! writes a real init of the same config then makes, as the real kube-apiserver v1.37.2's audit
-//! log records them (kubestrap's successful mutating requests).
+//! `init --dry-run` and `join --dry-run` against the real API server: the objects a dry run plans
+//! are, in order, the requests a real init or join of the same config then makes, as the real
+//! kube-apiserver v1.37.2's audit log records them; a join's planned files are the files it writes.
 
 use serde_json::Value;
 
@@ -96,4 +96,150 @@ fn init_dry_run_lists_what_a_real_init_creates() {
         planned.len(),
         mine.len()
     );
+}
+
+/// Every file under `root` (symlinks as themselves), as (node path, mode or None for a link).
+fn files(root: &std::path::Path) -> Vec<(String, Option<u32>)> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).expect("read_dir").flatten() {
+            let meta = std::fs::symlink_metadata(e.path()).expect("lstat");
+            let node = format!("/{}", e.path().strip_prefix(root).expect("under root").display());
+            if meta.is_dir() {
+                stack.push(e.path());
+            } else {
+                let mode = (!meta.file_type().is_symlink()).then(|| meta.permissions().mode() & 0o7777);
+                out.push((node, mode));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// A planned path (`<timestamp>` standing for the kubelet's date stamp) matches a written one.
+fn path_matches(planned: &str, written: &str) -> bool {
+    match planned.split_once("<timestamp>") {
+        None => planned == written,
+        Some((head, tail)) => {
+            written.starts_with(head) && written.ends_with(tail) && written.len() > planned.len() - 11
+        }
+    }
+}
+
+/// The acceptance check of `join --dry-run` (a worker): on the node it then joins for real, its
+/// plan's files are the files the join wrote (path and mode; what the kubelet writes itself
+/// left out, and the two the join removes when done), and its plan's requests are the requests
+/// the join made, in order, as the real API server's audit log records them from the node's
+/// address (each pair once; the CSR's generated name masked), each as the user the plan says.
+#[test]
+fn join_dry_run_lists_what_a_real_join_writes_and_asks() {
+    let mut c = Cluster::init_by(Tool::Kubestrap, "24h", AUDIT, &[], &[(POLICY_PATH, POLICY)]);
+    c.wait_cluster_info_signed();
+    let w = Scratch::new("");
+    std::fs::write(w.config(), c.fill_node(fixture!("real/join.yaml"), "worker-1", 20, &w.root())).expect("config");
+    let (config, root) = (w.config(), w.root());
+    let root_arg = root.display().to_string();
+    let (dry, join, since) = c.node_then("worker-1", 20, w, |c, host, logs| {
+        let dry = run_in(&host.netns, &["join", "--config", &config, "--root", &root_arg, "--dry-run"]);
+        let since = time::OffsetDateTime::now_utc();
+        let args = ["join", "--config", config.as_str(), "--root", root_arg.as_str()];
+        let join = run_watched(&host.netns, &args, logs, &|| c.health().and_then(|_| host.health()));
+        (dry, join, since)
+    });
+    assert_eq!(dry.code(), 0, "join --dry-run:\n{}", dry.stderr());
+    assert_eq!(join.code(), 0, "join:\n{}\n{}", join.stderr(), c.status());
+    let plan: Value = serde_json::from_str(&dry.stdout()).unwrap_or_else(|e| panic!("{e}:\n{}", dry.stdout()));
+
+    // Files: each planned one written with its mode (a link's mode is its target's); each one
+    // the join owns (under /etc/kubernetes, the kubelet's config and identity) planned.
+    let written = files(&root);
+    let planned: Vec<(&str, &str)> = ["files", "filesFromCluster"]
+        .iter()
+        .flat_map(|k| plan[*k].as_array().expect("a file list"))
+        .map(|f| (f["path"].as_str().expect("path"), f["mode"].as_str().expect("mode")))
+        .collect();
+    let removed_when_done = ["/etc/kubernetes/bootstrap-kubelet.conf", "/var/lib/kubestrap/join-in-progress"];
+    for (path, mode) in &planned {
+        if removed_when_done.contains(path) {
+            assert!(!written.iter().any(|(p, _)| p == path), "{path} is left after the join");
+            continue;
+        }
+        let found = written.iter().find(|(p, _)| path_matches(path, p));
+        let Some((p, m)) = found else { panic!("planned {path} was not written: {written:?}") };
+        let real = m.unwrap_or_else(|| {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::metadata(root.join(p.trim_start_matches('/')))
+                .map(|m| m.permissions().mode() & 0o7777)
+                .unwrap_or(0)
+        });
+        assert_eq!(format!("{real:04o}"), *mode, "{p}: the planned mode");
+    }
+    let owned = |p: &str| {
+        p.starts_with("/etc/kubernetes/")
+            || [
+                "/var/lib/kubelet/config.yaml",
+                "/var/lib/kubelet/kubeadm-flags.env",
+                "/var/lib/kubelet/instance-config.yaml",
+            ]
+            .contains(&p)
+            || p.starts_with("/var/lib/kubelet/pki/kubelet-client-")
+    };
+    let unplanned: Vec<&String> = written
+        .iter()
+        .map(|(p, _)| p)
+        .filter(|p| owned(p) && !planned.iter().any(|(q, _)| path_matches(q, p)))
+        .collect();
+    assert!(unplanned.is_empty(), "the join wrote files its plan does not list: {unplanned:?}");
+    let files_planned = planned.len();
+
+    // Requests: kubestrap's, from the node's address, after the dry run.
+    let events = audit(&c);
+    let ip = addr(20);
+    let user = |as_: &str| match as_ {
+        "anonymous" => "system:anonymous".to_string(),
+        "bootstrap token" => format!("system:bootstrap:{}", TOKEN.split('.').next().expect("token id")),
+        other => panic!("unexpected plan user {other}"),
+    };
+    let mask = |path: &str| {
+        let path = path.split('?').next().unwrap_or(path);
+        match path.rsplit_once("/certificatesigningrequests/") {
+            Some((head, _)) => format!("{head}/certificatesigningrequests/<csr-name>"),
+            None => path.to_string(),
+        }
+    };
+    let mut made: Vec<(String, String, String)> = Vec::new();
+    for e in events.iter().filter(|e| {
+        e["userAgent"].as_str().is_some_and(|a| a.starts_with("kubestrap/"))
+            && e["sourceIPs"].as_array().is_some_and(|ips| ips.iter().any(|i| *i == ip.as_str()))
+            && e["requestReceivedTimestamp"]
+                .as_str()
+                .and_then(|t| time::OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339).ok())
+                .is_some_and(|t| t >= since)
+    }) {
+        let r = (
+            e["verb"].as_str().unwrap_or_default().to_string(),
+            mask(e["requestURI"].as_str().unwrap_or_default()),
+            e["user"]["username"].as_str().unwrap_or_default().to_string(),
+        );
+        if !made.contains(&r) {
+            made.push(r);
+        }
+    }
+    let planned: Vec<(String, String, String)> = plan["objects"]
+        .as_array()
+        .expect("objects")
+        .iter()
+        .map(|o| {
+            (
+                o["verb"].as_str().unwrap().to_string(),
+                mask(o["path"].as_str().unwrap()),
+                user(o["as"].as_str().unwrap()),
+            )
+        })
+        .collect();
+    assert_eq!(planned, made, "join --dry-run's requests differ from the real join's");
+    println!("join dry run: {files_planned} planned files as written, {} planned requests made in order", made.len());
 }

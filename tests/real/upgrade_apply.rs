@@ -481,17 +481,21 @@ fn a_control_plane_the_real_kubeadm_made_is_upgraded_by_kubestrap_through_power_
     c.wait_ready("cp-1");
 }
 
-/// cp-1's mirror Pods: (name, config.hash, first container's image).
+/// cp-1's mirror Pods: (name, config.hash, first container's image), waited for (the kubelet
+/// posts them a while after its static Pods run).
 fn mirror_hashes(c: &Cluster) -> Vec<(String, String, String)> {
-    ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"]
-        .iter()
-        .map(|p| {
-            let pod = c.get(&["-n", "kube-system", "pod", &format!("{p}-cp-1")]);
-            let hash = pod["metadata"]["annotations"]["kubernetes.io/config.hash"].as_str().unwrap_or_default();
-            let image = pod["spec"]["containers"][0]["image"].as_str().unwrap_or_default();
-            (p.to_string(), hash.to_string(), image.to_string())
-        })
-        .collect()
+    c.wait("cp-1's four mirror Pods", || {
+        ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"]
+            .iter()
+            .map(|p| {
+                let (code, out, _) = c.kubectl(&["get", "-o", "json", "-n", "kube-system", "pod", &format!("{p}-cp-1")]);
+                let pod: serde_json::Value = serde_json::from_str(&out).ok().filter(|_| code == 0)?;
+                let hash = pod["metadata"]["annotations"]["kubernetes.io/config.hash"].as_str()?;
+                let image = pod["spec"]["containers"][0]["image"].as_str().unwrap_or_default();
+                Some((p.to_string(), hash.to_string(), image.to_string()))
+            })
+            .collect()
+    })
 }
 
 /// What a finished `upgrade apply` leaves, read from the cluster, not the exit code:
