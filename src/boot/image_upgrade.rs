@@ -168,8 +168,8 @@ pub(crate) fn control_plane_version(fs: &NodeFs) -> Result<Option<Version>> {
         let Some(bytes) = fs.read(manifest.as_str())? else { return Ok(None) };
         let pod: serde_yaml::Value =
             serde_yaml::from_slice(&bytes).map_err(|e| Error::bad_file(format!("{manifest}: {e}")))?;
-        let tag = pod["spec"]["containers"][0]["image"].as_str().and_then(|i| i.rsplit_once(':')).map(|(_, t)| t);
-        let Some(v) = tag.and_then(|t| Version::parse(&t.replace('_', "+")).ok()) else { return Ok(None) };
+        let tag = crate::images::tag_of(pod["spec"]["containers"][0]["image"].as_str().unwrap_or_default());
+        let Ok(v) = Version::parse(&tag.replace('_', "+")) else { return Ok(None) };
         if oldest.as_ref().is_none_or(|o| (v.major, v.minor, v.patch) < (o.major, o.minor, o.patch)) {
             oldest = Some(v);
         }

@@ -42,6 +42,14 @@ pub struct Preloaded {
     pub ms: u64,
 }
 
+/// An image reference's tag, as kubeadm's TagFromImage reads it: the digest dropped, "" without
+/// a tag (`registry:5000/etcd` has none; `etcd:3.7.0-0@sha256:…` is `3.7.0-0`).
+pub fn tag_of(image: &str) -> String {
+    let name = image.split('@').next().unwrap_or_default();
+    let last = name.rsplit('/').next().unwrap_or_default();
+    last.split_once(':').map(|(_, t)| t.to_string()).unwrap_or_default()
+}
+
 /// The images kubeadm v1.37 pulls for this configuration, in its order (GetControlPlaneImages):
 /// the control plane, kube-proxy and CoreDNS unless disabled, pause, and etcd unless external.
 pub fn required(cfg: &InitConfig) -> Vec<String> {

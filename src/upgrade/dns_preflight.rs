@@ -26,21 +26,29 @@ fn deployed(client: &Client) -> Result<(String, String)> {
         .as_str()
         .ok_or_else(|| Error::cluster("unable to find the CoreDNS Corefile data"))?
         .to_string();
+    let version = deployed_version(client)?;
+    Ok((corefile, version))
+}
+
+/// The deployed CoreDNS's image tag (kubeadm's DeployedDNSAddon): "" with no Deployment
+/// labelled `k8s-app=kube-dns`, refused with two.
+pub(super) fn deployed_version(client: &Client) -> Result<String> {
     let label = crate::objects::coredns::APP_LABEL;
     let found = list_patiently(
         client,
         &format!("/apis/apps/v1/namespaces/kube-system/deployments?labelSelector=k8s-app%3D{label}"),
         "listing the DNS addon's Deployments",
     )?;
-    let version = match &found[..] {
-        [] => String::new(),
-        [d] => super::plan::image_tag(d["spec"]["template"]["spec"]["containers"][0]["image"].as_str().unwrap_or("")),
+    match &found[..] {
+        [] => Ok(String::new()),
+        [d] => {
+            Ok(crate::images::tag_of(d["spec"]["template"]["spec"]["containers"][0]["image"].as_str().unwrap_or("")))
+        }
         many => {
             let names: Vec<&str> = many.iter().filter_map(|d| d["metadata"]["name"].as_str()).collect();
-            return Err(Error::cluster(format!("multiple DNS addon deployments found: {names:?}")));
+            Err(Error::cluster(format!("multiple DNS addon deployments found: {names:?}")))
         }
-    };
-    Ok((corefile, version))
+    }
 }
 
 pub(super) fn check(client: &Client, ignore: &[String]) -> Result<()> {

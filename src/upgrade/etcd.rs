@@ -33,12 +33,21 @@ impl Rollout<'_> {
         let manifest = fs.read(paths::manifest("etcd"))?.unwrap_or_default();
         let pod: Value = serde_yaml::from_slice(&manifest)
             .map_err(|e| Error::bad_file(format!("{}: {e}", paths::manifest("etcd"))))?;
-        let current = pod["spec"]["containers"][0]["image"]
-            .as_str()
-            .and_then(|i| i.rsplit_once(':'))
-            .map(|(_, t)| t.to_string())
-            .ok_or_else(|| Error::failed("failed to retrieve the current etcd version"))?;
-        if etcd_older(&desired, &current) {
+        let current = crate::images::tag_of(pod["spec"]["containers"][0]["image"].as_str().unwrap_or_default());
+        if current.is_empty() {
+            return Err(Error::failed("failed to retrieve the current etcd version"));
+        }
+        let (Some(want), Some(have)) = (Semver::parse(&desired), Semver::parse(&current)) else {
+            return Err(match Semver::parse(&desired) {
+                None => Error::bad_config(format!("failed to parse tag {desired:?} as a semantic version")),
+                Some(_) => Error::failed(format!(
+                    "failed comparing the current etcd version {:?} to the desired one {:?}",
+                    current.replace('_', "+"),
+                    desired.replace('_', "+")
+                )),
+            });
+        };
+        if want < have {
             info!(
                 "[upgrade/etcd] Non fatal issue encountered during upgrade: the desired etcd version {:?} is older than the currently installed {:?}. Skipping etcd upgrade",
                 desired.replace('_', "+"),
@@ -187,14 +196,63 @@ impl EtcdHealth {
     }
 }
 
-/// `desired` is an older etcd than `current` (tags such as `3.6.5-0`; `_` is `+`).
-fn etcd_older(desired: &str, current: &str) -> bool {
-    let key = |t: &str| -> Option<(u32, u32, u32, u32)> {
-        let (v, build) = t.split_once('-').unwrap_or((t, "0"));
-        let mut p = v.split('.').map(|n| n.parse::<u32>().ok());
-        Some((p.next()??, p.next()??, p.next()??, build.split(['_', '+']).next()?.parse().unwrap_or(0)))
-    };
-    matches!((key(desired), key(current)), (Some(d), Some(c)) if d < c)
+/// An etcd image tag as kubeadm compares it (ParseSemantic after `_` becomes `+`): exactly
+/// three numbers, an optional pre-release (`3.7.0-0` sorts before `3.7.0`), build metadata
+/// ignored.
+#[derive(Debug, PartialEq, Eq)]
+struct Semver {
+    core: (u64, u64, u64),
+    pre: Vec<String>,
+}
+
+impl Semver {
+    fn parse(tag: &str) -> Option<Semver> {
+        let t = tag.trim();
+        let t = t.strip_prefix('v').unwrap_or(t);
+        let t = t.split(['+', '_']).next()?;
+        let (core, pre) = match t.split_once('-') {
+            Some((c, p)) => (c, p.split('.').map(str::to_string).collect::<Vec<_>>()),
+            None => (t, Vec::new()),
+        };
+        if pre.iter().any(|i| i.is_empty() || !i.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')) {
+            return None;
+        }
+        let n: Vec<u64> = core.split('.').map(|p| p.parse().ok()).collect::<Option<_>>()?;
+        match n[..] {
+            [a, b, c] => Some(Semver { core: (a, b, c), pre }),
+            _ => None,
+        }
+    }
+}
+
+impl PartialOrd for Semver {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Semver {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        use std::cmp::Ordering::*;
+        let ident = |a: &String, b: &String| match (a.parse::<u64>(), b.parse::<u64>()) {
+            (Ok(x), Ok(y)) => x.cmp(&y),
+            (Ok(_), Err(_)) => Less,
+            (Err(_), Ok(_)) => Greater,
+            _ => a.cmp(b),
+        };
+        self.core.cmp(&other.core).then_with(|| match (self.pre.is_empty(), other.pre.is_empty()) {
+            (true, true) => Equal,
+            (true, false) => Greater,
+            (false, true) => Less,
+            _ => self
+                .pre
+                .iter()
+                .zip(&other.pre)
+                .map(|(a, b)| ident(a, b))
+                .find(|o| *o != Equal)
+                .unwrap_or_else(|| self.pre.len().cmp(&other.pre.len())),
+        })
+    }
 }
 
 #[cfg(test)]
@@ -202,11 +260,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn etcd_is_never_downgraded() {
-        assert!(etcd_older("3.6.5-0", "3.7.0-0"));
-        assert!(!etcd_older("3.7.0-0", "3.7.0-0"));
-        assert!(!etcd_older("3.7.1-0", "3.7.0-0"));
-        assert!(etcd_older("3.7.0-0", "3.7.0-1"));
+    fn etcd_tags_compare_as_kubeadms_semantic_versions() {
+        let v = |t: &str| Semver::parse(t).unwrap_or_else(|| panic!("{t}"));
+        assert!(v("3.6.5-0") < v("3.7.0-0"));
+        assert_eq!(v("3.7.0-0"), v("3.7.0-0"));
+        assert!(v("3.7.1-0") > v("3.7.0-0"));
+        assert!(v("3.7.0-0") < v("3.7.0-1"));
+        assert!(v("3.7.0-0") < v("3.7.0"), "a pre-release sorts first");
+        assert!(v("3.7.0-rc.1") > v("3.7.0-1"), "letters after digits");
+        assert!(v("3.7.0-0.1") > v("3.7.0-0"), "more identifiers after fewer");
+        assert_eq!(v("3.7.0_build.1"), v("v3.7.0+other"), "build metadata ignored");
+        for bad in ["", "3.7", "3.7.0.1", "latest", "3.7.x-0", "3.7.0-"] {
+            assert!(Semver::parse(bad).is_none(), "{bad}");
+        }
     }
 
     /// The backup as the step made it (`cp -r datadir backupdir`), restored over a data dir

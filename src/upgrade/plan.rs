@@ -370,7 +370,7 @@ fn read_facts(client: &Client) -> Result<Facts> {
         let mut m = Versions::new();
         for p in list {
             let image = p["spec"]["containers"][0]["image"].as_str().unwrap_or_default();
-            let tag = image_tag(image).replacen('_', "+", 1);
+            let tag = crate::images::tag_of(image).replacen('_', "+", 1);
             m.entry(tag).or_default().push(p["spec"]["nodeName"].as_str().unwrap_or_default().to_string());
         }
         Ok(m)
@@ -381,17 +381,7 @@ fn read_facts(client: &Client) -> Result<Facts> {
         let v = n["status"]["nodeInfo"]["kubeletVersion"].as_str().unwrap_or_default().to_string();
         kubelets.entry(v).or_default().push(n["metadata"]["name"].as_str().unwrap_or_default().to_string());
     }
-    let dns_list = client
-        .list("/apis/apps/v1/namespaces/kube-system/deployments?labelSelector=k8s-app%3Dkube-dns")
-        .map_err(|e| Error::cluster(format!("couldn't retrieve DNS addon deployments: {e}")))?;
-    let dns = match dns_list.as_slice() {
-        [] => String::new(),
-        [d] => image_tag(d["spec"]["template"]["spec"]["containers"][0]["image"].as_str().unwrap_or_default()),
-        many => {
-            let names: Vec<&str> = many.iter().filter_map(|d| d["metadata"]["name"].as_str()).collect();
-            return Err(Error::cluster(format!("multiple DNS addon deployments found: {names:?}")));
-        }
-    };
+    let dns = super::dns_preflight::deployed_version(client)?;
     Ok(Facts {
         api_servers: pods("kube-apiserver")?,
         controller_managers: pods("kube-controller-manager")?,
@@ -401,13 +391,6 @@ fn read_facts(client: &Client) -> Result<Facts> {
         dns,
         configs: config_states(client)?,
     })
-}
-
-/// An image reference's tag, as kubeadm's TagFromImage (digest dropped; "" without one).
-pub fn image_tag(image: &str) -> String {
-    let name = image.split('@').next().unwrap_or_default();
-    let last = name.rsplit('/').next().unwrap_or_default();
-    last.split_once(':').map(|(_, t)| t.to_string()).unwrap_or_default()
 }
 
 /// GetVersionStates: kube-proxy's then the kubelet's config, current when its ConfigMap holds

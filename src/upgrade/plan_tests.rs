@@ -177,7 +177,7 @@ fn an_unparsable_api_server_tag_is_named() {
 
 #[test]
 fn image_tags_as_kubeadm_reads_them() {
-    assert_eq!(image_tag("registry.k8s.io/kube-apiserver:v1.37.2"), "v1.37.2");
-    assert_eq!(image_tag("localhost:5000/etcd:3.7.0-0@sha256:abc"), "3.7.0-0");
-    assert_eq!(image_tag("localhost:5000/etcd"), "");
+    assert_eq!(crate::images::tag_of("registry.k8s.io/kube-apiserver:v1.37.2"), "v1.37.2");
+    assert_eq!(crate::images::tag_of("localhost:5000/etcd:3.7.0-0@sha256:abc"), "3.7.0-0");
+    assert_eq!(crate::images::tag_of("localhost:5000/etcd"), "");
 }

@@ -488,7 +488,8 @@ fn mirror_hashes(c: &Cluster) -> Vec<(String, String, String)> {
         ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"]
             .iter()
             .map(|p| {
-                let (code, out, _) = c.kubectl(&["get", "-o", "json", "-n", "kube-system", "pod", &format!("{p}-cp-1")]);
+                let (code, out, _) =
+                    c.kubectl(&["get", "-o", "json", "-n", "kube-system", "pod", &format!("{p}-cp-1")]);
                 let pod: serde_json::Value = serde_json::from_str(&out).ok().filter(|_| code == 0)?;
                 let hash = pod["metadata"]["annotations"]["kubernetes.io/config.hash"].as_str()?;
                 let image = pod["spec"]["containers"][0]["image"].as_str().unwrap_or_default();
