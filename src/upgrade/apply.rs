@@ -352,8 +352,9 @@ fn preflight(r: &mut ApplyRun) -> Result<()> {
         crate::constants::MAX_MINOR,
         env!("CARGO_PKG_VERSION")
     );
-    let kubelets = kubelet_versions(r.client()?)?;
-    let skew = policy::enforce(&target, &cluster, &kubelets, r.args.allow_experimental, r.args.allow_rc);
+    let kubelets = kubelet_versions(r.client()?);
+    let kubelets = kubelets.as_deref().map_err(String::clone);
+    let skew = policy::enforce(&target, &cluster, kubelets, r.args.allow_experimental, r.args.allow_rc);
     if !skew.mandatory.is_empty() {
         return Err(Error::bad_flag(format!(
             "the version argument is invalid due to these fatal errors:\n\n{}\nPlease fix the misalignments highlighted above and try upgrading again",
@@ -450,12 +451,15 @@ fn cluster_version(client: &Client) -> Result<Version> {
     })
 }
 
-fn kubelet_versions(client: &Client) -> Result<Vec<Version>> {
-    let nodes = super::cluster::list_patiently(client, "/api/v1/nodes", "listing the Nodes")?;
-    Ok(nodes
-        .iter()
-        .filter_map(|n| n["status"]["nodeInfo"]["kubeletVersion"].as_str().and_then(|v| Version::parse(v).ok()))
-        .collect())
+/// The Nodes' kubelet versions as reported, or why they could not be listed (a skippable
+/// policy error, as kubeadm's).
+fn kubelet_versions(client: &Client) -> std::result::Result<Vec<String>, String> {
+    let nodes = super::cluster::list_patiently(client, "/api/v1/nodes", "listing the Nodes").map_err(|e| e.message)?;
+    let mut vs: Vec<String> =
+        nodes.iter().map(|n| n["status"]["nodeInfo"]["kubeletVersion"].as_str().unwrap_or_default().to_string()).collect();
+    vs.sort();
+    vs.dedup();
+    Ok(vs)
 }
 
 fn control_plane(r: &mut ApplyRun) -> Result<()> {
