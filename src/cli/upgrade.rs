@@ -63,6 +63,9 @@ pub struct UpgradeApply {
     #[argh(switch)]
     /// allow release-candidate versions
     pub allow_release_candidate_upgrades: bool,
+    #[argh(switch)]
+    /// print the ClusterConfiguration the upgrade uses (on stdout)
+    pub print_config: bool,
     #[argh(option, default = "PathBuf::from(\"/\")")]
     /// the node root (default /); under another root the kubelet is left alone
     pub root: PathBuf,
@@ -96,6 +99,9 @@ pub struct UpgradePlan {
     #[argh(switch)]
     /// list release-candidate versions
     pub allow_release_candidate_upgrades: bool,
+    #[argh(switch)]
+    /// print the cluster's ClusterConfiguration (on stdout, before the plan)
+    pub print_config: bool,
     #[argh(option, default = "PathBuf::from(\"/\")")]
     /// the node root (default /)
     pub root: PathBuf,

@@ -42,6 +42,7 @@ fn plan(p: cli::UpgradePlan) -> Result<()> {
         allow_rc: p.allow_release_candidate_upgrades,
         etcd_upgrade: p.etcd_upgrade,
         ignore_preflight: cli::split_all(&p.ignore_preflight_errors),
+        print_config: p.print_config,
         image_version,
     };
     crate::upgrade::run_plan(&args, &fs, &crate::host::LinuxHost, &mut std::io::stdout().lock())
@@ -63,6 +64,7 @@ fn apply(a: cli::UpgradeApply) -> Result<()> {
         etcd_upgrade: a.etcd_upgrade,
         allow_experimental: a.allow_experimental_upgrades,
         allow_rc: a.allow_release_candidate_upgrades,
+        print_config: a.print_config,
     };
     let args = crate::upgrade::ApplyArgs::resolve(flags, config.as_ref())?;
     let fs = if args.dry_run { NodeFs::dry_run(&args.root) } else { NodeFs::new(&args.root) };

@@ -41,6 +41,7 @@ pub struct ApplyFlags {
     pub etcd_upgrade: Option<bool>,
     pub allow_experimental: bool,
     pub allow_rc: bool,
+    pub print_config: bool,
 }
 
 /// The flags over the UpgradeConfiguration's `apply` fields (kubeadm's ValueFromFlagsOrConfig).
@@ -59,6 +60,10 @@ pub struct ApplyArgs {
     pub etcd_upgrade: bool,
     pub allow_experimental: bool,
     pub allow_rc: bool,
+    /// `apply.imagePullPolicy` (or `node.`'s): the prepull's, over the node's own.
+    pub image_pull_policy: String,
+    /// `--print-config` / `apply.printConfig`.
+    pub print_config: bool,
     /// `timeouts.upgradeManifests` (5m).
     pub upgrade_manifests: Duration,
     /// `upgrade node` on a control plane: the cluster's version, no policy, no upload.
@@ -82,6 +87,8 @@ impl ApplyArgs {
             etcd_upgrade: n.etcd_upgrade,
             allow_experimental: false,
             allow_rc: false,
+            image_pull_policy: n.image_pull_policy.clone(),
+            print_config: false,
             upgrade_manifests: n.upgrade_manifests,
             node: true,
         }
@@ -89,39 +96,34 @@ impl ApplyArgs {
 
     pub fn resolve(f: ApplyFlags, cfg: Option<&UpgradeConfiguration>) -> Result<ApplyArgs> {
         let a = cfg.and_then(|c| c.apply.clone()).unwrap_or_default();
-        let bool_of = |k: &str| a.get(k).and_then(serde_yaml::Value::as_bool);
-        let str_of = |k: &str| a.get(k).and_then(serde_yaml::Value::as_str).map(str::to_string);
-        let list_of = |k: &str| -> Vec<String> {
-            a.get(k)
-                .and_then(serde_yaml::Value::as_sequence)
-                .map(|s| s.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
-                .unwrap_or_default()
-        };
-        let version = f.version.or(str_of("kubernetesVersion")).filter(|v| !v.is_empty()).ok_or_else(|| {
+        let version = f.version.or(a.kubernetes_version).filter(|v| !v.is_empty()).ok_or_else(|| {
             Error::bad_flag(
                 "missing one or more required arguments: [version] (or apply.kubernetesVersion in --config)",
             )
         })?;
         let mut ignore = f.ignore_preflight;
-        ignore.extend(list_of("ignorePreflightErrors"));
+        ignore.extend(a.ignore_preflight_errors);
         ignore.sort();
         ignore.dedup();
         let upgrade_manifests = super::upgrade_manifests(cfg)?;
-        let patches = a.get("patches").and_then(|p| p.get("directory")).and_then(serde_yaml::Value::as_str);
+        let image_pull_policy = crate::config::upgrade::image_pull_policy("apply", a.image_pull_policy.as_deref())
+            .map_err(Error::bad_config)?;
         Ok(ApplyArgs {
             root: f.root,
             version,
             yes: f.yes,
-            force: f.force || bool_of("forceUpgrade").unwrap_or(false),
-            dry_run: f.dry_run || bool_of("dryRun").unwrap_or(false),
+            force: f.force || a.force_upgrade.unwrap_or(false),
+            dry_run: f.dry_run || a.dry_run.unwrap_or(false),
             kubeconfig: f.kubeconfig,
-            patches: f.patches.or(patches.map(str::to_string)).filter(|d| !d.is_empty()),
+            patches: f.patches.or(a.patches.map(|p| p.directory)).filter(|d| !d.is_empty()),
             ignore_preflight: ignore,
-            skip_phases: if f.skip_phases.is_empty() { list_of("skipPhases") } else { f.skip_phases },
-            certificate_renewal: f.certificate_renewal.or(bool_of("certificateRenewal")).unwrap_or(true),
-            etcd_upgrade: f.etcd_upgrade.or(bool_of("etcdUpgrade")).unwrap_or(true),
-            allow_experimental: f.allow_experimental || bool_of("allowExperimentalUpgrades").unwrap_or(false),
-            allow_rc: f.allow_rc || bool_of("allowRCUpgrades").unwrap_or(false),
+            skip_phases: if f.skip_phases.is_empty() { a.skip_phases } else { f.skip_phases },
+            certificate_renewal: f.certificate_renewal.or(a.certificate_renewal).unwrap_or(true),
+            etcd_upgrade: f.etcd_upgrade.or(a.etcd_upgrade).unwrap_or(true),
+            allow_experimental: f.allow_experimental || a.allow_experimental_upgrades.unwrap_or(false),
+            allow_rc: f.allow_rc || a.allow_rc_upgrades.unwrap_or(false),
+            image_pull_policy,
+            print_config: f.print_config || a.print_config.unwrap_or(false),
             upgrade_manifests,
             node: false,
         })
@@ -210,9 +212,15 @@ pub fn run_apply(
         )));
     }
     let mut run = ApplyRun::start(args, fs, host, now, input, Some(target.clone()))?;
+    let mut print = args.print_config;
     for p in APPLY_PHASES.iter().filter(|p| !crate::phases::is_skipped(&args.skip_phases, p.name)) {
         if p.name != "preflight" {
             run.resolve()?;
+            // Once the configuration is resolved at the target, after the version rules.
+            if std::mem::take(&mut print) {
+                let cm = objects::configmaps::kubeadm_config(&run.ctx()?.cfg)?;
+                print_configuration(cm["data"]["ClusterConfiguration"].as_str().unwrap_or_default())?;
+            }
         }
         super::lease::fence(p.name)?;
         run.phase(p.name, p.run)?;
@@ -226,6 +234,17 @@ pub fn run_apply(
     info!("");
     info!("[upgrade] Now please proceed with upgrading the rest of the nodes by following the right order.");
     Ok(())
+}
+
+/// kubeadm's printConfiguration: a header, then the ClusterConfiguration's lines, each after a
+/// tab, on stdout.
+pub(super) fn print_configuration(cluster_configuration: &str) -> Result<()> {
+    let mut text = String::from("[upgrade/config] Configuration used:\n");
+    for line in cluster_configuration.lines() {
+        text.push_str(&format!("\t{line}\n"));
+    }
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes()).map_err(|e| Error::failed(format!("writing to stdout: {e}")))
 }
 
 /// `upgrade node` on a control plane, as kubeadm's: this node's static Pods at the cluster's
@@ -326,7 +345,9 @@ fn pull_images(r: &mut ApplyRun) -> Result<()> {
     info!("[upgrade/preflight] This might take a minute or two, depending on the speed of your internet connection");
     info!("[upgrade/preflight] You can also perform this action beforehand using 'kubeadm config images pull'");
     r.resolve()?;
-    let input = crate::preflight::Input::control_plane(&r.ctx()?.cfg, r.fs.root());
+    let mut input = crate::preflight::Input::control_plane(&r.ctx()?.cfg, r.fs.root());
+    // kubeadm's prepull takes the UpgradeConfiguration's policy, not the node's.
+    input.image_pull_policy = r.args.image_pull_policy.clone();
     let report = crate::preflight::run_only(r.host, &input, &r.args.ignore_preflight, &["ImagePull"]);
     Ok(crate::preflight::enforce(&report)?)
 }
@@ -455,8 +476,10 @@ fn cluster_version(client: &Client) -> Result<Version> {
 /// policy error, as kubeadm's).
 fn kubelet_versions(client: &Client) -> std::result::Result<Vec<String>, String> {
     let nodes = super::cluster::list_patiently(client, "/api/v1/nodes", "listing the Nodes").map_err(|e| e.message)?;
-    let mut vs: Vec<String> =
-        nodes.iter().map(|n| n["status"]["nodeInfo"]["kubeletVersion"].as_str().unwrap_or_default().to_string()).collect();
+    let mut vs: Vec<String> = nodes
+        .iter()
+        .map(|n| n["status"]["nodeInfo"]["kubeletVersion"].as_str().unwrap_or_default().to_string())
+        .collect();
     vs.sort();
     vs.dedup();
     Ok(vs)

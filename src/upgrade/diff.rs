@@ -38,9 +38,8 @@ pub fn run_diff(a: &DiffArgs, fs: &NodeFs, out: &mut dyn Write) -> Result<()> {
             )));
         }
     }
-    let diff_cfg = a.config.as_ref().and_then(|c| c.diff.as_ref());
-    let cfg_str = |k: &str| diff_cfg.and_then(|d| d.get(k)).and_then(serde_yaml::Value::as_str).map(str::to_string);
-    let cfg_lines = diff_cfg.and_then(|d| d.get("contextLines")).and_then(serde_yaml::Value::as_u64);
+    let d = a.config.as_ref().and_then(|c| c.diff.clone()).unwrap_or_default();
+    let cfg_lines = d.context_lines;
     // kubeadm 1.37 takes the flag when given, else the UpgradeConfiguration's diff.contextLines,
     // which defaults to 0: its documented "3" never applies.
     let context = a.context_lines.or(cfg_lines.map(|n| n as usize)).unwrap_or(0);
@@ -51,7 +50,7 @@ pub fn run_diff(a: &DiffArgs, fs: &NodeFs, out: &mut dyn Write) -> Result<()> {
     info!("[upgrade/diff] Use 'kubeadm init phase upload-config kubeadm --config your-config-file' to re-upload it.");
     // kubeadm: the cluster's version, then the config's diff.kubernetesVersion, then the argument.
     let want =
-        Want { version: a.version.clone().or(cfg_str("kubernetesVersion")), patches: None, component_configs: false };
+        Want { version: a.version.clone().or(d.kubernetes_version.clone()), patches: None, component_configs: false };
     let cfg = control_plane_config(fs, &client, &want)?;
     let node = crate::node::Node::new(fs, &crate::clock::SystemClock, None);
     let ctx = crate::init::InitContext::new(cfg, node, Vec::new());

@@ -87,6 +87,8 @@ pub struct NodeArgs {
     pub skip_phases: Vec<String>,
     pub certificate_renewal: bool,
     pub etcd_upgrade: bool,
+    /// `node.imagePullPolicy` (IfNotPresent): a control plane's prepull.
+    pub image_pull_policy: String,
     /// `timeouts.upgradeManifests` (5m): a control plane's static Pod waits.
     pub upgrade_manifests: std::time::Duration,
 }
@@ -125,8 +127,10 @@ impl NodeArgs {
         NodeArgs::with_timeout(flags, None, DEFAULT_UPGRADE_MANIFESTS)
     }
 
-    /// A malformed `timeouts.upgradeManifests` is refused, naming the field.
+    /// A malformed `timeouts.upgradeManifests` or `node.imagePullPolicy` is refused, naming the field.
     pub fn resolve(f: NodeFlags, cfg: Option<&UpgradeConfiguration>) -> Result<NodeArgs> {
+        let policy = cfg.and_then(|c| c.node.as_ref()).and_then(|n| n.image_pull_policy.as_deref());
+        crate::config::upgrade::image_pull_policy("node", policy).map_err(Error::bad_config)?;
         Ok(NodeArgs::with_timeout(f, cfg, upgrade_manifests(cfg)?))
     }
 
@@ -150,6 +154,8 @@ impl NodeArgs {
             skip_phases: if f.skip_phases.is_empty() { n.skip_phases } else { f.skip_phases },
             certificate_renewal: f.certificate_renewal.or(certificate_renewal).unwrap_or(true),
             etcd_upgrade: f.etcd_upgrade.or(etcd_upgrade).unwrap_or(true),
+            image_pull_policy: crate::config::upgrade::image_pull_policy("node", n.image_pull_policy.as_deref())
+                .unwrap_or_else(|_| "IfNotPresent".into()),
             upgrade_manifests,
         }
     }
@@ -218,6 +224,37 @@ mod tests {
         let _ = std::fs::remove_file(&dir);
         assert_eq!(e.kind.exit_code(), 2);
         assert!(e.to_string().contains("no UpgradeConfiguration found in the supplied config"), "{e}");
+    }
+
+    #[test]
+    fn apply_plan_and_diff_are_typed_and_their_pull_policy_is_kubeadms() {
+        let parse = |body: &str| {
+            parse_documents_for(
+                "u.yaml",
+                &format!("apiVersion: kubeadm.k8s.io/v1beta4\nkind: UpgradeConfiguration\n{body}"),
+                Reads::Upgrade,
+            )
+        };
+        for typo in ["apply:\n  certificateRenewl: false\n", "plan:\n  printconfig: true\n", "diff:\n  lines: 3\n"] {
+            let e = parse(typo).expect_err(typo);
+            assert!(e.to_string().contains("u.yaml"), "{e}");
+        }
+        let cfg = parse("apply:\n  imagePullPolicy: Never\n  printConfig: true\n  allowRCUpgrades: true\n")
+            .unwrap()
+            .upgrade
+            .unwrap();
+        let flags = apply::ApplyFlags { version: Some("v1.37.2".into()), ..Default::default() };
+        let a = ApplyArgs::resolve(flags.clone(), Some(&cfg)).unwrap();
+        assert_eq!((a.image_pull_policy.as_str(), a.print_config, a.allow_rc), ("Never", true, true));
+        let a = ApplyArgs::resolve(flags.clone(), None).unwrap();
+        assert_eq!(a.image_pull_policy, "IfNotPresent");
+        let bad = parse("apply:\n  imagePullPolicy: Sometimes\n").unwrap().upgrade.unwrap();
+        let e = ApplyArgs::resolve(flags, Some(&bad)).unwrap_err();
+        assert!(e.to_string().contains("apply.imagePullPolicy: Invalid value: \"Sometimes\""), "{e}");
+        let bad = parse("node:\n  imagePullPolicy: sometimes\n").unwrap().upgrade.unwrap();
+        assert!(NodeArgs::resolve(NodeFlags::default(), Some(&bad)).is_err());
+        let d = parse("diff:\n  contextLines: 3\n  kubernetesVersion: v1.37.2\n").unwrap().upgrade.unwrap();
+        assert_eq!(d.diff.and_then(|d| d.context_lines), Some(3));
     }
 
     #[test]

@@ -34,6 +34,8 @@ pub struct PlanArgs {
     pub allow_rc: bool,
     pub etcd_upgrade: Option<bool>,
     pub ignore_preflight: Vec<String>,
+    /// `--print-config` / `plan.printConfig`.
+    pub print_config: bool,
     /// The version this node's image was built for (image.json): the target without one given.
     pub image_version: Option<String>,
 }
@@ -305,13 +307,9 @@ pub fn run_plan(a: &PlanArgs, fs: &NodeFs, host: &dyn crate::host::Host, out: &m
     if !matches!(a.output.as_str(), "text" | "json" | "yaml") {
         return Err(Error::bad_flag(format!("--output {:?}: kubestrap prints text, json or yaml", a.output)));
     }
-    let plan_cfg = a.config.as_ref().and_then(|c| c.plan.as_ref());
-    let cfg_bool = |k: &str| plan_cfg.and_then(|p| p.get(k)).and_then(serde_yaml::Value::as_bool);
-    let cfg_str = |k: &str| plan_cfg.and_then(|p| p.get(k)).and_then(serde_yaml::Value::as_str).map(str::to_string);
+    let p = a.config.as_ref().and_then(|c| c.plan.clone()).unwrap_or_default();
     let mut ignore = a.ignore_preflight.clone();
-    if let Some(list) = plan_cfg.and_then(|p| p.get("ignorePreflightErrors")).and_then(serde_yaml::Value::as_sequence) {
-        ignore.extend(list.iter().filter_map(|v| v.as_str().map(str::to_string)));
-    }
+    ignore.extend(p.ignore_preflight_errors.iter().cloned());
     info!("[preflight] Running pre-flight checks.");
     if crate::node::is_live(fs.root()) {
         let input = crate::preflight::Input::worker(fs.root(), String::new(), None, None);
@@ -324,10 +322,14 @@ pub fn run_plan(a: &PlanArgs, fs: &NodeFs, host: &dyn crate::host::Host, out: &m
         "[upgrade/config] Reading configuration from the \"kubeadm-config\" ConfigMap in namespace \"kube-system\"..."
     );
     info!("[upgrade/config] Use 'kubeadm init phase upload-config kubeadm --config your-config-file' to re-upload it.");
-    super::context::cluster_configuration(&client)?;
+    let stored = super::context::cluster_configuration(&client)?;
     info!("[upgrade] Running cluster health checks");
     super::apply::check_health(fs, &client, &ignore)?;
-    let version = match a.version.clone().or(cfg_str("kubernetesVersion")).filter(|v| !v.is_empty()) {
+    // The cluster's configuration as stored, at its current version (kubeadm's plan prints it so).
+    if a.print_config || p.print_config.unwrap_or(false) {
+        super::apply::print_configuration(&stored)?;
+    }
+    let version = match a.version.clone().or(p.kubernetes_version.clone()).filter(|v| !v.is_empty()) {
         Some(v) => v,
         None => a.image_version.clone().ok_or_else(|| {
             Error::bad_flag(
@@ -336,9 +338,9 @@ pub fn run_plan(a: &PlanArgs, fs: &NodeFs, host: &dyn crate::host::Host, out: &m
         })?,
     };
     let facts = read_facts(&client)?;
-    let experimental = a.allow_experimental || cfg_bool("allowExperimentalUpgrades").unwrap_or(false);
-    let rc = a.allow_rc || cfg_bool("allowRCUpgrades").unwrap_or(false);
-    let etcd = a.etcd_upgrade.or(cfg_bool("etcdUpgrade")).unwrap_or(true);
+    let experimental = a.allow_experimental || p.allow_experimental_upgrades.unwrap_or(false);
+    let rc = a.allow_rc || p.allow_rc_upgrades.unwrap_or(false);
+    let etcd = a.etcd_upgrade.or(p.etcd_upgrade).unwrap_or(true);
     let (upgrades, lines) = compute(&facts, &version, experimental, rc, etcd)?;
     for l in lines {
         info!("{l}");
