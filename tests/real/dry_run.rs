@@ -131,7 +131,7 @@ fn path_matches(planned: &str, written: &str) -> bool {
 
 /// The acceptance check of `join --dry-run` (a worker): on the node it then joins for real, its
 /// plan's files are the files the join wrote (path and mode; what the kubelet writes itself
-/// left out, and the two the join removes when done), and its plan's requests are the requests
+/// left out, and bootstrap-kubelet.conf, which the join removes when done), and its plan's requests are the requests
 /// the join made, in order, as the real API server's audit log records them from the node's
 /// address (each pair once; the CSR's generated name masked), each as the user the plan says.
 #[test]
@@ -161,7 +161,7 @@ fn join_dry_run_lists_what_a_real_join_writes_and_asks() {
         .flat_map(|k| plan[*k].as_array().expect("a file list"))
         .map(|f| (f["path"].as_str().expect("path"), f["mode"].as_str().expect("mode")))
         .collect();
-    let removed_when_done = ["/etc/kubernetes/bootstrap-kubelet.conf", "/var/lib/kubestrap/join-in-progress"];
+    let removed_when_done = ["/etc/kubernetes/bootstrap-kubelet.conf"];
     for (path, mode) in &planned {
         if removed_when_done.contains(path) {
             assert!(!written.iter().any(|(p, _)| p == path), "{path} is left after the join");

@@ -443,6 +443,7 @@ fn a_control_plane_the_real_kubeadm_made_is_upgraded_by_kubestrap_through_power_
     std::fs::create_dir_all(&logs).unwrap();
     let args = ["upgrade", "apply", NEW, "-y", "--root", root_arg.as_str()];
     let hashes_before = mirror_hashes(&c);
+    let configs_before = component_configs(&c);
     let mut rng = Lcg(0x5eed_0004);
     for (i, (what, marker, jitter_us)) in APPLY_AIMS.iter().enumerate() {
         let log = logs.join(format!("killed-{i}"));
@@ -476,7 +477,7 @@ fn a_control_plane_the_real_kubeadm_made_is_upgraded_by_kubestrap_through_power_
     assert_eq!(again.code(), 0, "upgrade apply after the kills:\n{}\n{}", again.stderr(), c.status());
     assert_eq!(tags(&root), want_tags(NEW));
     c.wait("the v1.37.2 API server", || (api_version(&c, &c.netns, CP_ADDR) == NEW).then_some(()));
-    converged(&c, &hashes_before);
+    converged(&c, &hashes_before, &configs_before);
     kubeadm_finds_nothing_to_change(&c, &root, &logs);
     c.wait_ready("cp-1");
 }
@@ -499,26 +500,48 @@ fn mirror_hashes(c: &Cluster) -> Vec<(String, String, String)> {
     })
 }
 
+/// kubelet-config's and kube-proxy's ConfigMaps: (name, component-config hash annotation, data).
+fn component_configs(c: &Cluster) -> Vec<(String, serde_json::Value, serde_json::Value)> {
+    ["kubelet-config", "kube-proxy"]
+        .iter()
+        .map(|name| {
+            let cm = c.get(&["-n", "kube-system", "configmap", name]);
+            let hash = cm["metadata"]["annotations"]["kubeadm.kubernetes.io/component-config.hash"].clone();
+            (name.to_string(), hash, cm["data"].clone())
+        })
+        .collect()
+}
+
 /// What a finished `upgrade apply` leaves, read from the cluster, not the exit code:
-/// kubeadm-config at v1.37.2; kubelet-config and kube-proxy's ConfigMap signed as kubeadm signs
-/// them (their component-config hash over their data); kube-proxy's and CoreDNS's images the new
-/// ones; each control-plane mirror Pod running its v1.37.2 image under a new config.hash.
-fn converged(c: &Cluster, hashes_before: &[(String, String, String)]) {
+/// kubeadm-config at v1.37.2; kubelet-config and kube-proxy's ConfigMap as kubeadm leaves them (a
+/// signed one still signed, its component-config hash over its data; a user's, unsigned, kept
+/// document for document); kube-proxy's and CoreDNS's images the new ones; each control-plane mirror
+/// Pod running its v1.37.2 image under a new config.hash.
+fn converged(
+    c: &Cluster,
+    hashes_before: &[(String, String, String)],
+    configs_before: &[(String, serde_json::Value, serde_json::Value)],
+) {
     let cm = c.get(&["-n", "kube-system", "configmap", "kubeadm-config"]);
     let cc = cm["data"]["ClusterConfiguration"].as_str().unwrap_or_default();
     assert!(cc.contains(&format!("kubernetesVersion: {NEW}\n")), "kubeadm-config:\n{cc}");
-    for name in ["kubelet-config", "kube-proxy"] {
-        let cm = c.get(&["-n", "kube-system", "configmap", name]);
+    for ((name, hash_before, data_before), (_, hash, data)) in configs_before.iter().zip(component_configs(c)) {
+        if hash_before.is_null() {
+            assert!(hash.is_null(), "{name}: a user's ConfigMap stays unsigned");
+            // Kept as its documents say (re-marshalled, as kubeadm's upload-config rewrites it).
+            let docs = |d: &serde_json::Value| -> Vec<(String, serde_yaml::Value)> {
+                let m = d.as_object().expect("data");
+                m.iter().map(|(k, v)| (k.clone(), serde_yaml::from_str(v.as_str().unwrap_or("")).unwrap())).collect()
+            };
+            assert_eq!(docs(&data), docs(data_before), "{name}: a user's ConfigMap is kept");
+            continue;
+        }
         let mut h = <sha2::Sha256 as sha2::Digest>::new();
-        for v in cm["data"].as_object().expect("data").values() {
+        for v in data.as_object().expect("data").values() {
             sha2::Digest::update(&mut h, v.as_str().unwrap_or_default().as_bytes());
         }
         let sum: String = sha2::Digest::finalize(h).iter().map(|b| format!("{b:02x}")).collect();
-        assert_eq!(
-            cm["metadata"]["annotations"]["kubeadm.kubernetes.io/component-config.hash"],
-            format!("sha256:{sum}"),
-            "{name}'s component-config hash is over its data"
-        );
+        assert_eq!(hash, format!("sha256:{sum}"), "{name}'s component-config hash is over its data");
     }
     let image = |kind: &str, name: &str| {
         let o = c.get(&["-n", "kube-system", kind, name]);
