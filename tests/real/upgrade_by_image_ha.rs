@@ -192,7 +192,9 @@ fn three_control_planes_and_a_worker_reboot_onto_the_next_image_at_once() {
     let shot = shot.as_ref().expect("cp-2's cut");
     println!("cp-2's post-kubelet stage cut as it moved a manifest in: {}", shot.describe());
     assert!(shot.landed, "the cut came after cp-2's stage had ended");
-    assert!(!cut_rerun.stderr().contains("cp-2 holds kube-system/kubestrap-upgrade"), "{}", cut_rerun.stderr());
+    let rerun = cut_rerun.stderr();
+    assert!(rerun.contains("[upgrade] cp-2 holds kube-system/kubestrap-upgrade"), "{rerun}");
+    assert!(!rerun.contains("kubestrap-upgrade: it is upgrading; waiting for it"), "{rerun}");
     // One control plane at a time: each one's roll (its first `Preparing for` to its last
     // component upgraded, across cp-2's cut) overlaps no other's.
     let mut spans: Vec<(Instant, Instant, &str)> = cps
