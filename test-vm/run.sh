@@ -559,20 +559,36 @@ scenario_cp-lifecycle() {
     # A year and a month later (the machine was off): the every-boot pass renews every leaf before
     # the kubelet starts, and the node comes back Ready on the same CA and service-account keys,
     # upgraded to the image's v1.37.2.
-    local log3="$WORK/boot3.serial.log" kc3 api1 kept="" d
+    local log3="$WORK/boot3.serial.log" log3c="$WORK/boot3cut.serial.log" both="$WORK/boot3-both.serial.log"
+    local kc3 api1 kept="" d
     api1=$(disk_cat "$cpdisk" /etc/kubernetes/pki/apiserver.crt | sha256sum)
     [ "$api1" != "$(sha256sum </dev/null)" ] || fail "test bug: cp-1 has no apiserver.crt before the year passes"
+    # A power cut (QMP quit) as the upgrade by image moves a manifest in, holding the Lease: the
+    # next boot finds the marker, takes its own Lease back, and finishes the upgrade.
+    rc=0
+    lan_reboot boot3cut "$cpdisk" --timeout "$CP_LIFE_TIMEOUT" --rtc "$(date -u -d '+400 days' +%Y-%m-%dT%H:%M:%S)" \
+        --quit-on 'upgrade/staticpods\] Moving new manifest to' "${cred[@]}" || rc=$?
+    expect_line "$log3c" "HARNESS: QMP quit sent" "a power cut as the upgrade by image moved a manifest in"
+    expect_rc "$rc" 0 "QEMU stopped by the cut"
+    disk_exists "$cpdisk" /var/lib/kubestrap/upgrade-in-progress && say "ok: the cut left the upgrade's marker" \
+        || fail "no /var/lib/kubestrap/upgrade-in-progress after a cut mid-upgrade"
     rc=0
     lan_reboot boot3 "$cpdisk" --timeout "$CP_LIFE_TIMEOUT" --rtc "$(date -u -d '+400 days' +%Y-%m-%dT%H:%M:%S)" --append "kubestrap.test.upgrade-refused=v1.37.3" "${cred[@]}" || rc=$?
     expect_rc "$rc" 1 "a year later: both units succeed, the Node is Ready and its Pods run"
-    expect_line "$log3" "$(event_re certs).*apiserver: renewed" "a year later: the API server's certificate was renewed"
-    expect_line "$log3" "$(event_re certs).*admin.conf: renewed" "a year later: admin.conf's client certificate was renewed"
-    expect_line "$log3" "$(event_re certs).*kubelet-client: renewed" "a year later: the kubelet's client certificate was re-issued"
-    expect_line "$log3" "$(event_re certs).*kubelet-serving: removed" "a year later: the kubelet's expired serving certificate was removed"
+    expect_line "$log3" 'An upgrade to v1\.37\.2 was cut short \(/var/lib/kubestrap/upgrade-in-progress\)' "the next boot resumes the cut upgrade"
+    expect_line "$log3" '\[upgrade\] cp-1 holds kube-system/kubestrap-upgrade' "the next boot takes its own Lease back"
+    reject_line "$log3" 'waiting for it' "the next boot waits for no Lease"
+    disk_exists "$cpdisk" /var/lib/kubestrap/upgrade-in-progress && fail "the marker is left after the upgrade finished"
+    # The renewal and the imports ran in the boot that was cut; the checks read both boots.
+    cat "$log3c" "$log3" >"$both"
+    expect_line "$both" "$(event_re certs).*apiserver: renewed" "a year later: the API server's certificate was renewed"
+    expect_line "$both" "$(event_re certs).*admin.conf: renewed" "a year later: admin.conf's client certificate was renewed"
+    expect_line "$both" "$(event_re certs).*kubelet-client: renewed" "a year later: the kubelet's client certificate was re-issued"
+    expect_line "$both" "$(event_re certs).*kubelet-serving: removed" "a year later: the kubelet's expired serving certificate was removed"
     expect_line "$log3" 'KUBESTRAP-TEST pods-running ' "a year later: CoreDNS and kube-proxy Pods are Running"
     # The upgrade by image: the new version's 4 archives imported before the kubelet (etcd,
     # CoreDNS and pause are the same images), then upgrade apply once the kubelet runs.
-    expect_line "$log3" '\[images\] 7 archives: 4 imported, 3 already present' "the next image: its 4 new archives imported before the kubelet"
+    expect_line "$both" '\[images\] 7 archives: 4 imported, 3 already present' "the next image: its 4 new archives imported before the kubelet"
     expect_line "$log3" "\\[upgrade\\] This control plane runs $AB_OLD; its image carries v1\\.37\\.2" "the image's version is compared with the node's"
     expect_line "$log3" "\\[upgrade\\] The cluster runs $AB_OLD: this control plane upgrades it to v1\\.37\\.2 \\(upgrade apply\\)" "the first control plane on the image runs upgrade apply"
     expect_line "$log3" 'SUCCESS! A control plane node of your cluster was upgraded to "v1\.37\.2"' "kubeadm's success line"
