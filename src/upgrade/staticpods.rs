@@ -326,6 +326,14 @@ fn swap_in(new: &Path, current: &Path, backup: &Path) -> Result<()> {
         let dir = p.parent().unwrap_or(Path::new("/"));
         std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(|e| failed("syncing", dir, e))
     };
+    // A run cut short in this same second (the stamp is the backup directory's name) already
+    // backed this component up: that backup holds the manifest from before the upgrade began,
+    // which is what a rollback must restore, so it is kept and no other is made.
+    if backup.exists() {
+        std::fs::rename(new, current)
+            .map_err(|e| Error::failed(format!("moving {} to {}: {e}", new.display(), current.display())))?;
+        return sync_dir(current);
+    }
     match std::fs::hard_link(current, backup) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::CrossesDevices => {
@@ -381,6 +389,13 @@ mod tests {
         assert!(e.to_string().contains("backing up"), "{e}");
         assert_eq!(std::fs::read_to_string(&new).unwrap(), "newer");
         assert!(!current.exists());
+        // A cut run's backup in the same second: kept as the state before the upgrade.
+        std::fs::write(&current, "old2").unwrap();
+        let b3 = d.path().join("bak3.yaml");
+        std::fs::write(&b3, "oldest").unwrap();
+        swap_in(&new, &current, &b3).unwrap();
+        assert_eq!(std::fs::read_to_string(&current).unwrap(), "newer");
+        assert_eq!(std::fs::read_to_string(&b3).unwrap(), "oldest");
     }
 
     #[test]
