@@ -275,6 +275,38 @@ impl Client {
         Err(self.status_error(409, &Value::Null, format!("updating {} (kept conflicting)", paths::describe(obj))))
     }
 
+    /// Create, or set only `obj`'s `data` keys on what is there, keeping its other keys, labels
+    /// and annotations (kubeadm's CreateOrMutateConfigMap, as its upload-config uses it).
+    pub fn create_or_set_data(&self, obj: &Value) -> Result<(), ApiError> {
+        if let Created::New(_) = self.create(obj)? {
+            return Ok(());
+        }
+        let path = paths::object(obj)?;
+        for _ in 0..5 {
+            let Some(mut current) = self.get(&path)? else {
+                if let Created::New(_) = self.create(obj)? {
+                    return Ok(());
+                }
+                continue;
+            };
+            if let Some(data) = obj["data"].as_object() {
+                if !current["data"].is_object() {
+                    current["data"] = serde_json::json!({});
+                }
+                for (k, v) in data {
+                    current["data"][k] = v.clone();
+                }
+            }
+            let (code, body) = self.request("PUT", &path, Some(("application/json", &current)))?;
+            match code {
+                200 | 201 => return Ok(()),
+                409 => continue,
+                _ => return Err(self.status_error(code, &body, format!("updating {}", paths::describe(obj)))),
+            }
+        }
+        Err(self.status_error(409, &Value::Null, format!("updating {} (kept conflicting)", paths::describe(obj))))
+    }
+
     /// JSON merge patch.
     pub fn merge_patch(&self, path: &str, patch: &Value) -> Result<Value, ApiError> {
         let (code, body) = self.request("PATCH", path, Some(("application/merge-patch+json", patch)))?;

@@ -535,9 +535,14 @@ fn upload_kubeadm(r: &mut ApplyRun) -> Result<()> {
     info!(
         "[upload-config] Storing the configuration used in ConfigMap \"kubeadm-config\" in the \"kube-system\" Namespace"
     );
-    let mut objs = vec![objects::configmaps::kubeadm_config(&r.ctx()?.cfg)?];
-    objs.extend(objects::rbac::upload_config_rbac().into_iter().take(2));
-    apply_objects(r, "upload-config", &objs)
+    // Only data.ClusterConfiguration changes: other keys, labels and annotations stay, as
+    // kubeadm's CreateOrMutateConfigMap keeps them.
+    let cm = objects::configmaps::kubeadm_config(&r.ctx()?.cfg)?;
+    let ctx = r.ctx()?;
+    let (client, what) = (ctx.admin()?, "storing data.ClusterConfiguration of ConfigMap kube-system/kubeadm-config");
+    ctx.retry(what, "upload-config", ctx.cfg.api_call_timeout)
+        .run(|| crate::kube::ApiError::attempt::<_, Error>(client.create_or_set_data(&cm)))?;
+    apply_objects(r, "upload-config", &objects::rbac::upload_config_rbac().into_iter().take(2).collect::<Vec<_>>())
 }
 
 fn upload_kubelet(r: &mut ApplyRun) -> Result<()> {

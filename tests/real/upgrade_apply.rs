@@ -308,6 +308,26 @@ fn a_control_plane_upgraded_across_a_minor_by_upgrade_apply_as_kubeadm_would() {
     assert!(dry.stderr().contains("[upgrade/successful] Finished dryrunning successfully!"));
     assert_eq!(etc_tree(&root), before, "a refused or dry-run apply changed /etc/kubernetes");
 
+    // A label, an annotation and a data key someone added to kubeadm-config: the upgrade rewrites
+    // only data.ClusterConfiguration (kubeadm's CreateOrMutateConfigMap).
+    for args in [
+        &["-n", "kube-system", "label", "configmap", "kubeadm-config", "team=platform"][..],
+        &["-n", "kube-system", "annotate", "configmap", "kubeadm-config", "example.com/owner=sre"],
+        &[
+            "-n",
+            "kube-system",
+            "patch",
+            "configmap",
+            "kubeadm-config",
+            "--type",
+            "merge",
+            "-p",
+            r#"{"data":{"note":"kept"}}"#,
+        ],
+    ] {
+        let (code, _, err) = c.kubectl(args);
+        assert_eq!(code, 0, "{args:?}: {err}");
+    }
     rollback_restores_every_manifest(&mut c, &root);
 
     let apiserver_before = not_before(&root, "etc/kubernetes/pki/apiserver.crt");
@@ -351,6 +371,9 @@ fn a_control_plane_upgraded_across_a_minor_by_upgrade_apply_as_kubeadm_would() {
     let cm = c.get(&["-n", "kube-system", "configmap", "kubeadm-config"]);
     let cc = cm["data"]["ClusterConfiguration"].as_str().unwrap();
     assert!(cc.contains(&format!("kubernetesVersion: {NEW}\n")), "{cc}");
+    assert_eq!(cm["data"]["note"], "kept", "kubeadm-config's other data kept");
+    assert_eq!(cm["metadata"]["labels"]["team"], "platform", "kubeadm-config's labels kept");
+    assert_eq!(cm["metadata"]["annotations"]["example.com/owner"], "sre", "kubeadm-config's annotations kept");
     // cp-2 still runs v1.36.3: the add-ons wait for it.
     assert!(
         err.contains(
