@@ -71,6 +71,16 @@ fn init(tool: Tool) -> (Cluster, Duration) {
     (c, t.elapsed())
 }
 
+/// The ClusterRoleBinding `kubeadm:cluster-admins` as stored: labels, annotations, roleRef,
+/// subjects.
+fn cluster_admins(c: &Cluster) -> Value {
+    let o = c.get(&["clusterrolebinding", "kubeadm:cluster-admins"]);
+    serde_json::json!({
+        "labels": o["metadata"]["labels"], "annotations": o["metadata"]["annotations"],
+        "roleRef": o["roleRef"], "subjects": o["subjects"],
+    })
+}
+
 fn secs(d: Duration) -> f64 {
     d.as_secs_f64()
 }
@@ -96,11 +106,14 @@ fn init_and_join_beside_kubeadm() {
     let ka_join_ready = t.elapsed();
     let events = audit(&c);
     let (ks_join_n, ka_join_n) = (joining(&events, &addr(21)), joining(&events, &addr(22)));
+    let ks_admins = cluster_admins(&c);
     drop(c);
 
     let (c, ka_ready) = init(Tool::Kubeadm);
     let ka_init = (c.wall, by_agent(&c, &audit(&c), "kubeadm/"));
     assert!(c.init.stdout().contains("Your Kubernetes control-plane has initialized successfully"));
+    // kubeadm's dry run cannot show this binding (tests/parity/allow.rs): the real one is compared.
+    assert_eq!(ks_admins, cluster_admins(&c), "ClusterRoleBinding kubeadm:cluster-admins");
     drop(c);
 
     for n in [ks_init.1, ka_init.1, ks_join_n, ka_join_n] {
