@@ -9,7 +9,7 @@ use kubestrap::config::{Documents, parse_documents};
 /// `kubestrap config print ...`'s stdout. Not through `kubestrap()`: the printed placeholder token
 /// is kubeadm's `abcdef.0123456789abcdef`, the same string the secret guard watches for.
 fn print(args: &[&str]) -> Run {
-    let out = std::process::Command::new(BIN).args(["config", "print"]).args(args).output().expect("run kubestrap");
+    let out = std::process::Command::new(&*BIN).args(["config", "print"]).args(args).output().expect("run kubestrap");
     Run { out }
 }
 

@@ -142,7 +142,7 @@ fn a_boot_onto_the_next_image_imports_its_archives_first() {
     std::fs::set_permissions(&ctr, std::fs::Permissions::from_mode(0o755)).unwrap();
     let path = format!("{}:{}", bin.path().display(), std::env::var("PATH").unwrap_or_default());
     let run = || {
-        let out = std::process::Command::new(BIN)
+        let out = std::process::Command::new(&*BIN)
             .args(["boot", "--stage", "pre-kubelet", "--root", &root.display().to_string()])
             .args(["--image-dir", "/usr/share/kubestrap/images"])
             .env("PATH", &path)

@@ -19,7 +19,7 @@ fn spawn_init(s: &Scratch, full: bool) -> std::process::Child {
     if !full {
         args.insert(1, "--on-disk-only");
     }
-    Command::new(BIN).args(&args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("spawn kubestrap")
+    Command::new(&*BIN).args(&args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("spawn kubestrap")
 }
 
 fn fingerprint(p: &Path) -> Option<String> {
@@ -148,7 +148,7 @@ fn two_concurrent_runs_on_one_root_do_not_interleave() {
     let config = s.config();
     let root = s.root_str();
     let args = ["init", "--on-disk-only", "--config", config.as_str(), "--root", root.as_str()];
-    let spawn = || ChildGuard(Command::new(BIN).args(args).stderr(Stdio::piped()).spawn().expect("spawn kubestrap"));
+    let spawn = || ChildGuard(Command::new(&*BIN).args(args).stderr(Stdio::piped()).spawn().expect("spawn kubestrap"));
     // The first run takes the root's lock before its first phase: once it says it generates
     // the CA it holds the lock. Stopped there (SIGSTOP keeps the lock held), it is a run in the
     // middle of its work whatever the machine's load, for as long as the second needs to find it.
@@ -196,7 +196,7 @@ fn sigkill_at_each_phase_boundary_then_rerun_converges() {
         let config = s.config();
         let root = s.root_str();
         let mut child = ChildGuard(
-            Command::new(BIN)
+            Command::new(&*BIN)
                 .args(["init", "--on-disk-only", "--config", config.as_str(), "--root", root.as_str()])
                 .stderr(Stdio::piped())
                 .spawn()

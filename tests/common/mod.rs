@@ -13,7 +13,21 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output};
 
-pub const BIN: &str = env!("CARGO_BIN_EXE_kubestrap");
+/// The kubestrap binary cargo built beside this test binary, found at run time: test binaries
+/// are reused across checkouts that share a target directory (CI's clone and this one), and
+/// the path cargo bakes in names the checkout that built them, which may be gone.
+pub static BIN: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| beside_tests("kubestrap", env!("CARGO_BIN_EXE_kubestrap")));
+
+/// `name` in the profile directory above this test binary's `deps/`, else `baked`.
+pub fn beside_tests(name: &str, baked: &str) -> String {
+    let exe = std::env::current_exe().ok();
+    let beside = exe.as_deref().and_then(Path::parent).and_then(Path::parent).map(|d| d.join(name));
+    match beside {
+        Some(p) if p.is_file() => p.to_string_lossy().into_owned(),
+        _ => baked.to_string(),
+    }
+}
 
 /// The bootstrap token the fixtures and tests use.
 pub const TOKEN: &str = "abcdef.0123456789abcdef";
@@ -86,7 +100,7 @@ impl Run {
 
 /// Runs kubestrap with args; no proxy variables leak in from the test environment.
 pub fn kubestrap(args: &[&str]) -> Run {
-    let mut cmd = Command::new(BIN);
+    let mut cmd = Command::new(&*BIN);
     cmd.args(args).env_remove("JOURNAL_STREAM");
     for v in PROXY_VARS {
         cmd.env_remove(v);

@@ -179,7 +179,7 @@ fn non_root_fails_is_privileged_user() {
             "--reuid=65534",
             "--regid=65534",
             "--clear-groups",
-            BIN,
+            &*BIN,
             "preflight",
             "--role",
             "worker",

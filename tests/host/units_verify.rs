@@ -47,7 +47,7 @@ fn units_pass_systemd_analyze_verify() {
     require_tool("systemd-analyze");
     let (_, version, _) = sh("systemctl --version | head -1");
     let d = tempfile::tempdir().unwrap();
-    let copies: Vec<PathBuf> = units().iter().map(|u| with_local_binary(u, d.path(), Path::new(BIN))).collect();
+    let copies: Vec<PathBuf> = units().iter().map(|u| with_local_binary(u, d.path(), Path::new(&*BIN))).collect();
     let mut cmd = std::process::Command::new("systemd-analyze");
     cmd.arg("verify").args(&copies);
     let (code, out, err) = capture(&mut cmd);
@@ -63,8 +63,11 @@ fn units_verify_catches_what_systemd_252_rejects() {
     require_tool("systemd-analyze");
     let d = tempfile::tempdir().unwrap();
     let bad = d.path().join("bad.service");
-    std::fs::write(&bad, format!("[Service]\nType=oneshot\nExecStart={BIN} version\nSetCredential=kubestrap.token:\n"))
-        .unwrap();
+    std::fs::write(
+        &bad,
+        format!("[Service]\nType=oneshot\nExecStart={} version\nSetCredential=kubestrap.token:\n", &*BIN),
+    )
+    .unwrap();
     let (code, out, err) = capture(std::process::Command::new("systemd-analyze").arg("verify").arg(&bad));
     let (_, version, _) = sh("systemctl --version | head -1");
     let major: u32 = version.split_whitespace().nth(1).and_then(|v| v.parse().ok()).unwrap_or(0);

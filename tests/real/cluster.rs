@@ -426,7 +426,8 @@ pub fn boot_args<'a>(stage: &'a str, root: &'a str) -> [&'a str; 7] {
 
 /// kubestrap in a node's network namespace; its logs must hold no secret.
 pub fn run_in(netns: &Netns, args: &[&str]) -> Run {
-    let run = Run { out: netns.command(BIN).args(args).env_remove("JOURNAL_STREAM").output().expect("run kubestrap") };
+    let run =
+        Run { out: netns.command(&*BIN).args(args).env_remove("JOURNAL_STREAM").output().expect("run kubestrap") };
     check_secrets(args, &run);
     run
 }
@@ -442,7 +443,7 @@ fn check_secrets(args: &[&str], run: &Run) {
 pub fn run_timed(netns: &Netns, args: &[&str]) -> (Run, Vec<(Instant, String)>) {
     use std::io::{BufRead, Read};
     let mut child = netns
-        .command(BIN)
+        .command(&*BIN)
         .args(args)
         .env_remove("JOURNAL_STREAM")
         .stdout(std::process::Stdio::piped())
@@ -473,7 +474,7 @@ pub fn run_timed(netns: &Netns, args: &[&str]) -> (Run, Vec<(Instant, String)>) 
 pub fn run_watched(netns: &Netns, args: &[&str], logs: &Path, health: &dyn Fn() -> Result<(), String>) -> Run {
     let (out_path, err_path) = (logs.join("kubestrap.out"), logs.join("kubestrap.err"));
     let mut child = netns
-        .command(BIN)
+        .command(&*BIN)
         .args(args)
         .env_remove("JOURNAL_STREAM")
         .stdout(std::fs::File::create(&out_path).expect("stdout file"))

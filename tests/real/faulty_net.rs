@@ -43,7 +43,7 @@ fn joins_through_a_faulty_network() {
                         ["join", ep, "--token", TOKEN, "--discovery-token-ca-cert-hash", hash, "--node-name", &name];
                     let t = Instant::now();
                     let mut child = client
-                        .command(BIN)
+                        .command(&*BIN)
                         .args(args)
                         .args(["--root", &root])
                         .env("KUBESTRAP_LOG", "debug")

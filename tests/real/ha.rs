@@ -80,7 +80,7 @@ fn three_control_planes_join_with_real_etcd_learners() {
     std::fs::write(w.config(), c.fill_node(&template, "cp-3", 2, &w.root())).unwrap();
     let args = ["join", "--config", &w.config(), "--root", &w.root_str()].map(str::to_string);
     let rerun = c.node_then("cp-3", 2, w, |c, host, logs| {
-        let mut child = ChildGuard(host.netns.command(BIN).args(&args).env_remove("JOURNAL_STREAM").spawn().unwrap());
+        let mut child = ChildGuard(host.netns.command(&*BIN).args(&args).env_remove("JOURNAL_STREAM").spawn().unwrap());
         let health = || c.health().and_then(|_| host.health());
         wait_for("cp-3's learner", Duration::from_secs(180), &health, || {
             assert!(child.0.try_wait().unwrap().is_none(), "cp-3's join ended before its learner was added");

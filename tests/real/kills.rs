@@ -75,7 +75,7 @@ pub(super) fn kill_after(
 ) -> Shot {
     let mut child = ChildGuard(
         netns
-            .command(BIN)
+            .command(&*BIN)
             .args(args)
             .env_remove("JOURNAL_STREAM")
             .stdout(Stdio::null())

@@ -95,7 +95,7 @@ fn token_commands_phases_resume_and_discovery_file() {
     let bare = c.bare_node("worker-3", 23);
     let w3_root = w3.root_str();
     let args = [&token[..], &["--root", &w3_root, "--node-name", "worker-3"]].concat();
-    let mut child = ChildGuard(bare.command(BIN).args(&args).env_remove("JOURNAL_STREAM").spawn().expect("join"));
+    let mut child = ChildGuard(bare.command(&*BIN).args(&args).env_remove("JOURNAL_STREAM").spawn().expect("join"));
     let key = at(&w3.root(), "/var/lib/kubelet/pki/kubelet-client.key.tmp");
     let pending = c.wait("worker-3's CSR", || {
         let csrs = c.bootstrap_csrs();

@@ -5,12 +5,23 @@ use crate::common::*;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
+/// The binary cargo built beside this test binary, found at run time (a test binary reused from
+/// another checkout sharing the target directory names that checkout's path).
+fn kube_double() -> String {
+    let exe = std::env::current_exe().ok();
+    let beside = exe.as_deref().and_then(std::path::Path::parent).and_then(std::path::Path::parent);
+    match beside.map(|d| d.join("kube-double")) {
+        Some(p) if p.is_file() => p.to_string_lossy().into_owned(),
+        _ => env!("CARGO_BIN_EXE_kube-double").to_string(),
+    }
+}
+
 #[test]
 fn binary_serves_from_a_pki_dir() {
     let pki = Pki::new();
     let dir = tempfile::tempdir().unwrap();
     pki.write_dir(dir.path());
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kube-double"))
+    let mut child = Command::new(kube_double())
         .args(["--pki-dir", dir.path().to_str().unwrap(), "--listen", "127.0.0.1:0", "--register-node", "cp1"])
         .args(["--legacy-approver", "--down-for-secs", "0"])
         .stderr(Stdio::piped())
@@ -50,7 +61,7 @@ fn binary_mirrors_static_pods_at_start() {
         "apiVersion: v1\nkind: Pod\nmetadata:\n  name: etcd\n  namespace: kube-system\n  labels:\n    component: etcd\n    tier: control-plane\n  annotations:\n    kubeadm.kubernetes.io/etcd.advertise-client-urls: https://10.10.0.11:2379\nspec:\n  containers:\n  - name: etcd\n    image: registry.k8s.io/etcd:3.6.9-0\n",
     )
     .unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kube-double"))
+    let mut child = Command::new(kube_double())
         .args(["--pki-dir", dir.path().to_str().unwrap(), "--listen", "127.0.0.1:0", "--register-node", "cp-1"])
         .args(["--static-pods", manifests.path().to_str().unwrap()])
         .stderr(Stdio::piped())
@@ -75,7 +86,7 @@ fn binary_mirrors_static_pods_at_start() {
     child.wait().unwrap();
 
     // Without a node to put them on, it refuses to start.
-    let out = Command::new(env!("CARGO_BIN_EXE_kube-double"))
+    let out = Command::new(kube_double())
         .args(["--pki-dir", dir.path().to_str().unwrap(), "--listen", "127.0.0.1:0"])
         .args(["--static-pods", manifests.path().to_str().unwrap()])
         .output()
