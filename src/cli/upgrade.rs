@@ -25,8 +25,8 @@ pub enum UpgradeCommand {
 #[argh(subcommand, name = "apply")]
 pub struct UpgradeApply {
     #[argh(positional)]
-    /// the Kubernetes version to upgrade to (or apply.kubernetesVersion in --config)
-    pub version: Option<String>,
+    /// optional `phase NAME` (run only that phase, as `kubeadm upgrade apply phase NAME`), then the Kubernetes version to upgrade to (or apply.kubernetesVersion in --config)
+    pub words: Vec<String>,
     #[argh(option)]
     /// an UpgradeConfiguration (kubeadm.k8s.io/v1beta4) file; its `apply` fields are defaults for the flags
     pub config: Option<PathBuf>,
@@ -132,6 +132,9 @@ pub struct UpgradeDiff {
 #[derive(FromArgs, Debug)]
 #[argh(subcommand, name = "node")]
 pub struct UpgradeNode {
+    #[argh(positional)]
+    /// optional `phase NAME`: run only that phase, as `kubeadm upgrade node phase NAME`
+    pub words: Vec<String>,
     #[argh(option)]
     /// an UpgradeConfiguration (kubeadm.k8s.io/v1beta4) file; its `node` fields are defaults for the flags
     pub config: Option<PathBuf>,

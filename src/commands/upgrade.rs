@@ -2,7 +2,7 @@
 //! [`crate::upgrade::NodeArgs`], this machine as the host, the wall clock for the backup's stamp.
 
 use crate::cli::{self, UpgradeCommand};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::fsutil::NodeFs;
 use crate::upgrade::{NodeArgs, NodeFlags};
 
@@ -48,18 +48,50 @@ fn plan(p: cli::UpgradePlan) -> Result<()> {
     crate::upgrade::run_plan(&args, &fs, &crate::host::LinuxHost, &mut std::io::stdout().lock())
 }
 
+/// `phase NAME [SUB]` first if present (kubeadm's phase subcommands), then the rest: the phase
+/// as the skip list that leaves only it (a parent, or `parent all`, keeps its sub-phases).
+fn phase_words<F>(
+    words: &[String],
+    list: &'static [crate::phases::Phase<F>],
+    workflow: &str,
+) -> Result<(Option<Vec<String>>, Vec<String>)> {
+    if words.first().map(String::as_str) != Some("phase") {
+        return Ok((None, words.to_vec()));
+    }
+    let name = words
+        .get(1)
+        .ok_or_else(|| Error::bad_flag(format!("`kubestrap {workflow} phase` needs a phase name: {}", names(list))))?;
+    let (name, rest) = match words.get(2).map(|sub| format!("{name}/{sub}")) {
+        Some(full) if !crate::phases::select(list, &full).is_empty() => (full, &words[3..]),
+        _ => (name.clone(), &words[2..]),
+    };
+    let keep: Vec<&str> = crate::phases::lookup_all(list, workflow, &name)?.iter().map(|p| p.name).collect();
+    let skip = list.iter().map(|p| p.name).filter(|n| !keep.contains(n)).map(str::to_string).collect();
+    Ok((Some(skip), rest.to_vec()))
+}
+
+fn names<F>(list: &'static [crate::phases::Phase<F>]) -> String {
+    list.iter().map(|p| p.name).collect::<Vec<_>>().join(", ")
+}
+
 fn apply(a: cli::UpgradeApply) -> Result<()> {
     let config = a.config.as_deref().map(crate::upgrade::read_config).transpose()?;
+    let (only, rest) = phase_words(&a.words, crate::upgrade::APPLY_PHASES, "upgrade apply")?;
+    let version = match &rest[..] {
+        [] => None,
+        [v] => Some(v.clone()),
+        _ => return Err(Error::bad_flag(format!("upgrade apply takes one version but was given {rest:?}"))),
+    };
     let flags = crate::upgrade::ApplyFlags {
         root: a.root,
-        version: a.version,
+        version,
         yes: a.yes,
         force: a.force,
         dry_run: a.dry_run,
         kubeconfig: a.kubeconfig,
         patches: a.patches,
         ignore_preflight: cli::split_all(&a.ignore_preflight_errors),
-        skip_phases: cli::split_all(&a.skip_phases),
+        skip_phases: only.unwrap_or_else(|| cli::split_all(&a.skip_phases)),
         certificate_renewal: a.certificate_renewal,
         etcd_upgrade: a.etcd_upgrade,
         allow_experimental: a.allow_experimental_upgrades,
@@ -75,13 +107,17 @@ fn apply(a: cli::UpgradeApply) -> Result<()> {
 
 fn node(n: cli::UpgradeNode) -> Result<()> {
     let config = n.config.as_deref().map(crate::upgrade::read_config).transpose()?;
+    let (only, rest) = phase_words(&n.words, crate::upgrade::NODE_PHASES, "upgrade node")?;
+    if !rest.is_empty() {
+        return Err(Error::bad_flag(format!("upgrade node takes no arguments but was given {rest:?}")));
+    }
     let flags = NodeFlags {
         root: n.root,
         dry_run: n.dry_run,
         kubeconfig: n.kubeconfig,
         patches: n.patches,
         ignore_preflight: cli::split_all(&n.ignore_preflight_errors),
-        skip_phases: cli::split_all(&n.skip_phases),
+        skip_phases: only.unwrap_or_else(|| cli::split_all(&n.skip_phases)),
         certificate_renewal: n.certificate_renewal,
         etcd_upgrade: n.etcd_upgrade,
     };
@@ -89,4 +125,38 @@ fn node(n: cli::UpgradeNode) -> Result<()> {
     let fs = if args.dry_run { NodeFs::dry_run(&args.root) } else { NodeFs::new(&args.root) };
     let _lock = fs.lock()?;
     crate::upgrade::run_node(&args, &fs, &crate::host::LinuxHost, time::OffsetDateTime::now_utc())
+}
+
+#[cfg(test)]
+mod phase_tests {
+    use super::*;
+
+    fn w(s: &[&str]) -> Vec<String> {
+        s.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn a_phase_subcommand_is_the_skip_list_that_leaves_only_it() {
+        let apply = crate::upgrade::APPLY_PHASES;
+        let (skip, rest) = phase_words(&w(&["phase", "control-plane", "v1.37.2"]), apply, "upgrade apply").unwrap();
+        let skip = skip.unwrap();
+        assert_eq!(rest, ["v1.37.2"]);
+        assert!(!skip.contains(&"control-plane".to_string()) && skip.contains(&"preflight".to_string()));
+        assert_eq!(skip.len(), apply.len() - 1);
+        // kubeadm's spellings of a sub-phase and of a parent's `all`.
+        let (skip, _) = phase_words(&w(&["phase", "addon", "coredns"]), apply, "upgrade apply").unwrap();
+        assert!(!skip.unwrap().contains(&"addon/coredns".to_string()));
+        let (skip, rest) = phase_words(&w(&["phase", "upload-config", "all", "v1.37.2"]), apply, "x").unwrap();
+        let skip = skip.unwrap();
+        assert_eq!(rest, ["v1.37.2"]);
+        assert!(!skip.iter().any(|s| s.starts_with("upload-config/")), "{skip:?}");
+        assert_eq!(skip.len(), apply.len() - 2);
+        assert!(phase_words(&w(&["phase", "nope"]), apply, "upgrade apply").is_err());
+        assert!(phase_words(&w(&["phase"]), apply, "upgrade apply").is_err());
+        assert_eq!(phase_words(&w(&["v1.37.2"]), apply, "x").unwrap(), (None, w(&["v1.37.2"])));
+        let node = crate::upgrade::NODE_PHASES;
+        let (skip, rest) = phase_words(&w(&["phase", "kubelet-config"]), node, "upgrade node").unwrap();
+        assert!(rest.is_empty());
+        assert_eq!(skip.unwrap().len(), node.len() - 1);
+    }
 }
