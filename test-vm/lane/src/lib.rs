@@ -148,8 +148,15 @@ pub fn runs(all: &[Scenario], count: u64, changed: &[String], budget_s: u64, nam
 mod tests {
     use super::*;
 
+    /// test-vm/, from the directory cargo runs this test in (read at run time: a test binary
+    /// reused from another checkout sharing the target directory names that checkout).
+    fn test_vm() -> String {
+        let manifest = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_string());
+        format!("{manifest}/..")
+    }
+
     fn real() -> Vec<Scenario> {
-        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+        let root = test_vm();
         let lane = std::fs::read_to_string(format!("{root}/lane.tsv")).unwrap();
         let budget = std::fs::read_to_string(format!("{root}/budget.tsv")).unwrap();
         parse(&lane, &budget).unwrap()
@@ -171,7 +178,7 @@ mod tests {
     #[test]
     fn the_lane_covers_run_sh_all_and_the_smoke_set_is_a_control_plane_and_a_join() {
         let all = real();
-        let run_sh = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../run.sh")).unwrap();
+        let run_sh = std::fs::read_to_string(format!("{}/run.sh", test_vm())).unwrap();
         let line = run_sh.lines().find(|l| l.starts_with("SCENARIOS=(")).unwrap();
         let mut listed: Vec<&str> = line.trim_start_matches("SCENARIOS=(").trim_end_matches(')').split(' ').collect();
         let mut mapped: Vec<&str> = all.iter().map(|s| s.name.as_str()).collect();
