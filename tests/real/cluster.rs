@@ -236,6 +236,15 @@ impl Cluster {
         )
     }
 
+    /// `kubectl patch --type=merge` of kube-system's ConfigMap `name` with `data` (key: value),
+    /// which must succeed.
+    pub fn set_config_data(&self, name: &str, data: serde_json::Value) {
+        let patch = serde_json::json!({ "data": data }).to_string();
+        let (code, _, err) =
+            self.kubectl(&["-n", "kube-system", "patch", "configmap", name, "--type=merge", "-p", &patch]);
+        assert_eq!(code, 0, "patch ConfigMap kube-system/{name}: {err}");
+    }
+
     /// `kubectl get -o json`, which must succeed.
     pub fn get(&self, args: &[&str]) -> Value {
         let mut all = vec!["get", "-o", "json"];

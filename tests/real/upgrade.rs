@@ -204,10 +204,7 @@ fn three_control_planes_and_a_worker_replaced_by_the_next_minor() {
     let line = format!("kubernetesVersion: {OLD}\n");
     assert!(cluster_cfg.contains(&line), "{cluster_cfg}");
     let updated = cluster_cfg.replace(&line, &format!("kubernetesVersion: {NEW}\n"));
-    let patch = serde_json::json!({ "data": { "ClusterConfiguration": updated } }).to_string();
-    let (code, _, err) =
-        c.kubectl(&["-n", "kube-system", "patch", "configmap", "kubeadm-config", "--type=merge", "-p", &patch]);
-    assert_eq!(code, 0, "{err}");
+    c.set_config_data("kubeadm-config", serde_json::json!({ "ClusterConfiguration": updated }));
 
     // One control plane at a time: a v1.37.2 one joins (the cluster's new version in its
     // manifests, its etcd a learner promoted), the load balancer drains an old one, which leaves.

@@ -37,10 +37,7 @@ fn customise_coredns(c: &Cluster) -> String {
     let cm = c.get(&["-n", "kube-system", "configmap", "coredns"]);
     let default = cm["data"]["Corefile"].as_str().expect("a Corefile");
     let corefile = format!("{default}example.internal:53 {{\n    errors\n    cache 30\n    forward . 10.0.0.53\n}}\n");
-    let patch = serde_json::json!({"data": {"Corefile": corefile}}).to_string();
-    let (code, _, err) =
-        c.kubectl(&["-n", "kube-system", "patch", "configmap", "coredns", "--type", "merge", "-p", &patch]);
-    assert_eq!(code, 0, "patch the Corefile: {err}");
+    c.set_config_data("coredns", serde_json::json!({"Corefile": corefile}));
     let (code, _, err) = c.kubectl(&["-n", "kube-system", "scale", "deployment", "coredns", "--replicas=3"]);
     assert_eq!(code, 0, "scale CoreDNS: {err}");
     let old = "coredns=registry.k8s.io/coredns/coredns:v1.14.2";
@@ -56,12 +53,7 @@ fn customise_coredns(c: &Cluster) -> String {
 fn unmigratable_corefile_refused_by_both(c: &Cluster, root: &Path, corefile: &str, ignore: &str) {
     let bad = corefile.replacen("    errors\n", "    errors\n    whoami\n", 1);
     assert_ne!(bad, corefile, "the Corefile has an errors line: {corefile}");
-    let set = |text: &str| {
-        let patch = serde_json::json!({"data": {"Corefile": text}}).to_string();
-        let (code, _, err) =
-            c.kubectl(&["-n", "kube-system", "patch", "configmap", "coredns", "--type", "merge", "-p", &patch]);
-        assert_eq!(code, 0, "patch the Corefile: {err}");
-    };
+    let set = |text: &str| c.set_config_data("coredns", serde_json::json!({"Corefile": text}));
     set(&bad);
     let report = |text: &str| -> String {
         let start = text.find("\t[ERROR ").unwrap_or_else(|| panic!("no preflight errors:\n{text}"));
@@ -313,21 +305,11 @@ fn a_control_plane_upgraded_across_a_minor_by_upgrade_apply_as_kubeadm_would() {
     for args in [
         &["-n", "kube-system", "label", "configmap", "kubeadm-config", "team=platform"][..],
         &["-n", "kube-system", "annotate", "configmap", "kubeadm-config", "example.com/owner=sre"],
-        &[
-            "-n",
-            "kube-system",
-            "patch",
-            "configmap",
-            "kubeadm-config",
-            "--type",
-            "merge",
-            "-p",
-            r#"{"data":{"note":"kept"}}"#,
-        ],
     ] {
         let (code, _, err) = c.kubectl(args);
         assert_eq!(code, 0, "{args:?}: {err}");
     }
+    c.set_config_data("kubeadm-config", serde_json::json!({"note": "kept"}));
     rollback_restores_every_manifest(&mut c, &root);
 
     let apiserver_before = not_before(&root, "etc/kubernetes/pki/apiserver.crt");

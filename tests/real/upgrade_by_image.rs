@@ -88,19 +88,10 @@ fn a_worker_booted_on_the_next_image_waits_for_its_control_plane_then_upgrades_i
         let cc = cm["data"]["ClusterConfiguration"].as_str().expect("ClusterConfiguration");
         let line = |v: &str| format!("kubernetesVersion: {v}\n");
         assert!(cc.contains(&line(from)), "{cc}");
-        let patch = serde_json::json!({"data": {"ClusterConfiguration": cc.replace(&line(from), &line(to))}});
-        let (code, _, err) = c.kubectl(&[
-            "-n",
-            "kube-system",
-            "patch",
-            "configmap",
+        c.set_config_data(
             "kubeadm-config",
-            "--type",
-            "merge",
-            "-p",
-            &patch.to_string(),
-        ]);
-        assert_eq!(code, 0, "{err}");
+            serde_json::json!({"ClusterConfiguration": cc.replace(&line(from), &line(to))}),
+        );
     };
     set_stored(NEW, OLD);
     let early = boot(&netns, &root_arg, "4s");

@@ -80,10 +80,7 @@ pub fn set_max_pods(c: &Cluster, n: u32) {
     let mut kc: serde_yaml::Mapping =
         serde_yaml::from_str(cm["data"]["kubelet"].as_str().expect("data.kubelet")).unwrap();
     kc.insert("maxPods".into(), n.into());
-    let patch = serde_json::json!({ "data": { "kubelet": serde_yaml::to_string(&kc).unwrap() } }).to_string();
-    let (code, _, err) =
-        c.kubectl(&["-n", "kube-system", "patch", "configmap", "kubelet-config", "--type=merge", "-p", &patch]);
-    assert_eq!(code, 0, "{err}");
+    c.set_config_data("kubelet-config", serde_json::json!({ "kubelet": serde_yaml::to_string(&kc).unwrap() }));
 }
 
 /// The backup directories `upgrade node` left under a node root's /etc/kubernetes/tmp.
