@@ -2,8 +2,8 @@
 //! `CoreDNSUnsupportedPlugins` fails on a Corefile plugin or option that corefile-migration
 //! does not know between the deployed CoreDNS and the new one; `CoreDNSMigration` fails when no
 //! migration between the two versions exists. As kubeadm, a cluster with no `coredns` ConfigMap
-//! has no deployed version and fails both (skip them with --ignore-preflight-errors); an
-//! ignored check prints its errors as warnings.
+//! has no deployed version and fails both (skip them with --ignore-preflight-errors), unless its
+//! configuration disables DNS; an ignored check prints its errors as warnings.
 
 use log::{info, warn};
 
@@ -51,11 +51,11 @@ pub(super) fn deployed_version(client: &Client) -> Result<String> {
     }
 }
 
-pub(super) fn check(client: &Client, ignore: &[String]) -> Result<()> {
-    let ignored = |name: &str| ignore.iter().any(|i| i.eq_ignore_ascii_case("all") || i.eq_ignore_ascii_case(name));
+/// The two checks' errors for the deployed (Corefile, version), as kubeadm words them.
+fn judge(deployed: Result<(String, String)>) -> Vec<(&'static str, String)> {
     let target = crate::objects::coredns::COREDNS_VERSION.trim_start_matches('v');
-    let mut found: Vec<(&str, String)> = Vec::new();
-    match deployed(client) {
+    let mut found = Vec::new();
+    match deployed {
         Err(e) => {
             // Each check reads the deployed CoreDNS itself: both fail alike.
             found.push(("CoreDNSUnsupportedPlugins", e.message.clone()));
@@ -83,6 +83,25 @@ pub(super) fn check(client: &Client, ignore: &[String]) -> Result<()> {
             }
         }
     }
+    found
+}
+
+/// The cluster's `dns.disabled` (kubeadm-config).
+fn dns_disabled(client: &Client) -> Result<bool> {
+    let text = super::context::cluster_configuration(client)?;
+    let docs = crate::config::parse_stored("ConfigMap kube-system/kubeadm-config", &text)?;
+    Ok(docs.cluster.is_some_and(|c| c.dns.disabled))
+}
+
+pub(super) fn check(client: &Client, ignore: &[String]) -> Result<()> {
+    // A cluster whose configuration disables DNS has no CoreDNS to migrate; kubeadm checks it
+    // anyway and fails (docs/differences.md).
+    let disabled = dns_disabled(client)?;
+    let found = if disabled { Vec::new() } else { judge(deployed(client)) };
+    if disabled {
+        info!("[preflight] CoreDNS is disabled in the cluster's configuration: its upgrade checks are skipped");
+    }
+    let ignored = |name: &str| ignore.iter().any(|i| i.eq_ignore_ascii_case("all") || i.eq_ignore_ascii_case(name));
     let (mut lines, mut names) = (Vec::new(), Vec::new());
     for (name, msg) in found {
         if ignored(name) {
@@ -93,4 +112,26 @@ pub(super) fn check(client: &Client, ignore: &[String]) -> Result<()> {
         }
     }
     if lines.is_empty() { Ok(()) } else { Err(PreflightError { lines, names }.into()) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_checks_judge_as_kubeadms() {
+        let names = |f: &[(&str, String)]| f.iter().map(|(n, _)| n.to_string()).collect::<Vec<_>>();
+        // No coredns ConfigMap: no version, both fail with corefile-migration's words.
+        let f = judge(Ok((String::new(), String::new())));
+        assert_eq!(names(&f), ["CoreDNSUnsupportedPlugins", "CoreDNSMigration"]);
+        assert_eq!(f[0].1, "start version '' not supported");
+        assert_eq!(f[1].1, "CoreDNS will not be upgraded: start version '' not supported");
+        let f = judge(Ok((".:53 {\n    whoami\n}\n".into(), "v1.14.2".into())));
+        assert_eq!(names(&f), ["CoreDNSUnsupportedPlugins"]);
+        assert!(f[0].1.starts_with("CoreDNS cannot migrate the following plugins:\n[Plugin \"whoami\""), "{}", f[0].1);
+        assert!(judge(Ok((".:53 {\n    whoami\n}\n".into(), "v1.14.6".into()))).is_empty(), "the same version");
+        assert!(judge(Ok((".:53 {\n    errors\n}\n".into(), "v1.14.2".into()))).is_empty());
+        let f = judge(Err(Error::cluster("multiple DNS addon deployments found: [\"a\", \"b\"]")));
+        assert_eq!(names(&f), ["CoreDNSUnsupportedPlugins", "CoreDNSMigration"]);
+    }
 }
