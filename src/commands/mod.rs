@@ -72,6 +72,7 @@ fn init_phase(p: cli::InitPhase) -> Result<()> {
         dry_run: p.dry_run,
         ignore_preflight: cli::split_all(&p.ignore_preflight_errors),
         upload: UploadCerts { enabled: p.upload_certs, certificate_key, skip_key_print: p.skip_certificate_key_print },
+        skip_phases: Vec::new(),
     };
     init(run, |ctx| selected.iter().try_for_each(|phase| phases::run_init_phase(ctx, phase)))
 }
@@ -96,6 +97,7 @@ fn init_all(i: &cli::Init) -> Result<()> {
         dry_run: i.dry_run,
         ignore_preflight: cli::split_all(&i.ignore_preflight_errors),
         upload,
+        skip_phases: cli::split_all(&i.skip_phases),
     };
     init(run, |ctx| {
         skip.extend(ctx.cfg.init.skip_phases.iter().cloned());
@@ -148,10 +150,13 @@ struct InitRun<'a> {
     dry_run: bool,
     ignore_preflight: Vec<String>,
     upload: UploadCerts,
+    /// `--skip-phases`: a skipped add-on is stored as disabled, as kubeadm's init does.
+    skip_phases: Vec<String>,
 }
 
 fn init(run: InitRun, body: impl FnOnce(&InitContext) -> Result<()>) -> Result<()> {
-    let cfg = run.flags.load(run.config, &crate::host::facts())?;
+    let mut cfg = run.flags.load(run.config, &crate::host::facts())?;
+    crate::config::disable_skipped_addons(&mut cfg.cluster, &run.skip_phases);
     for w in &cfg.warnings {
         warn!("[config] WARNING: {w}");
     }

@@ -18,7 +18,7 @@ pub use load::{
     prefix_cri_socket,
 };
 pub(crate) use resolve::etcd_version_for;
-pub use resolve::{Endpoint, HostFacts, InitConfig, KeyAlgorithm, resolve_init};
+pub use resolve::{Endpoint, HostFacts, InitConfig, KeyAlgorithm, disable_skipped_addons, resolve_init};
 
 /// A config problem: which file, which document, which field, what is wrong with the value.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,5 +1,6 @@
 //! init while the load balancer is not up yet (kubeadm 1.35+: init talks to its own API
-//! server), with kube-proxy skipped for a kube-proxy-free CNI, then added by its phase alone.
+//! server), with kube-proxy skipped for a kube-proxy-free CNI (and stored as disabled, as
+//! kubeadm stores it), then added by its phase alone.
 
 use super::cluster::*;
 
@@ -40,6 +41,11 @@ fn init_needs_no_load_balancer_and_skips_kube_proxy_alone() {
     for o in PROXY {
         assert!(!exists(o), "{o:?} was created although addon/kube-proxy was skipped");
     }
+    // As kubeadm's init: the skipped add-on is stored as disabled, so an upgrade leaves it out.
+    let cm = c.get(&["-n", "kube-system", "configmap", "kubeadm-config"]);
+    let cc = cm["data"]["ClusterConfiguration"].as_str().unwrap_or_default();
+    assert!(cc.contains("proxy:\n  disabled: true\n"), "kubeadm-config:\n{cc}");
+    assert!(!cc.contains("dns:\n  disabled"), "kubeadm-config:\n{cc}");
 
     // kubeadm's two-word spelling runs the sub-phase alone, still without the load balancer.
     let (config, root) = (c.scratch.config(), c.scratch.root_str());

@@ -136,6 +136,21 @@ impl Ctx<'_> {
 /// Init/ClusterConfiguration → [`InitConfig`]: each section defaulted then validated (kubeadm's
 /// SetDefaults/Validate), in the order kubeadm reports problems; the values the phases work
 /// from are read off the defaulted documents.
+/// kubeadm init's rule (cmd/init.go): a skipped `addon/coredns` or `addon/kube-proxy` phase (or
+/// `addon`, `addon/all`) marks that add-on disabled in the ClusterConfiguration it stores, so an
+/// upgrade leaves it out too (a kube-proxy-free CNI keeps its cluster free of kube-proxy).
+pub fn disable_skipped_addons(cluster: &mut ClusterConfiguration, skip: &[String]) {
+    let skipped = |sub: &str| {
+        skip.iter().map(|s| s.trim().to_ascii_lowercase()).any(|s| s == "addon" || s == "addon/all" || s == sub)
+    };
+    if skipped("addon/coredns") {
+        cluster.dns.disabled = true;
+    }
+    if skipped("addon/kube-proxy") {
+        cluster.proxy.disabled = true;
+    }
+}
+
 pub fn resolve_init(source: &str, docs: Documents, host: &HostFacts) -> Result<InitConfig, ConfigError> {
     let mut warnings = docs.warnings;
     if docs.join.is_some() {
@@ -180,6 +195,7 @@ pub fn resolve_init(source: &str, docs: Documents, host: &HostFacts) -> Result<I
     };
     cluster_doc::components(&cc, &mut cluster, w)?;
     let etcd_image_tag = cluster_doc::etcd(&cc, &mut cluster.etcd, &version, w)?;
+    disable_skipped_addons(&mut cluster, &init.skip_phases);
 
     Ok(InitConfig {
         node_name: init.node_registration.name.clone(),
@@ -207,4 +223,24 @@ pub fn resolve_init(source: &str, docs: Documents, host: &HostFacts) -> Result<I
         certificate_key,
         warnings,
     })
+}
+
+#[cfg(test)]
+mod addon_tests {
+    use super::*;
+
+    #[test]
+    fn a_skipped_addon_is_stored_disabled_as_kubeadms_init_does() {
+        let run = |skip: &[&str]| {
+            let mut c = ClusterConfiguration::default();
+            disable_skipped_addons(&mut c, &skip.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+            (c.dns.disabled, c.proxy.disabled)
+        };
+        assert_eq!(run(&[]), (false, false));
+        assert_eq!(run(&["addon/kube-proxy"]), (false, true));
+        assert_eq!(run(&["Addon/CoreDNS"]), (true, false));
+        assert_eq!(run(&["addon"]), (true, true));
+        assert_eq!(run(&["addon/all", "preflight"]), (true, true));
+        assert_eq!(run(&["preflight"]), (false, false));
+    }
 }
