@@ -185,8 +185,17 @@ fn control_plane(fs: &NodeFs, report: &Reporter, image: &Version) -> Result<()> 
         return Ok(());
     };
     let u = ImageUpgrade { image: image.to_string(), node: node.to_string(), ..Default::default() };
-    match change(&node, image) {
+    // The cluster's newer patch, rolled here by `upgrade node` while this image's kubelet ran: a
+    // kubelet a patch behind its static Pods is within the skew policy, not a downgrade.
+    let patch_behind = (image.major, image.minor) == (node.major, node.minor) && image.patch < node.patch;
+    let verdict = if patch_behind { Change::None } else { change(&node, image) };
+    match verdict {
         Change::None => {
+            if patch_behind {
+                info!(
+                    "[upgrade] This control plane runs the cluster's {node}; its image's kubelet {image} is a patch behind, which is allowed"
+                );
+            }
             set(report, &ImageUpgrade { state: "current".into(), ..u });
             Ok(())
         }

@@ -114,6 +114,17 @@ fn a_control_plane_on_the_next_image_starts_its_kubelet_and_one_two_minors_on_is
     assert!(e.message.contains("may not skip a minor"), "{e}");
     assert_eq!(u.expect("reported").state, "refused");
     assert!(!root.has(KUBELET_HOLD.as_str()), "a control plane's kubelet keeps running its old static Pods");
+    // The cluster's v1.37.3 rolled here while this v1.37.2 image ran: current, not a downgrade.
+    for c in ["kube-apiserver", "kube-controller-manager", "kube-scheduler"] {
+        let manifest = format!(
+            "apiVersion: v1\nkind: Pod\nspec:\n  containers:\n  - name: {c}\n    image: registry.k8s.io/{c}:v1.37.3\n"
+        );
+        root.put(paths::manifest(c).as_str(), &manifest);
+    }
+    root.put(IMAGE_INFO.as_str(), IMAGE_1_37);
+    let (r, u) = check(&root);
+    assert!(r.is_ok(), "{r:?}");
+    assert_eq!(u.expect("reported").state, "current");
 }
 
 #[test]
