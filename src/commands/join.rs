@@ -22,19 +22,7 @@ struct Words {
 }
 
 fn words(w: &[String]) -> Result<Words> {
-    let (phase, rest) = match w.first().map(String::as_str) {
-        Some("phase") => {
-            let name = w.get(1).ok_or_else(|| {
-                Error::bad_flag("`kubestrap join phase` needs a phase name; `kubestrap phases` lists them")
-            })?;
-            // kubeadm spells a sub-phase as a second word: `join phase control-plane-prepare certs`.
-            match w.get(2).map(|sub| format!("{name}/{sub}")) {
-                Some(full) if phases::find(JOIN_PHASES, &full).is_some() => (Some(full), &w[3..]),
-                _ => (Some(name.clone()), &w[2..]),
-            }
-        }
-        _ => (None, w),
-    };
+    let (phase, rest) = phases::phase_words(w, JOIN_PHASES, "join")?;
     match rest {
         [] => Ok(Words { phase, endpoint: None }),
         [e] => Ok(Words { phase, endpoint: Some(e.clone()) }),

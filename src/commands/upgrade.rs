@@ -55,23 +55,11 @@ fn phase_words<F>(
     list: &'static [crate::phases::Phase<F>],
     workflow: &str,
 ) -> Result<(Option<Vec<String>>, Vec<String>)> {
-    if words.first().map(String::as_str) != Some("phase") {
-        return Ok((None, words.to_vec()));
-    }
-    let name = words
-        .get(1)
-        .ok_or_else(|| Error::bad_flag(format!("`kubestrap {workflow} phase` needs a phase name: {}", names(list))))?;
-    let (name, rest) = match words.get(2).map(|sub| format!("{name}/{sub}")) {
-        Some(full) if !crate::phases::select(list, &full).is_empty() => (full, &words[3..]),
-        _ => (name.clone(), &words[2..]),
-    };
+    let (name, rest) = crate::phases::phase_words(words, list, workflow)?;
+    let Some(name) = name else { return Ok((None, rest.to_vec())) };
     let keep: Vec<&str> = crate::phases::lookup_all(list, workflow, &name)?.iter().map(|p| p.name).collect();
     let skip = list.iter().map(|p| p.name).filter(|n| !keep.contains(n)).map(str::to_string).collect();
     Ok((Some(skip), rest.to_vec()))
-}
-
-fn names<F>(list: &'static [crate::phases::Phase<F>]) -> String {
-    list.iter().map(|p| p.name).collect::<Vec<_>>().join(", ")
 }
 
 fn apply(a: cli::UpgradeApply) -> Result<()> {

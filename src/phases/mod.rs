@@ -119,6 +119,27 @@ pub fn select<F>(list: &'static [Phase<F>], name: &str) -> Vec<&'static Phase<F>
     list.iter().filter(|p| p.name.strip_prefix(parent).is_some_and(|r| r.starts_with('/'))).collect()
 }
 
+/// `phase NAME [SUB]` at the head of a command's positional words (kubeadm's phase
+/// subcommands; a sub-phase, or a parent's `all`, as a second word): the phase's name and the
+/// words after it. No `phase` first: no name, every word.
+pub fn phase_words<'w, F>(
+    words: &'w [String],
+    list: &'static [Phase<F>],
+    workflow: &str,
+) -> Result<(Option<String>, &'w [String])> {
+    if words.first().map(String::as_str) != Some("phase") {
+        return Ok((None, words));
+    }
+    let name = words.get(1).ok_or_else(|| {
+        let names: Vec<&str> = list.iter().map(|p| p.name).collect();
+        Error::bad_flag(format!("`kubestrap {workflow} phase` needs a phase name: {}", names.join(", ")))
+    })?;
+    Ok(match words.get(2).map(|sub| format!("{name}/{sub}")) {
+        Some(full) if !select(list, &full).is_empty() => (Some(full), &words[3..]),
+        _ => (Some(name.clone()), &words[2..]),
+    })
+}
+
 /// Finds `name` in `list` or says which phases `workflow` has.
 pub fn lookup<F>(list: &'static [Phase<F>], workflow: &str, name: &str) -> Result<&'static Phase<F>> {
     find(list, name).ok_or_else(|| unknown(list, workflow, name))
