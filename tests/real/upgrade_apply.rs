@@ -294,7 +294,12 @@ fn a_control_plane_upgraded_across_a_minor_by_upgrade_apply_as_kubeadm_would() {
     assert_ne!(unasked.code(), 0);
     assert!(unasked.stderr().contains("won't proceed"), "{}", unasked.stderr());
     // A dry run shows the new manifests and writes nothing.
-    let dry = run_in(&c.netns, &["upgrade", "apply", NEW, "--dry-run", "--root", &root_arg]);
+    let dry = run_in(&c.netns, &["upgrade", "apply", NEW, "--dry-run", "--print-config", "--root", &root_arg]);
+    // --print-config: kubeadm's block on stdout, the ClusterConfiguration at the target, a tab before each line.
+    let out = dry.stdout();
+    assert!(out.starts_with("[upgrade/config] Configuration used:\n"), "{out}");
+    assert!(out.contains(&format!("\tkubernetesVersion: {NEW}\n")), "{out}");
+    assert!(out.lines().skip(1).all(|l| l.starts_with('\t')), "{out}");
     assert_eq!(dry.code(), 0, "{}", dry.stderr());
     assert!(dry.stderr().contains(&format!("image: registry.k8s.io/kube-apiserver:{NEW}")), "{}", dry.stderr());
     assert!(dry.stderr().contains("[upgrade/successful] Finished dryrunning successfully!"));
